@@ -55,15 +55,25 @@ class Transfer:
 
 @dataclass
 class JobSpec:
-    """A job as the YAML states it (hosts in rank order)."""
+    """A job: one or more groups of hosts (rank order) that each run `collective` on
+    `size_bytes`; an iteration ends when every group has finished (the slowest ring), then
+    the job computes for `compute_s` before the next iteration."""
 
     name: str
     collective: Collective
-    hosts: list[str]
+    groups: list[list[str]]
     size_bytes: int
     iterations: int = 1
     compute_s: float = 0.0
     start_s: float = 0.0
+
+    @property
+    def hosts(self) -> list[str]:
+        return [h for g in self.groups for h in g]
+
+    @property
+    def group_size(self) -> int:
+        return max(len(g) for g in self.groups)
 
 
 @dataclass
@@ -94,34 +104,39 @@ def split_bytes(total: int, parts: int) -> list[int]:
 
 
 def ring_allreduce(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
-    """Reduce-scatter then all-gather around the ring `spec.hosts` (see module docstring)."""
-    n = len(spec.hosts)
-    if n < 2:
-        raise WorkloadError(f"jobs.{spec.name}.hosts: a ring needs at least 2 hosts")
-    if spec.size_bytes < n:
-        raise WorkloadError(f"jobs.{spec.name}.size_bytes: must be at least the ring size ({n})")
-    conns = [
-        Connection(
-            conn_id=first_conn_id + i,
-            job=spec.name,
-            src=spec.hosts[i],
-            dst=spec.hosts[(i + 1) % n],
-            src_port=SOURCE_PORT_BASE + first_conn_id + i,
-            dst_port=LISTEN_PORT_BASE + index,
-        )
-        for i in range(n)
-    ]
-    chunks = split_bytes(spec.size_bytes, n)
+    """Reduce-scatter then all-gather around each ring of `spec.groups` (see module docstring)."""
+    conns: list[Connection] = []
     transfers: list[Transfer] = []
-    for k in range(2 * (n - 1)):
-        for i in range(n):
-            # reduce-scatter step k: rank i sends chunk (i - k); all-gather: chunk (i + 1 - k')
-            chunk = (i - k) % n if k < n - 1 else (i + 1 - (k - (n - 1))) % n
-            deps = () if k == 0 else ((k - 1) * n + (i - 1) % n,)
-            transfers.append(Transfer(
-                tid=k * n + i, conn_id=conns[i].conn_id, size_bytes=chunks[chunk],
-                step=k, deps=deps,
-            ))
+    for ring in spec.groups:
+        n = len(ring)
+        if n < 2:
+            raise WorkloadError(f"jobs.{spec.name}.hosts: a ring needs at least 2 hosts")
+        if spec.size_bytes < n:
+            raise WorkloadError(
+                f"jobs.{spec.name}.size_bytes: must be at least the ring size ({n})")
+        ring_conns = [
+            Connection(
+                conn_id=first_conn_id + len(conns) + i,
+                job=spec.name,
+                src=ring[i],
+                dst=ring[(i + 1) % n],
+                src_port=SOURCE_PORT_BASE + first_conn_id + len(conns) + i,
+                dst_port=LISTEN_PORT_BASE + index,
+            )
+            for i in range(n)
+        ]
+        chunks = split_bytes(spec.size_bytes, n)
+        t0 = len(transfers)
+        for k in range(2 * (n - 1)):
+            for i in range(n):
+                # reduce-scatter step k: rank i sends chunk (i - k); all-gather: (i + 1 - k')
+                chunk = (i - k) % n if k < n - 1 else (i + 1 - (k - (n - 1))) % n
+                deps = () if k == 0 else (t0 + (k - 1) * n + (i - 1) % n,)
+                transfers.append(Transfer(
+                    tid=t0 + k * n + i, conn_id=ring_conns[i].conn_id,
+                    size_bytes=chunks[chunk], step=k, deps=deps,
+                ))
+        conns.extend(ring_conns)
     return JobPlan(spec=spec, index=index, connections=conns, transfers=transfers)
 
 
@@ -148,7 +163,7 @@ def bus_factor(collective: Collective, n: int) -> float:
 
 def ideal_cct_s(spec: JobSpec, host_link_mbps: float) -> float:
     """CCT on a non-blocking fabric, where only the host links (full duplex) limit, in seconds."""
-    n = len(spec.hosts)
+    n = spec.group_size
     if spec.collective is Collective.ALLREDUCE:
         # each rank sends and receives 2(n-1) chunks of S/n bytes, one step after another
         chunk = max(split_bytes(spec.size_bytes, n))
