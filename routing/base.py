@@ -86,3 +86,151 @@ def lower_bound_link_flows(fabric: Fabric, conns: list[Connection]) -> int:
         down = sum(fabric.is_live(s, leaf) for s in fabric.spines)
         bound = max(bound, math.ceil(d / down))
     return bound
+
+
+# -- flat integer view for the fast strategies ---------------------------------------------------
+@dataclass
+class FlowTable:
+    """Inter-leaf flows as flat integer arrays, for hot loops (no networkx lookups inside).
+
+    Leaves and spines are 0-based indices into `leaf_names` / `spine_names`. `up_live[a][s]`
+    (leaf a -> spine s) and `down_live[b][s]` (spine s -> leaf b) are the live flags. Link loads
+    are kept by the strategies as flat lists indexed `leaf * n_spines + spine`, one list for
+    uplinks and one for downlinks. `cand[i]` is the tuple of spines usable by flow i (shared
+    between flows of the same leaf pair).
+    """
+
+    conns: list[Connection]                 # every connection, input order
+    flows: list[Connection]                 # inter-leaf connections only
+    src: list[int]                          # source leaf index per flow
+    dst: list[int]                          # destination leaf index per flow
+    job: list[int]                          # job index per flow (into job_names)
+    job_names: list[str]
+    leaf_names: list[str]
+    spine_names: list[str]
+    up_live: list[list[bool]]
+    down_live: list[list[bool]]
+    pair_cand: dict[tuple[int, int], tuple[int, ...]]
+    cand: list[tuple[int, ...]]
+
+    @property
+    def n_spines(self) -> int:
+        return len(self.spine_names)
+
+    @property
+    def n_leaves(self) -> int:
+        return len(self.leaf_names)
+
+    def flow_name(self, i: int) -> str:
+        c = self.flows[i]
+        return f"{c.job}:{c.src}->{c.dst} (conn {c.conn_id})"
+
+
+def flow_table(fabric: Fabric, conns: list[Connection]) -> FlowTable:
+    """Build the FlowTable of `conns`; raises RoutingError naming a flow with no live spine."""
+    g = fabric.graph
+    nodes = g.nodes
+    leaf_names = fabric.leaves
+    spine_names = fabric.spines
+    leaf_idx = {name: i for i, name in enumerate(leaf_names)}
+    spine_idx = {name: i for i, name in enumerate(spine_names)}
+    S = len(spine_names)
+    up_live = [[False] * S for _ in leaf_names]
+    down_live = [[False] * S for _ in leaf_names]
+    succ = g.succ
+    for a, leaf in enumerate(leaf_names):
+        row = up_live[a]
+        for nbr, attrs in succ[leaf].items():
+            s = spine_idx.get(nbr)
+            if s is not None:
+                row[s] = bool(attrs["live"])
+    for s, spine in enumerate(spine_names):
+        for nbr, attrs in succ[spine].items():
+            down_live[leaf_idx[nbr]][s] = bool(attrs["live"])
+
+    host_leaf: dict[str, int] = {}
+    flows: list[Connection] = []
+    src: list[int] = []
+    dst: list[int] = []
+    job: list[int] = []
+    job_idx: dict[str, int] = {}
+    pair_cand: dict[tuple[int, int], tuple[int, ...]] = {}
+    cand: list[tuple[int, ...]] = []
+    for c in conns:
+        a = host_leaf.get(c.src)
+        if a is None:
+            a = host_leaf[c.src] = leaf_idx[nodes[c.src]["leaf"]]
+        b = host_leaf.get(c.dst)
+        if b is None:
+            b = host_leaf[c.dst] = leaf_idx[nodes[c.dst]["leaf"]]
+        if a == b:
+            continue
+        pc = pair_cand.get((a, b))
+        if pc is None:
+            ua, db = up_live[a], down_live[b]
+            pc = pair_cand[a, b] = tuple(s for s in range(S) if ua[s] and db[s])
+        if not pc:
+            raise RoutingError(
+                f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) has no live spine "
+                f"between {leaf_names[a]} and {leaf_names[b]}")
+        j = job_idx.get(c.job)
+        if j is None:
+            j = job_idx[c.job] = len(job_idx)
+        flows.append(c)
+        src.append(a)
+        dst.append(b)
+        job.append(j)
+        cand.append(pc)
+    return FlowTable(conns=list(conns), flows=flows, src=src, dst=dst, job=job,
+                     job_names=list(job_idx), leaf_names=leaf_names, spine_names=spine_names,
+                     up_live=up_live, down_live=down_live, pair_cand=pair_cand, cand=cand)
+
+
+def table_lower_bound(t: FlowTable) -> int:
+    """Same bound as lower_bound_link_flows, from a FlowTable (flows per live up/downlink)."""
+    out_deg = Counter(t.src)
+    in_deg = Counter(t.dst)
+    bound = 0
+    for a, d in out_deg.items():
+        bound = max(bound, math.ceil(d / max(1, sum(t.up_live[a]))))
+    for b, d in in_deg.items():
+        bound = max(bound, math.ceil(d / max(1, sum(t.down_live[b]))))
+    return bound
+
+
+def spine_of_from_assignment(t: FlowTable, assign: list[int]) -> dict[int, str | None]:
+    """conn_id -> spine name for every connection (None for intra-leaf ones)."""
+    spine_of: dict[int, str | None] = {c.conn_id: None for c in t.conns}
+    names = t.spine_names
+    for c, s in zip(t.flows, assign):
+        spine_of[c.conn_id] = names[s]
+    return spine_of
+
+
+def assignment_from_spine_of(t: FlowTable, spine_of: dict[int, str | None] | None) -> list[int]:
+    """Per flow: the spine index in `spine_of` when still usable for its leaf pair, else -1."""
+    if not spine_of:
+        return [-1] * len(t.flows)
+    idx = {name: i for i, name in enumerate(t.spine_names)}
+    out: list[int] = []
+    for c, cand in zip(t.flows, t.cand):
+        s = idx.get(spine_of.get(c.conn_id) or "", -1)
+        out.append(s if s in cand else -1)
+    return out
+
+
+def assignment_loads(t: FlowTable, assign: list[int]) -> tuple[list[int], list[int]]:
+    """Flat up/down link loads (index leaf * n_spines + spine) of a (possibly partial) assignment."""
+    S = t.n_spines
+    up = [0] * (t.n_leaves * S)
+    down = [0] * (t.n_leaves * S)
+    for a, b, s in zip(t.src, t.dst, assign):
+        if s >= 0:
+            up[a * S + s] += 1
+            down[b * S + s] += 1
+    return up, down
+
+
+def assignment_max_load(t: FlowTable, assign: list[int]) -> int:
+    up, down = assignment_loads(t, assign)
+    return max(max(up, default=0), max(down, default=0))

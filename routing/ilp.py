@@ -6,7 +6,18 @@ flows on any directed leaf->spine or spine->leaf link; failed elements are not v
                   sum_{f to leaf l}   x[f,s] <= a      for every live link s->l
                   x binary
 
-The solver's status and relative gap are recorded; a non-optimal solve is reported, never fatal.
+Solved in an equivalent aggregated form: flows of the same leaf pair (a, b) are
+interchangeable (same usable spines, same links), so the variables are integers
+y[(a,b),s] in [0, n_ab] = how many of the pair's flows take spine s, with sum_s y = n_ab. This
+has (leaf pairs x spines) variables instead of (flows x spines) and no symmetric copies, which
+is what makes paper-scale instances solve in seconds. Counts are turned back into one spine per
+flow afterwards (flows keep their `previous` spine where the counts allow: low churn).
+
+CBC is warm-started from the greedy solution (or `previous`), and `a` is bounded below by the
+combinatorial lower bound and above by the start's value. The solver's status and gap are
+recorded in SolveStats: "optimal" (gap 0), "feasible" (time limit hit with a solution; gap =
+(found - lower bound) / found, an upper bound on the true gap), or "time-limit-start" (CBC
+returned nothing usable: the warm start is returned). A solver problem is reported, never fatal.
 """
 from __future__ import annotations
 
@@ -18,49 +29,138 @@ import pulp
 from testbed.fabric import Fabric
 from traffic.collectives import Connection
 
-from .base import (RoutingError, RoutingPlan, SolveStats, candidate_spines, inter_leaf,
-                   lower_bound_link_flows)
+from .base import (FlowTable, RoutingPlan, SolveStats, assignment_from_spine_of,
+                   assignment_loads, flow_table, spine_of_from_assignment, table_lower_bound)
+from .greedy import greedy_assignment, greedy_fill
+
+#: Groups of interchangeable flows: key -> flow indices (key ends with (src leaf, dst leaf)).
+Groups = dict[tuple[int, ...], list[int]]
+
+
+def flow_groups(t: FlowTable, by_job: bool = False) -> Groups:
+    """Flows grouped by leaf pair (and by job first when `by_job`)."""
+    groups: Groups = defaultdict(list)
+    for i, (a, b, j) in enumerate(zip(t.src, t.dst, t.job)):
+        groups[(j, a, b) if by_job else (a, b)].append(i)
+    return dict(groups)
+
+
+def start_assignment(t: FlowTable, seed: int, previous: dict[int, str | None] | None) -> list[int]:
+    """Warm start: previous spines where still usable, greedy for the rest (or plain greedy)."""
+    if previous:
+        assign = assignment_from_spine_of(t, previous)
+        up, down = assignment_loads(t, assign)
+        return greedy_fill(t, assign, up, down, seed)
+    return greedy_assignment(t, seed)
+
+
+def counts_to_assignment(t: FlowTable, groups: Groups, counts: dict[tuple, dict[int, int]],
+                         prefer: list[int] | None) -> list[int]:
+    """Give each flow of a group one spine so that spine s gets counts[key][s] flows.
+
+    Flows whose `prefer` spine still has room keep it (low churn)."""
+    assign = [-1] * len(t.flows)
+    for key, ids in groups.items():
+        left = dict(counts[key])
+        rest = []
+        for i in ids:
+            p = prefer[i] if prefer is not None else -1
+            if p >= 0 and left.get(p, 0) > 0:
+                assign[i] = p
+                left[p] -= 1
+            else:
+                rest.append(i)
+        pool = [s for s, k in sorted(left.items()) for _ in range(k)]
+        for i, s in zip(rest, pool):
+            assign[i] = s
+    return assign
+
+
+def assignment_counts(groups: Groups, assign: list[int]) -> dict[tuple, dict[int, int]]:
+    out: dict[tuple, dict[int, int]] = {}
+    for key, ids in groups.items():
+        c: dict[int, int] = defaultdict(int)
+        for i in ids:
+            c[assign[i]] += 1
+        out[key] = dict(c)
+    return out
+
+
+def cbc(time_limit_s: float, warm: bool) -> pulp.PULP_CBC_CMD:
+    """CBC with a time limit in seconds (threads left at the default on purpose)."""
+    return pulp.PULP_CBC_CMD(msg=False, timeLimit=max(1, int(round(time_limit_s))),
+                             warmStart=warm)
+
+
+def solved_values(var: dict, key) -> int:
+    v = var[key].value()
+    return 0 if v is None else int(round(v))
 
 
 def route_ilp(fabric: Fabric, conns: list[Connection], seed: int = 0,
               previous: dict[int, str | None] | None = None,
               time_limit_s: float = 30.0) -> RoutingPlan:
+    """Exact min-max link flows (aggregated ILP); `time_limit_s` bounds CBC in seconds."""
     t0 = time.perf_counter()
-    spine_of: dict[int, str | None] = {c.conn_id: None for c in conns}
-    flows = inter_leaf(fabric, conns)
-    lb = lower_bound_link_flows(fabric, conns)
-    if not flows:
-        return RoutingPlan("ilp", spine_of, SolveStats(time.perf_counter() - t0, "optimal", 0.0, lb))
+    t = flow_table(fabric, conns)
+    lb = table_lower_bound(t)
+    if not t.flows:
+        return RoutingPlan("ilp", spine_of_from_assignment(t, []),
+                           SolveStats(time.perf_counter() - t0, "optimal", 0.0, lb))
+    S = t.n_spines
+    start = start_assignment(t, seed, previous)
+    up0, down0 = assignment_loads(t, start)
+    ub = max(max(up0), max(down0))
+    prefer = assignment_from_spine_of(t, previous) if previous else start
+    groups = flow_groups(t)
+    if ub <= lb:  # the warm start is already optimal: nothing for CBC to do
+        stats = SolveStats(time.perf_counter() - t0, "optimal", 0.0, lb)
+        return RoutingPlan("ilp", spine_of_from_assignment(t, start), stats)
 
+    start_counts = assignment_counts(groups, start)
     prob = pulp.LpProblem("min_max_link_flows", pulp.LpMinimize)
-    a = pulp.LpVariable("a", lowBound=lb, cat="Integer")
+    a = pulp.LpVariable("a", lowBound=lb, upBound=ub, cat="Integer")
+    a.setInitialValue(ub)
     prob += a
-    x: dict[tuple[int, str], pulp.LpVariable] = {}
+    y: dict[tuple, pulp.LpVariable] = {}
     up = defaultdict(list)
     down = defaultdict(list)
-    for f in flows:
-        spines = candidate_spines(fabric, f)
-        for s in spines:
-            v = pulp.LpVariable(f"x_{f.conn_id}_{s}", cat="Binary")
-            x[f.conn_id, s] = v
-            up[fabric.leaf_of(f.src), s].append(v)
-            down[s, fabric.leaf_of(f.dst)].append(v)
-        prob += pulp.lpSum(x[f.conn_id, s] for s in spines) == 1, f"one_spine_{f.conn_id}"
-    for (leaf, s), vs in up.items():
-        prob += pulp.lpSum(vs) <= a, f"up_{leaf}_{s}"
-    for (s, leaf), vs in down.items():
-        prob += pulp.lpSum(vs) <= a, f"down_{s}_{leaf}"
+    for key, ids in groups.items():
+        sa, sb = key[-2], key[-1]
+        n = len(ids)
+        vs = []
+        for s in t.pair_cand[sa, sb]:
+            v = pulp.LpVariable(f"y_{sa}_{sb}_{s}", lowBound=0, upBound=n, cat="Integer")
+            v.setInitialValue(start_counts[key].get(s, 0))
+            y[key, s] = v
+            vs.append(v)
+            up[sa * S + s].append(v)
+            down[sb * S + s].append(v)
+        prob += pulp.lpSum(vs) == n, f"pair_{sa}_{sb}"
+    for idx, vs in up.items():
+        prob += pulp.lpSum(vs) <= a, f"up_{idx // S}_{idx % S}"
+    for idx, vs in down.items():
+        prob += pulp.lpSum(vs) <= a, f"down_{idx % S}_{idx // S}"
 
-    solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit_s)
-    prob.solve(solver)
-    status = pulp.LpStatus[prob.status].lower()
-    if prob.sol_status not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
-        raise RoutingError(f"ilp: CBC found no feasible routing (status {status})")
-    for (cid, s), v in x.items():
-        if v.value() is not None and v.value() > 0.5:
-            spine_of[cid] = s
-    best = round(pulp.value(a))
-    optimal = prob.sol_status == pulp.LpSolutionOptimal
-    gap = 0.0 if optimal else (best - lb) / best if best else 0.0
-    stats = SolveStats(time.perf_counter() - t0, "optimal" if optimal else "feasible", gap, lb)
-    return RoutingPlan("ilp", spine_of, stats)
+    try:
+        prob.solve(cbc(time_limit_s, warm=True))
+        sol = prob.sol_status
+    except pulp.PulpSolverError as exc:  # solver crash: report, keep the warm start
+        sol, status_text = None, f"solver-error: {exc}"
+    if sol in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
+        counts = {key: {s: solved_values(y, (key, s)) for s in t.pair_cand[key[-2], key[-1]]}
+                  for key in groups}
+        assign = counts_to_assignment(t, groups, counts, prefer)
+        upA, downA = assignment_loads(t, assign)
+        best = max(max(upA), max(downA))
+        if best > ub:  # never return worse than the start
+            assign, best = start, ub
+        optimal = sol == pulp.LpSolutionOptimal or best <= lb
+        status = "optimal" if optimal else "feasible"
+        gap = 0.0 if optimal else (best - lb) / best
+    else:
+        if sol is not None:
+            status_text = f"time-limit-start ({pulp.LpStatus[prob.status].lower()})"
+        assign, status, gap = start, status_text, (ub - lb) / ub
+    stats = SolveStats(time.perf_counter() - t0, status, gap, lb)
+    return RoutingPlan("ilp", spine_of_from_assignment(t, assign), stats)

@@ -1,0 +1,148 @@
+"""Seeded simulated annealing over spine assignments (the paper's baseline).
+
+State: one spine per inter-leaf flow. Move: take one flow (with probability `focus` a flow on a
+link at the current maximum load, found by rejection sampling) and put it on another of its
+usable spines: with probability `focus` the one whose worse link is least loaded (ties at
+random), else one chosen uniformly. Energy: M the most flows on any directed leaf<->spine link, N the
+number of links carrying M. The paper's E = M x N is available (`energy="product"`) but by
+default we use E = M x (number of links + 1) + N (`energy="lex"`, the same order as (M, N)):
+taken literally the product *rises* when the max drops (5 x 1 < 4 x 300), so at paper scale
+it keeps the maximum from ever going down. Moves that do not raise E are
+taken; worse ones with probability exp(-dE / T), T cooling geometrically from `t0` to `t1`.
+The best state seen, in (M, N) lexicographic order, is returned. A move costs O(1): a histogram
+of link loads gives M and N without scanning.
+
+Start: the previous assignment where still usable (low-churn mode, `previous` given) with the
+rest placed by greedy; otherwise a seeded uniformly random assignment (`init="random"`, the
+paper's baseline) or the greedy solution (`init="greedy"`). Bounded by `max_iters` moves and
+`time_limit_s` seconds, whichever comes first.
+"""
+from __future__ import annotations
+
+import math
+import random
+import time
+
+from testbed.fabric import Fabric
+from traffic.collectives import Connection
+
+from .base import (RoutingPlan, SolveStats, assignment_from_spine_of, assignment_loads,
+                   flow_table, spine_of_from_assignment, table_lower_bound)
+from .greedy import greedy_assignment, greedy_fill
+
+
+def route_annealing(fabric: Fabric, conns: list[Connection], seed: int = 0,
+                    previous: dict[int, str | None] | None = None, *,
+                    init: str = "random", energy: str = "lex", max_iters: int = 200_000, time_limit_s: float = 2.0,
+                    t0: float = 2.0, t1: float = 0.02, focus: float = 0.7) -> RoutingPlan:
+    """Simulated annealing; see module docstring. Times in seconds."""
+    start = time.perf_counter()
+    t = flow_table(fabric, conns)
+    rng = random.Random(seed)
+    n = len(t.flows)
+    S = t.n_spines
+    lb = table_lower_bound(t)
+    if previous:
+        assign = assignment_from_spine_of(t, previous)
+        up, down = assignment_loads(t, assign)
+        greedy_fill(t, assign, up, down, seed)
+    elif init == "greedy":
+        assign = greedy_assignment(t, seed)
+        up, down = assignment_loads(t, assign)
+    elif init == "random":
+        assign = [rng.choice(c) for c in t.cand]
+        up, down = assignment_loads(t, assign)
+    else:
+        raise ValueError(f"annealing: init must be 'random' or 'greedy', not {init!r}")
+    if energy not in ("lex", "product"):
+        raise ValueError(f"annealing: energy must be 'lex' or 'product', not {energy!r}")
+    if n == 0:
+        return RoutingPlan("annealing", spine_of_from_assignment(t, assign),
+                           SolveStats(time.perf_counter() - start, "heuristic", None, lb))
+
+    top = max(max(up), max(down))
+    hist = [0] * (top + n + 2)
+    for v in up:
+        hist[v] += 1
+    for v in down:
+        hist[v] += 1
+    M = top
+    # energy weight of the max: 'product' is M x N; 'lex' is M x (links + 1) + N
+    K1 = len(up) + len(down) + 1
+    lexi = energy == "lex"
+    best_key = (M, hist[M])
+    best = list(assign)
+    src, dst, cand = t.src, t.dst, t.cand
+    movable = [i for i in range(n) if len(cand[i]) > 1]
+    if M <= 1:
+        movable = []          # one flow per link at most: nothing to improve
+    alpha = (t1 / t0) ** (1.0 / max(1, max_iters))
+    T = t0
+    it = 0
+    deadline = start + time_limit_s
+    rand = rng.random
+    randrange = rng.randrange
+    n_mov = len(movable)
+    while movable and it < max_iters:
+        it += 1
+        if (it & 1023) == 0 and time.perf_counter() > deadline:
+            break
+        # pick a flow, preferably one on a link at the maximum
+        i = movable[randrange(n_mov)]
+        if rand() < focus:
+            for _ in range(64):
+                a, b, s = src[i], dst[i], assign[i]
+                if up[a * S + s] == M or down[b * S + s] == M:
+                    break
+                i = movable[randrange(n_mov)]
+        a, b, s = src[i], dst[i], assign[i]
+        c = cand[i]
+        if rand() < focus:  # directed move: the other spine whose worse link is least loaded
+            s2, bestv = s, None
+            ao, bo = a * S, b * S
+            for x in c:
+                if x != s:
+                    u, d = up[ao + x], down[bo + x]
+                    v = u if u > d else d
+                    if bestv is None or v < bestv or (v == bestv and rand() < 0.5):
+                        s2, bestv = x, v
+        else:
+            s2 = c[randrange(len(c))]
+        if s2 == s:
+            continue
+        old_e = M * K1 + hist[M] if lexi else M * hist[M]
+        ua, ub = a * S + s, b * S + s
+        va, vb = a * S + s2, b * S + s2
+        # apply the move on the histogram
+        for arr, idx, d in ((up, ua, -1), (down, ub, -1), (up, va, 1), (down, vb, 1)):
+            v = arr[idx]
+            hist[v] -= 1
+            arr[idx] = v + d
+            hist[v + d] += 1
+        newM = M
+        if up[va] > newM:
+            newM = up[va]
+        if down[vb] > newM:
+            newM = down[vb]
+        while hist[newM] == 0 and newM > 0:
+            newM -= 1
+        new_e = newM * K1 + hist[newM] if lexi else newM * hist[newM]
+        dE = new_e - old_e
+        if dE <= 0 or rand() < math.exp(-dE / T):
+            assign[i] = s2
+            M = newM
+            key = (M, hist[M])
+            if key < best_key:
+                best_key = key
+                best = list(assign)
+                if M <= 1:
+                    break
+        else:  # undo
+            for arr, idx, d in ((up, va, -1), (down, vb, -1), (up, ua, 1), (down, ub, 1)):
+                v = arr[idx]
+                hist[v] -= 1
+                arr[idx] = v + d
+                hist[v + d] += 1
+        T *= alpha
+    stats = SolveStats(time.perf_counter() - start, "heuristic", None, lb)
+    return RoutingPlan("annealing", spine_of_from_assignment(t, best), stats)
