@@ -9,6 +9,23 @@ Ring all-reduce of S bytes over ranks [h1, h5, h9, h13] (n = 4): connection i go
 to rank (i+1) mod n; 2(n-1) = 6 steps; in step k every rank sends one chunk of about S/n bytes,
 and rank i's step-k send waits for the step-(k-1) chunk it receives from rank i-1 (NCCL's ring).
 Steps 0..n-2 are the reduce-scatter, steps n-1..2n-3 the all-gather.
+
+The other collectives follow the same rules (S = `size_bytes`, n = ranks in a group, B = the
+host link rate; nccl-tests conventions for S):
+
+* all-gather (ring): S is the gathered buffer; n-1 steps, in step k rank i forwards chunk
+  (i - k) mod n of about S/n bytes to rank i+1, after receiving it from rank i-1 in step k-1.
+  Ideal time (n-1)/n x S / B; busbw = algbw x (n-1)/n.
+* reduce-scatter (ring): S is each rank's input; the same n-1 step chain (chunk (i - k - 1) mod n).
+  Ideal time (n-1)/n x S / B; busbw = algbw x (n-1)/n.
+* all-to-all: S is what each rank sends in total, S/n to each rank (its own chunk stays local):
+  one connection from every rank to every other, one transfer each, no dependencies.
+  Ideal time (n-1)/n x S / B (the n-1 flows share the sender's link); busbw = algbw x (n-1)/n.
+* pipeline point-to-point: stage i sends S bytes to stage i+1 (n-1 connections), and stage i+1
+  forwards only after receiving: a chain. Ideal time (n-1) x S / B; busbw = algbw (sendrecv).
+
+Source ports: connection c uses SOURCE_PORT_BASE + (c mod SOURCE_PORT_SPAN), so ports stay in
+20000..65535 at any scale; `plan_jobs` checks that every connection's 5-tuple is unique.
 """
 from __future__ import annotations
 
@@ -22,12 +39,25 @@ class WorkloadError(ValueError):
 
 class Collective(str, Enum):
     ALLREDUCE = "allreduce"
+    ALLGATHER = "allgather"
+    REDUCE_SCATTER = "reducescatter"
+    ALLTOALL = "alltoall"
+    PIPELINE = "pipeline"          # point-to-point chain stage i -> i+1
 
 
 #: TCP port every agent of job j listens on is LISTEN_PORT_BASE + j.
 LISTEN_PORT_BASE = 5001
-#: Source port of connection c is SOURCE_PORT_BASE + c, so each flow's 5-tuple is known in advance.
+#: Source port of connection c is SOURCE_PORT_BASE + c, so each flow's 5-tuple is known in advance;
+#: past SOURCE_PORT_SPAN connections it wraps (see `source_port`), never exceeding 65535.
 SOURCE_PORT_BASE = 20000
+SOURCE_PORT_MAX = 65535
+SOURCE_PORT_SPAN = SOURCE_PORT_MAX - SOURCE_PORT_BASE + 1
+
+
+def source_port(conn_id: int) -> int:
+    """Source TCP port of connection `conn_id`: SOURCE_PORT_BASE + conn_id, wrapped into
+    SOURCE_PORT_BASE..65535 (identical to the unwrapped value below 45,536 connections)."""
+    return SOURCE_PORT_BASE + conn_id % SOURCE_PORT_SPAN
 
 
 @dataclass(frozen=True)
@@ -120,7 +150,7 @@ def ring_allreduce(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
                 job=spec.name,
                 src=ring[i],
                 dst=ring[(i + 1) % n],
-                src_port=SOURCE_PORT_BASE + first_conn_id + len(conns) + i,
+                src_port=source_port(first_conn_id + len(conns) + i),
                 dst_port=LISTEN_PORT_BASE + index,
             )
             for i in range(n)
@@ -140,32 +170,155 @@ def ring_allreduce(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
     return JobPlan(spec=spec, index=index, connections=conns, transfers=transfers)
 
 
+def _check_groups(spec: JobSpec, min_size: int = 2) -> None:
+    if not spec.groups:
+        raise WorkloadError(f"jobs.{spec.name}.hosts: a job needs at least one group of hosts")
+    for g in spec.groups:
+        if len(g) < min_size:
+            raise WorkloadError(
+                f"jobs.{spec.name}.hosts: {spec.collective.value} needs at least {min_size} hosts")
+        if len(set(g)) != len(g):
+            raise WorkloadError(f"jobs.{spec.name}.hosts: a host appears twice in one group")
+    if spec.size_bytes < 1:
+        raise WorkloadError(f"jobs.{spec.name}.size_bytes: must be a positive number of bytes")
+
+
+def _connection(spec: JobSpec, index: int, conn_id: int, src: str, dst: str) -> Connection:
+    return Connection(conn_id=conn_id, job=spec.name, src=src, dst=dst,
+                      src_port=source_port(conn_id), dst_port=LISTEN_PORT_BASE + index)
+
+
+def ring_chain(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
+    """Ring all-gather or reduce-scatter: n-1 forwarding steps around each ring (see the
+    module docstring); the step-k send of rank i waits for rank i-1's step-(k-1) send."""
+    _check_groups(spec)
+    conns: list[Connection] = []
+    transfers: list[Transfer] = []
+    shift = 0 if spec.collective is Collective.ALLGATHER else 1
+    for ring in spec.groups:
+        n = len(ring)
+        if spec.size_bytes < n:
+            raise WorkloadError(
+                f"jobs.{spec.name}.size_bytes: must be at least the ring size ({n})")
+        base = first_conn_id + len(conns)
+        ring_conns = [_connection(spec, index, base + i, ring[i], ring[(i + 1) % n])
+                      for i in range(n)]
+        chunks = split_bytes(spec.size_bytes, n)
+        t0 = len(transfers)
+        for k in range(n - 1):
+            for i in range(n):
+                deps = () if k == 0 else (t0 + (k - 1) * n + (i - 1) % n,)
+                transfers.append(Transfer(
+                    tid=t0 + k * n + i, conn_id=ring_conns[i].conn_id,
+                    size_bytes=chunks[(i - k - shift) % n], step=k, deps=deps))
+        conns.extend(ring_conns)
+    return JobPlan(spec=spec, index=index, connections=conns, transfers=transfers)
+
+
+def all_to_all(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
+    """Every rank sends S/n bytes to every other rank of its group at once: one connection and
+    one transfer per ordered pair, no dependencies (rank j receives chunk j of the split)."""
+    _check_groups(spec)
+    conns: list[Connection] = []
+    transfers: list[Transfer] = []
+    for group in spec.groups:
+        n = len(group)
+        if spec.size_bytes < n:
+            raise WorkloadError(
+                f"jobs.{spec.name}.size_bytes: must be at least the group size ({n})")
+        chunks = split_bytes(spec.size_bytes, n)
+        for i in range(n):
+            for j in range(n):
+                if i == j:
+                    continue
+                c = _connection(spec, index, first_conn_id + len(conns), group[i], group[j])
+                conns.append(c)
+                transfers.append(Transfer(tid=len(transfers), conn_id=c.conn_id,
+                                          size_bytes=chunks[j], step=0))
+    return JobPlan(spec=spec, index=index, connections=conns, transfers=transfers)
+
+
+def pipeline_p2p(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
+    """Pipeline point-to-point: stage i -> stage i+1 carries S bytes, and stage i+1 forwards
+    only once it has received (transfer i depends on transfer i-1); groups run in parallel."""
+    _check_groups(spec)
+    conns: list[Connection] = []
+    transfers: list[Transfer] = []
+    for stages in spec.groups:
+        t0 = len(transfers)
+        for i in range(len(stages) - 1):
+            c = _connection(spec, index, first_conn_id + len(conns), stages[i], stages[i + 1])
+            conns.append(c)
+            transfers.append(Transfer(tid=t0 + i, conn_id=c.conn_id, size_bytes=spec.size_bytes,
+                                      step=i, deps=() if i == 0 else (t0 + i - 1,)))
+    return JobPlan(spec=spec, index=index, connections=conns, transfers=transfers)
+
+
+_PLANNERS = {
+    Collective.ALLREDUCE: ring_allreduce,
+    Collective.ALLGATHER: ring_chain,
+    Collective.REDUCE_SCATTER: ring_chain,
+    Collective.ALLTOALL: all_to_all,
+    Collective.PIPELINE: pipeline_p2p,
+}
+
+
 def plan_jobs(specs: list[JobSpec]) -> list[JobPlan]:
-    """Turn every job into connections and transfers, numbering connections globally."""
+    """Turn every job into connections and transfers, numbering connections globally.
+
+    Raises WorkloadError if two connections would share a 5-tuple (only possible past
+    SOURCE_PORT_SPAN connections, when source ports wrap)."""
     plans: list[JobPlan] = []
     next_conn = 0
+    seen: dict[tuple[str, str, int, int], int] = {}
     for index, spec in enumerate(specs):
-        if spec.collective is Collective.ALLREDUCE:
-            plan = ring_allreduce(spec, index, next_conn)
-        else:  # pragma: no cover - Collective is closed
+        planner = _PLANNERS.get(Collective(spec.collective))
+        if planner is None:  # pragma: no cover - Collective is closed
             raise WorkloadError(f"jobs.{spec.name}.collective: unsupported {spec.collective}")
+        plan = planner(spec, index, next_conn)
+        for c in plan.connections:
+            key = (c.src, c.dst, c.src_port, c.dst_port)
+            if key in seen:
+                raise WorkloadError(
+                    f"jobs.{spec.name}: connection {c.conn_id} ({c.src}->{c.dst}) would reuse the "
+                    f"5-tuple of connection {seen[key]} (source ports wrap every "
+                    f"{SOURCE_PORT_SPAN} connections)")
+            seen[key] = c.conn_id
         next_conn += len(plan.connections)
         plans.append(plan)
     return plans
 
 
 def bus_factor(collective: Collective, n: int) -> float:
-    """nccl-tests busbw = algbw x this factor."""
+    """nccl-tests busbw = algbw x this factor: 2(n-1)/n for all-reduce, (n-1)/n for all-gather,
+    reduce-scatter and all-to-all, 1 for point-to-point (sendrecv)."""
     if collective is Collective.ALLREDUCE:
         return 2 * (n - 1) / n
+    if collective is Collective.PIPELINE:
+        return 1.0
     return (n - 1) / n
 
 
 def ideal_cct_s(spec: JobSpec, host_link_mbps: float) -> float:
-    """CCT on a non-blocking fabric, where only the host links (full duplex) limit, in seconds."""
+    """CCT on a non-blocking fabric, where only the host links (full duplex) limit, in seconds.
+
+    Ring steps run back to back at the full link rate (the largest chunk sets each step's
+    pace), all-to-all's n-1 concurrent flows share the sender's link (and the receiver's), a
+    pipeline's hops run one after another. Exact when n divides S; otherwise off by at most a
+    few bytes' time (chunks differ by one byte)."""
     n = spec.group_size
+    bits_per_s = host_link_mbps * 1e6
+    chunk = max(split_bytes(spec.size_bytes, n)) if spec.size_bytes >= n else spec.size_bytes
     if spec.collective is Collective.ALLREDUCE:
         # each rank sends and receives 2(n-1) chunks of S/n bytes, one step after another
-        chunk = max(split_bytes(spec.size_bytes, n))
-        return 2 * (n - 1) * chunk * 8 / (host_link_mbps * 1e6)
+        return 2 * (n - 1) * chunk * 8 / bits_per_s
+    if spec.collective in (Collective.ALLGATHER, Collective.REDUCE_SCATTER):
+        return (n - 1) * chunk * 8 / bits_per_s
+    if spec.collective is Collective.ALLTOALL:
+        # rank i sends every chunk but its own; receivers take n-1 chunks of their own size
+        chunks = split_bytes(spec.size_bytes, n)
+        busiest = max(max(spec.size_bytes - c for c in chunks), (n - 1) * max(chunks))
+        return busiest * 8 / bits_per_s
+    if spec.collective is Collective.PIPELINE:
+        return (n - 1) * spec.size_bytes * 8 / bits_per_s
     raise WorkloadError(f"no closed form for {spec.collective}")  # pragma: no cover
