@@ -1,0 +1,277 @@
+"""The flow-level predictor against closed forms (each within 0.1%) and max-min's definition."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from testbed.fabric import FabricSpec, build_fabric
+from traffic.collectives import (Collective, Connection, JobPlan, JobSpec, Transfer,
+                                 ideal_cct_s, plan_jobs)
+from traffic.metrics import (compare_fairness, fairness_vector, job_efficiency,
+                             network_efficiency)
+from traffic.predictor import PredictorError, ideal, max_min_rates, predict
+
+REL = 1e-3  # every closed form within 0.1%
+
+
+def close(a: float, b: float) -> bool:
+    return abs(a - b) <= REL * abs(b)
+
+
+def fabric(spines=1, leaves=2, hosts=1, host_mbps=1000.0, spine_mbps=100.0, **kw):
+    return build_fabric(FabricSpec(spines, leaves, hosts, host_mbps, spine_mbps, **kw))
+
+
+def one_spine(plans, spine="spine1"):
+    return {c.conn_id: spine for p in plans for c in p.connections}
+
+
+def h(i: int) -> str:
+    return f"h{i}"
+
+
+# ---- the water-filling kernel -------------------------------------------------------------
+INF = np.inf
+
+
+def test_kernel_one_flow_one_link():
+    r = max_min_rates(np.array([[0, 1]]), np.array([40.0, INF]))
+    assert r.tolist() == [40.0]
+
+
+def test_kernel_two_flows_share_bottleneck():
+    # link 0 (cap 100) shared; flow 1 also crosses link 1 (cap 1000)
+    r = max_min_rates(np.array([[0, 2], [0, 1]]), np.array([100.0, 1000.0, INF]))
+    assert np.allclose(r, [50.0, 50.0])
+
+
+def test_kernel_parking_lot():
+    """Classic parking lot: one long flow over n links, one short flow per link: all get C/2."""
+    n, cap = 5, 10.0
+    long_flow = list(range(n))
+    rows = [long_flow] + [[i] + [n] * (n - 1) for i in range(n)]
+    r = max_min_rates(np.array(rows), np.array([cap] * n + [INF]))
+    assert np.allclose(r, cap / 2)
+
+
+def test_kernel_parking_lot_unequal():
+    """Link 0 (cap 10): flows A, B; link 1 (cap 4): A, C, D. Max-min: A=C=D=4/3, B=10-4/3."""
+    rows = np.array([[0, 1], [0, 2], [1, 2], [1, 2]])
+    r = max_min_rates(rows, np.array([10.0, 4.0, INF]))
+    assert np.allclose(r, [4 / 3, 10 - 4 / 3, 4 / 3, 4 / 3])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 8).flatmap(lambda n_links: st.tuples(
+    st.lists(st.floats(1.0, 100.0), min_size=n_links, max_size=n_links),
+    st.lists(st.lists(st.integers(0, n_links - 1), min_size=1, max_size=3),
+             min_size=1, max_size=12))))
+def test_kernel_is_max_min(case):
+    """Feasible, and every flow has a saturated link on which no flow gets more than it."""
+    caps, flows = case
+    n = len(caps)
+    rows = np.array([sorted(set(f)) + [n] * (3 - len(set(f))) for f in flows])
+    cap = np.array(caps + [INF])
+    r = max_min_rates(rows, cap)
+    load = np.bincount(rows.ravel(), weights=np.repeat(r, 3), minlength=n + 1)[:n]
+    assert np.all(load <= cap[:n] * (1 + 1e-9))
+    for f, links in enumerate(rows):
+        ok = False
+        for link in links:
+            if link == n:
+                continue
+            users = [g for g in range(len(rows)) if link in rows[g]]
+            if load[link] >= cap[link] * (1 - 1e-9) and r[f] >= max(r[users]) * (1 - 1e-9):
+                ok = True
+        assert ok, (f, r, rows, caps)
+
+
+# ---- whole predictions --------------------------------------------------------------------
+def p2p(name, src, dst, size, **kw) -> JobSpec:
+    return JobSpec(name, Collective.PIPELINE, [[src, dst]], size, **kw)
+
+
+def test_one_flow_one_link():
+    fab = fabric(host_mbps=1000.0, spine_mbps=100.0)
+    S = 10_000_000
+    plans = plan_jobs([p2p("a", h(1), h(2), S)])
+    pr = predict(fab, plans, one_spine(plans))
+    assert close(pr.jobs["a"].cct_s[0], S * 8 / 100e6)
+    assert close(pr.jobs["a"].fct_mean_s[0], S * 8 / 100e6)
+    # and the link it crossed was saturated the whole time, the idle one never used
+    u = pr.link_utilization()
+    assert close(u[("leaf1", "spine1")]["mean"], 1.0)
+    assert ("spine1", "leaf1") not in u
+
+
+def test_goodput_factor_scales_capacity():
+    fab = fabric()
+    plans = plan_jobs([p2p("a", h(1), h(2), 1_000_000)])
+    base = predict(fab, plans, one_spine(plans)).jobs["a"].cct_s[0]
+    slow = predict(fab, plans, one_spine(plans), goodput_factor=0.8).jobs["a"].cct_s[0]
+    assert close(slow, base / 0.8)
+
+
+def test_two_flows_share_bottleneck_then_speed_up():
+    """Two flows on one 100 Mbit/s uplink: 50 each until the small one ends, then 100."""
+    fab = fabric(hosts=2)                                  # h1,h2 on leaf1; h3,h4 on leaf2
+    s1, s2 = 2_000_000, 6_000_000
+    plans = plan_jobs([p2p("a", h(1), h(3), s1), p2p("b", h(2), h(4), s2)])
+    pr = predict(fab, plans, one_spine(plans))
+    assert close(pr.jobs["a"].cct_s[0], s1 * 8 / 50e6)
+    assert close(pr.jobs["b"].cct_s[0], (s1 + s2) * 8 / 100e6)
+    assert pr.event_batches == 3                           # start, a ends, b ends
+
+
+def test_simultaneous_events_are_batched():
+    fab = fabric(spines=1, leaves=2, hosts=4)
+    specs = [p2p(f"j{i}", h(1 + i), h(5 + i), 1_000_000) for i in range(4)]
+    plans = plan_jobs(specs)
+    pr = predict(fab, plans, one_spine(plans))
+    assert pr.event_batches == 2                           # all start together, all end together
+    for i in range(4):
+        assert close(pr.jobs[f"j{i}"].cct_s[0], 4 * 1_000_000 * 8 / 100e6)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 8])
+def test_ring_allreduce_nonblocking_closed_form(n):
+    """Ranks on n leaves, flow i on its own spine: 2(n-1)/n x S / B exactly, = ideal()."""
+    B = 1000.0
+    fab = fabric(spines=n, leaves=n, hosts=1, host_mbps=B, spine_mbps=B)
+    S = 8_000_000 * n
+    plans = plan_jobs([JobSpec("r", Collective.ALLREDUCE, [[h(i + 1) for i in range(n)]], S)])
+    spread = {c.conn_id: f"spine{k + 1}" for k, c in enumerate(plans[0].connections)}
+    want = 2 * (n - 1) / n * S * 8 / (B * 1e6)
+    assert close(predict(fab, plans, spread).jobs["r"].cct_s[0], want)
+    assert close(ideal(fab, plans).jobs["r"].cct_s[0], want)
+    assert close(ideal_cct_s(plans[0].spec, B), want)
+
+
+@pytest.mark.parametrize("n", [2, 4, 6])
+def test_rings_forced_through_one_spine_link_take_n_times_longer(n):
+    """n rings over n leaves (leaf i holds rank i of every ring, so n flows go leaf i ->
+    leaf i+1 in every step). Spread over n spines: ideal. All through spine1: each directed
+    leaf->spine1 link carries n flows, so each step (and the whole all-reduce) takes n times
+    longer: 2(n-1) x S / B."""
+    B = 1000.0
+    fab = fabric(spines=n, leaves=n, hosts=n, host_mbps=B, spine_mbps=B)
+    rings = [[h(i * n + r + 1) for i in range(n)] for r in range(n)]   # ring r: slot r+1 of each leaf
+    S = 4_000_000 * n
+    plans = plan_jobs([JobSpec("r", Collective.ALLREDUCE, rings, S)])
+    conns = plans[0].connections
+    spread = {c.conn_id: f"spine{(k // n) + 1}" for k, c in enumerate(conns)}  # ring r -> spine r
+    fast = predict(fab, plans, spread).jobs["r"].cct_s[0]
+    slow = predict(fab, plans, one_spine(plans)).jobs["r"].cct_s[0]
+    assert close(fast, 2 * (n - 1) / n * S * 8 / (B * 1e6))
+    assert close(slow, n * fast)
+    assert close(slow, 2 * (n - 1) * S * 8 / (B * 1e6))
+    # every step's FCT is n times longer too
+    assert close(float(np.max(predict(fab, plans, one_spine(plans)).jobs["r"].fct_max_s)),
+                 n * S / n * 8 / (B * 1e6))
+
+
+def test_one_slow_link_paces_the_whole_ring():
+    """One half-rate uplink: that flow runs back to back, so the ring takes 2x as long."""
+    n, B = 4, 1000.0
+    fab = fabric(spines=1, leaves=n, hosts=1, host_mbps=B, spine_mbps=B)
+    fab.graph.edges["leaf1", "spine1"]["capacity_mbps"] = B / 2
+    S = 4_000_000
+    plans = plan_jobs([JobSpec("r", Collective.ALLREDUCE, [[h(i + 1) for i in range(n)]], S)])
+    cct = predict(fab, plans, one_spine(plans)).jobs["r"].cct_s[0]
+    assert close(cct, 2 * (n - 1) * (S / n) * 8 / (B / 2 * 1e6))
+
+
+@pytest.mark.parametrize("coll", [Collective.ALLGATHER, Collective.REDUCE_SCATTER,
+                                  Collective.ALLTOALL, Collective.PIPELINE])
+def test_other_collectives_match_closed_forms(coll):
+    n, B = 4, 1000.0
+    fab = fabric(spines=4, leaves=4, hosts=1, host_mbps=B, spine_mbps=B)
+    S = 4_000_000
+    spec = JobSpec("j", coll, [[h(i + 1) for i in range(n)]], S)
+    plans = plan_jobs([spec])
+    want = {Collective.ALLGATHER: (n - 1) / n, Collective.REDUCE_SCATTER: (n - 1) / n,
+            Collective.ALLTOALL: (n - 1) / n, Collective.PIPELINE: n - 1}[coll] * S * 8 / (B * 1e6)
+    assert close(ideal(fab, plans).jobs["j"].cct_s[0], want)
+    assert close(ideal_cct_s(spec, B), want)
+
+
+def test_connection_is_one_byte_stream():
+    """Two transfers on one connection with no deps still run one after the other."""
+    fab = fabric()
+    conn = Connection(0, "a", h(1), h(2), 20000, 5001)
+    spec = JobSpec("a", Collective.PIPELINE, [[h(1), h(2)]], 1)
+    plan = JobPlan(spec, 0, [conn], [Transfer(0, 0, 1_000_000, 0), Transfer(1, 0, 3_000_000, 0)])
+    pr = predict(fab, [plan], {0: "spine1"}, keep_fcts=True)
+    assert close(pr.jobs["a"].cct_s[0], 4_000_000 * 8 / 100e6)
+    assert close(float(pr.jobs["a"].fct_s[0, 1]), 3_000_000 * 8 / 100e6)
+
+
+def test_iterations_compute_and_start_times():
+    fab = fabric()
+    S = 1_000_000
+    plans = plan_jobs([p2p("a", h(1), h(2), S, iterations=3, compute_s=0.5, start_s=0.25)])
+    job = predict(fab, plans, one_spine(plans)).jobs["a"]
+    t = S * 8 / 100e6
+    assert len(job.cct_s) == 3 and all(close(c, t) for c in job.cct_s)
+    assert close(job.iteration_start_s[0], 0.25)
+    assert close(job.iteration_start_s[2], 0.25 + 2 * (t + 0.5))
+
+
+def test_jobs_overlap_only_while_both_run():
+    """Job b starts when a is half done: a slows to 50 for the overlap."""
+    fab = fabric(hosts=2)
+    S = 1_000_000
+    t = S * 8 / 100e6
+    plans = plan_jobs([p2p("a", h(1), h(3), S), p2p("b", h(2), h(4), S, start_s=t / 2)])
+    pr = predict(fab, plans, one_spine(plans))
+    # a: half at 100, the other half at 50 -> t/2 + t = 1.5 t
+    assert close(pr.jobs["a"].cct_s[0], 1.5 * t)
+    # b: at 50 for t (half its bytes), then alone: t/2 more
+    assert close(pr.jobs["b"].cct_s[0], 1.5 * t)
+
+
+def test_missing_or_failed_route_is_a_typed_error():
+    fab = fabric(spines=2, failed_spines=("spine2",))
+    plans = plan_jobs([p2p("a", h(1), h(2), 1000)])
+    with pytest.raises(PredictorError, match="no spine"):
+        predict(fab, plans, {})
+    with pytest.raises(PredictorError, match="spine2"):
+        predict(fab, plans, one_spine(plans, "spine2"))
+
+
+def test_utilization_series_conserves_bytes():
+    fab = fabric(hosts=2)
+    plans = plan_jobs([p2p("a", h(1), h(3), 2_000_000), p2p("b", h(2), h(4), 6_000_000)])
+    pr = predict(fab, plans, one_spine(plans), util_bin_s=0.05)
+    i = pr.links.index(("leaf1", "spine1"))
+    carried_bits = float(pr.link_util_series[:, i].sum()) * 0.05 * 100e6
+    assert close(carried_bits, 8_000_000 * 8)
+    assert close(float(pr.link_max_util[i]), 1.0)
+
+
+def test_metrics_efficiency_and_fairness():
+    """Spread routing is efficiency 1; all-through-one-spine is 1/n and loses the comparison."""
+    n, B = 4, 1000.0
+    fab = fabric(spines=n, leaves=n + 1, hosts=n, host_mbps=B, spine_mbps=B)
+    rings = [[h(i * n + r + 1) for i in range(n)] for r in range(n)]
+    q_hosts = [h(n * n + 1), h(n * n + 2)]                 # both on the extra leaf
+    plans = plan_jobs([JobSpec("r", Collective.ALLREDUCE, rings, 4_000_000),
+                       JobSpec("q", Collective.PIPELINE, [q_hosts], 1_000_000)])
+    conns = plans[0].connections
+    spread = {c.conn_id: f"spine{(k // n) + 1}" for k, c in enumerate(conns)}
+    spread.update({c.conn_id: None for c in plans[1].connections})
+    packed = {c.conn_id: "spine1" for c in conns}
+    packed.update({c.conn_id: None for c in plans[1].connections})
+    ide = ideal(fab, plans)
+    good, bad = predict(fab, plans, spread), predict(fab, plans, packed)
+    assert close(job_efficiency(good, ide)["r"], 1.0)
+    assert close(job_efficiency(bad, ide)["r"], 1 / n)
+    assert close(job_efficiency(bad, ide)["q"], 1.0)
+    assert close(network_efficiency(bad, ide), (1 / n + 1.0) / 2)
+    fg, fb = fairness_vector(good, ide), fairness_vector(bad, ide)
+    assert fb.jobs[0] == "r" and close(fb.layer1[0], 1 / n)
+    assert close(min(fb.layer2[0]), 1 / n)              # packed flows run at B/n
+    assert compare_fairness(fg, fb) == 1 and compare_fairness(fb, fg) == -1
+    assert compare_fairness(fg, fg) == 0

@@ -1,0 +1,107 @@
+"""How good is a routing for the jobs on the network: efficiency and the 2-layered fairness vector.
+
+Pure code over two predictions of the same workload: `pred` (the routing under test, from
+traffic.predictor.predict) and `ideal_pred` (the same jobs on a non-blocking fabric, from
+traffic.predictor.ideal, where only the hosts' own links limit).
+
+* **Per-job efficiency** = ideal CCT / predicted CCT, averaged over the job's iterations:
+  eff_j = mean_i( ideal_cct_j / cct_{j,i} ), ideal_cct_j = the job's mean ideal CCT. 1.0 means
+  the network costs the job nothing; 0.5 means its collectives take twice as long as they must.
+* **Network-wide efficiency** = the arithmetic mean of the per-job efficiencies (every job
+  counts once, whatever its size). Our choice: each job is a tenant whose iteration time is its
+  slowest ring, and a routing that slows a small job down must not hide behind a big one that
+  runs well (a byte- or time-weighted mean would let it).
+* **2-layered max-min fairness vector** -- OUR READING of the paper's objective, not its
+  published definition: layer 1 = the jobs' efficiencies sorted ascending (max-min across
+  jobs: each job is as fast as its slowest ring); layer 2 = within each job, its flows'
+  (connections') rates sorted ascending, normalized by the host link rate, the jobs taken in
+  layer-1 order. Routing A is better than B when A's vector is lexicographically larger
+  (first layer 1, then layer 2), comparing values within a relative tolerance.
+  A connection's rate = bytes it carries per iteration / time it had a transfer in flight.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from traffic.predictor import Prediction
+
+
+class MetricError(ValueError):
+    """Two predictions that do not describe the same jobs."""
+
+
+def job_efficiency(pred: Prediction, ideal_pred: Prediction) -> dict[str, float]:
+    """{job: mean over iterations of ideal CCT / predicted CCT} (1.0 = as fast as non-blocking)."""
+    if set(pred.jobs) != set(ideal_pred.jobs):
+        raise MetricError(f"jobs differ: {sorted(pred.jobs)} vs {sorted(ideal_pred.jobs)}")
+    out: dict[str, float] = {}
+    for name, job in pred.jobs.items():
+        ideal_cct = ideal_pred.jobs[name].mean_cct_s
+        ratios = [ideal_cct / c if c > 0 else 1.0 for c in job.cct_s]
+        out[name] = sum(ratios) / len(ratios) if ratios else float("nan")
+    return out
+
+
+def network_efficiency(pred: Prediction, ideal_pred: Prediction) -> float:
+    """Mean of the per-job efficiencies (each job counts once); see the module docstring."""
+    eff = job_efficiency(pred, ideal_pred)
+    return sum(eff.values()) / len(eff) if eff else float("nan")
+
+
+@dataclass(frozen=True)
+class FairnessVector:
+    """Layer 1: job efficiencies ascending; layer 2: per job (same order, `jobs`), its
+    connections' rates / host link rate, ascending."""
+
+    jobs: tuple[str, ...]
+    layer1: tuple[float, ...]
+    layer2: tuple[tuple[float, ...], ...]
+
+    def as_dict(self) -> dict:
+        return {"jobs": list(self.jobs), "layer1": list(self.layer1),
+                "layer2": [list(r) for r in self.layer2]}
+
+
+def fairness_vector(pred: Prediction, ideal_pred: Prediction,
+                    reference_rate_mbps: float | None = None) -> FairnessVector:
+    """The 2-layered max-min vector (our reading; module docstring). Rates are divided by
+    reference_rate_mbps (default: the largest link capacity of the fabric)."""
+    eff = job_efficiency(pred, ideal_pred)
+    ref = reference_rate_mbps or float(pred.link_capacity_mbps.max())
+    order = sorted(eff, key=lambda n: (eff[n], n))
+    layer2 = tuple(
+        tuple(sorted(r / ref for r in pred.jobs[n].conn_rates_mbps().values())) for n in order)
+    return FairnessVector(tuple(order), tuple(eff[n] for n in order), layer2)
+
+
+def _lex(a: tuple[float, ...], b: tuple[float, ...], rel_tol: float) -> int:
+    for x, y in zip(a, b):
+        if abs(x - y) > rel_tol * max(abs(x), abs(y), 1e-12):
+            return 1 if x > y else -1
+    return 0
+
+
+def compare_fairness(a: FairnessVector, b: FairnessVector, rel_tol: float = 1e-3) -> int:
+    """+1 if a is fairer (lexicographically larger: layer 1, then layer 2), -1 if b is, 0 if
+    equal within rel_tol. Both should come from the same workload; vectors of different
+    lengths are compared on their common prefix only."""
+    c = _lex(a.layer1, b.layer1, rel_tol)
+    if c:
+        return c
+    for ra, rb in zip(a.layer2, b.layer2):
+        c = _lex(ra, rb, rel_tol)
+        if c:
+            return c
+    return 0
+
+
+def summary(pred: Prediction, ideal_pred: Prediction) -> dict:
+    """JSON-ready: network efficiency, per-job efficiency and CCTs, the fairness vector."""
+    eff = job_efficiency(pred, ideal_pred)
+    return {
+        "efficiency": network_efficiency(pred, ideal_pred),
+        "job_efficiency": eff,
+        "cct_s": pred.cct_s(),
+        "ideal_cct_s": {n: j.mean_cct_s for n, j in ideal_pred.jobs.items()},
+        "fairness": fairness_vector(pred, ideal_pred).as_dict(),
+    }
