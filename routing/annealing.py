@@ -14,7 +14,9 @@ of link loads gives M and N without scanning.
 
 Start: the previous assignment where still usable (low-churn mode, `previous` given) with the
 rest placed by greedy; otherwise a seeded uniformly random assignment (`init="random"`, the
-paper's baseline) or the greedy solution (`init="greedy"`). Bounded by `max_iters` moves and
+paper's baseline) or the greedy solution (`init="greedy"`). In low-churn mode only strictly improving moves
+are taken (a descent), so flows move only when that lowers the energy. Bounded by `max_iters`
+moves and
 `time_limit_s` seconds, whichever comes first.
 """
 from __future__ import annotations
@@ -70,6 +72,7 @@ def route_annealing(fabric: Fabric, conns: list[Connection], seed: int = 0,
     # energy weight of the max: 'product' is M x N; 'lex' is M x (links + 1) + N
     K1 = len(up) + len(down) + 1
     lexi = energy == "lex"
+    sticky = bool(previous)   # low-churn mode: strict descent from the previous assignment
     best_key = (M, hist[M])
     best = list(assign)
     src, dst, cand = t.src, t.dst, t.cand
@@ -128,7 +131,7 @@ def route_annealing(fabric: Fabric, conns: list[Connection], seed: int = 0,
             newM -= 1
         new_e = newM * K1 + hist[newM] if lexi else newM * hist[newM]
         dE = new_e - old_e
-        if dE <= 0 or rand() < math.exp(-dE / T):
+        if dE < 0 or (not sticky and (dE == 0 or rand() < math.exp(-dE / T))):
             assign[i] = s2
             M = newM
             key = (M, hist[M])

@@ -43,12 +43,13 @@ def churn(previous: dict[int, str | None], current: dict[int, str | None]) -> tu
 
 def recompute(strategy: str, fabric: Fabric, conns: list[Connection],
               previous: dict[int, str | None] | None, seed: int = 0,
-              low_churn: bool = True) -> EpochResult:
-    """Route `conns` for the new epoch and compare with `previous` (conn_id -> spine)."""
+              low_churn: bool = True, **options) -> EpochResult:
+    """Route `conns` for the new epoch and compare with `previous` (conn_id -> spine);
+    `options` go to the strategy (e.g. time_limit_s)."""
     from . import route  # late import: routing/__init__ imports this module's siblings
 
     plan = route(strategy, fabric, conns, seed=seed,
-                 previous=previous if (low_churn and previous) else None)
+                 previous=previous if (low_churn and previous) else None, **options)
     common, changed = churn(previous or {}, plan.spine_of)
     return EpochResult(plan, common, len(changed), changed,
                        max_link_flows(fabric, conns, plan.spine_of))
