@@ -242,4 +242,5 @@ def test_paper_config_builds(path):
     assert all(c.src_port <= SOURCE_PORT_MAX for p in plans for c in p.connections)
     leaves = [{fab.leaf_of(x) for x in s.hosts} for s in specs]
     assert sum(len(x) for x in leaves) == len(set().union(*leaves))   # no shared leaf
-    assert cfg["routing"] and "ecmp" in cfg["routing"]
+    from routing import STRATEGIES
+    assert "ecmp" in cfg["routing"] and set(cfg["routing"]) <= set(STRATEGIES)
