@@ -1,0 +1,101 @@
+"""Benchmark of the flow-level predictor on the largest paper scenario (a script, not a test).
+
+    python experiments/benchmarks/predictor_bench.py [--config PATH] [--repeats N]
+        [--routing ecmp greedy ...]
+
+For each routing: the wall time of `predict` for 1 and for 11 iterations of every job (median
+of --repeats runs), the event batches (rate recomputations) and completions per second, the
+peak Python heap of one run (tracemalloc, run separately), and the network-wide efficiency
+against `ideal`. Target (issue 3): one iteration of the 5-job scenario in at most 1 s on 2 cores.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import tracemalloc
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+import yaml  # noqa: E402
+
+from routing import route  # noqa: E402
+from testbed.fabric import FabricSpec, build_fabric  # noqa: E402
+from traffic.collectives import plan_jobs  # noqa: E402
+from traffic.metrics import network_efficiency  # noqa: E402
+from traffic.models import specs_from_entries  # noqa: E402
+from traffic.predictor import Prediction, ideal, predict  # noqa: E402
+
+DEFAULT_CONFIG = ROOT / "experiments" / "configs" / "paper-5jobs-d4.yaml"
+
+
+def load(path: Path):
+    cfg = yaml.safe_load(path.read_text())
+    f = cfg["fabric"]
+    fabric = build_fabric(FabricSpec(
+        f["spines"], f["leaves"], f["hosts_per_leaf"], f["host_link_mbps"],
+        f["spine_link_mbps"], tuple(f.get("failed_spines", [])),
+        tuple(tuple(x) for x in f.get("failed_links", []))))
+    specs = specs_from_entries(cfg["jobs"], fabric, seed=cfg.get("seed", 0))
+    return cfg, fabric, specs
+
+
+def timed(fn, repeats: int) -> tuple[float, Prediction]:
+    walls, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        walls.append(time.perf_counter() - t0)
+    return statistics.median(walls), out
+
+
+def peak_heap_mb(fn) -> float:
+    tracemalloc.start()
+    fn()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak / 1e6
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--routing", nargs="+", default=["ecmp", "greedy"])
+    args = ap.parse_args(argv)
+
+    cfg, fabric, specs = load(args.config)
+    n_conns = sum(len(p.connections) for p in plan_jobs(specs))
+    n_transfers = sum(len(p.transfers) for p in plan_jobs(specs))
+    print(f"config {args.config.name}: {len(specs)} jobs, {n_conns} connections, "
+          f"{n_transfers} transfers per iteration, {len(fabric.links)} directed links; "
+          f"median of {args.repeats} runs")
+    for name in args.routing:
+        plans1 = plan_jobs(specs)
+        conns = [c for p in plans1 for c in p.connections]
+        t0 = time.perf_counter()
+        rp = route(name, fabric, conns, seed=cfg.get("seed", 0))
+        route_s = time.perf_counter() - t0
+        print(f"\n[{name}] routing {route_s:.3f} s")
+        for iterations in (1, 11):
+            plans = plan_jobs([replace(s, iterations=iterations) for s in specs])
+            wall, pr = timed(lambda: predict(fabric, plans, rp.spine_of), args.repeats)
+            iwall, ip = timed(lambda: ideal(fabric, plans), args.repeats)
+            heap = peak_heap_mb(lambda: predict(fabric, plans, rp.spine_of))
+            print(f"  {iterations:2d} iteration(s): predict {wall:.3f} s, "
+                  f"{pr.event_batches} event batches ({pr.event_batches / wall:,.0f}/s), "
+                  f"{pr.completions} completions ({pr.completions / wall:,.0f}/s), "
+                  f"peak heap {heap:.1f} MB; ideal {iwall:.3f} s; "
+                  f"efficiency {network_efficiency(pr, ip):.3f}")
+        worst = {n: max(j.cct_s) for n, j in pr.jobs.items()}
+        print("  CCT per job (max over iterations, s): "
+              + ", ".join(f"{n} {c:.3f}" for n, c in worst.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
