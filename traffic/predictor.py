@@ -331,7 +331,7 @@ def _simulate(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | No
     while True:
         # ---- when is the next event? ------------------------------------------------------
         if a_rem.size:
-            with np.errstate(divide="ignore"):
+            with np.errstate(divide="ignore", invalid="ignore"):
                 left_s = a_rem * 8.0 / (rates * 1e6)
             dt_flow = float(left_s.min())
         else:
@@ -404,8 +404,10 @@ def _simulate(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | No
     results: dict[str, JobResult] = {}
     for job in jobs:
         runs = max(job.iteration, 1)
-        if job.iteration < job.iterations:  # pragma: no cover - the loop drains every job
-            raise PredictorError(f"jobs.{job.name}: stopped after {job.iteration} iterations")
+        if job.iteration < job.iterations:
+            raise PredictorError(
+                f"jobs.{job.name}: stalled after {job.iteration} of {job.iterations} iterations "
+                f"at t={now:.6g} s (a flow with no capacity on its path?)")
         results[job.name] = JobResult(
             name=job.name, cct_s=job.ccts, iteration_start_s=job.starts,
             iteration_end_s=job.ends,
@@ -436,7 +438,8 @@ def predict(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | None
     """Predict every job's per-iteration CCT when connection c is routed via spine_of[c].
 
     spine_of maps conn_id -> spine name (None for connections within one leaf), as in
-    RoutingPlan.spine_of. goodput_factor multiplies every link capacity. Completions within
+    RoutingPlan.spine_of (a spine given for a connection within one leaf is ignored: such a
+    flow never leaves its leaf). goodput_factor multiplies every link capacity. Completions within
     batch_tol_s (s) of each other are processed as one batch. util_bin_s: also record link
     utilization per time bin of that width. keep_fcts: keep every iteration's FCTs.
     Raises PredictorError for a missing or failed route."""

@@ -241,6 +241,14 @@ def test_missing_or_failed_route_is_a_typed_error():
         predict(fab, plans, one_spine(plans, "spine2"))
 
 
+def test_zero_capacity_stalls_with_a_typed_error():
+    fab = fabric()
+    fab.graph.edges["leaf1", "spine1"]["capacity_mbps"] = 0.0
+    plans = plan_jobs([p2p("a", h(1), h(2), 1000)])
+    with pytest.raises(PredictorError, match="stalled"):
+        predict(fab, plans, one_spine(plans))
+
+
 def test_utilization_series_conserves_bytes():
     fab = fabric(hosts=2)
     plans = plan_jobs([p2p("a", h(1), h(3), 2_000_000), p2p("b", h(2), h(4), 6_000_000)])
