@@ -1,0 +1,87 @@
+"""mlfabric's command line: `python -m experiments {run,clean} ...`.
+
+Input problems print one line naming the key and the fix, and exit 2 before anything is built.
+Runtime failures print one line and exit 1; the fabric has been torn down by then.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from pathlib import Path
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: unwind like Ctrl-C so that every `with`/`finally` tears down."""
+
+
+def _on_sigterm(signum, frame):  # noqa: ARG001 - signal handler signature
+    raise Terminated()
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m experiments",
+                                description="mlfabric: emulate and predict ML collectives "
+                                            "under different routings")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run CONFIG on the emulated fabric (root)")
+    r.add_argument("config", type=Path)
+    r.add_argument("--out", type=Path, default=None,
+                   help="results folder (default: results/<name>)")
+    sub.add_parser("clean", help="remove what a crashed mlfabric run left (root)")
+    return p
+
+
+def _cmd_run(args) -> int:
+    from .config import load
+    exp = load(args.config)  # ConfigError -> exit 2, nothing built
+    if os.geteuid() != 0:
+        print("error: run: emulation needs root; use `sudo make run` or "
+              "`sudo .venv/bin/python -m experiments run ...`", file=sys.stderr)
+        return 2
+    from .runner import run_experiment
+    out = args.out or Path("results") / exp.name
+    run_experiment(exp, out)
+    return 0
+
+
+def _cmd_clean(args) -> int:  # noqa: ARG001
+    if os.geteuid() != 0:
+        print("error: clean: needs root (it removes OVS bridges and interfaces)",
+              file=sys.stderr)
+        return 2
+    from testbed.registry import clean_all
+    removed = clean_all()
+    print("removed: " + ", ".join(f"{v} {k}" for k, v in removed.items()))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from .config import ConfigError
+    from routing.base import RoutingError
+    from testbed.ovs import TestbedError
+    from traffic.collectives import WorkloadError
+    from traffic.driver import TrafficError
+    from .runner import PathMismatchError
+
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        return {"run": _cmd_run, "clean": _cmd_clean}[args.command](args)
+    except (ConfigError, RoutingError, WorkloadError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except (TestbedError, TrafficError, PathMismatchError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted: the fabric was torn down", file=sys.stderr)
+        return 130
+    except Terminated:
+        print("terminated: the fabric was torn down", file=sys.stderr)
+        return 143
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,277 @@
+"""Step 1 of a run: read and validate the experiment YAML into typed objects.
+
+Pure code. Every problem is a ConfigError whose message names the key and the fix, e.g.
+`jobs[0].hosts: unknown host 'h99' (this fabric has h1..h16)`; the CLI prints it on one line
+and exits 2 before anything is built. `Experiment.resolved()` is the config with every default
+filled in, saved beside the results.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from routing import STRATEGIES
+from testbed.fabric import Fabric, FabricError, FabricSpec, build_fabric
+from traffic.collectives import Collective, JobSpec, WorkloadError
+
+
+class ConfigError(ValueError):
+    """Bad experiment input; the message names the key and the fix."""
+
+
+TOP_KEYS = {"name", "seed", "fabric", "jobs", "routing", "emulation"}
+FABRIC_KEYS = {"spines", "leaves", "hosts_per_leaf", "host_link_mbps", "spine_link_mbps",
+               "failed_spines", "failed_links"}
+EXPLICIT_JOB_KEYS = {"name", "collective", "hosts", "size_bytes", "iterations", "compute_s",
+                     "start_s"}
+MODEL_JOB_KEYS = {"name", "model", "dp", "placement", "iterations", "compute_s",
+                  "start_s", "scale_bytes"}
+EMULATION_KEYS = {"datapath", "tcp_cc", "mtu_bytes", "iteration_timeout_s"}
+TCP_CCS = ("cubic", "bbr", "reno")
+
+
+@dataclass
+class EmulationConfig:
+    """How the emulator runs; each default is explained in the README (datapath tuning)."""
+
+    datapath: str = "auto"          # auto | kernel | user
+    tcp_cc: str = "cubic"           # set per socket by the agents, recorded in results
+    mtu_bytes: int = 9000           # jumbo frames, as ML fabrics use: 6x fewer packets to switch
+    iteration_timeout_s: float | None = None  # None: 20 x ideal CCT + 30 s
+
+
+@dataclass
+class Experiment:
+    name: str
+    seed: int
+    fabric: Fabric
+    jobs: list[JobSpec]
+    routing: list[str]
+    emulation: EmulationConfig = field(default_factory=EmulationConfig)
+    raw: dict = field(default_factory=dict)
+
+    def resolved(self) -> dict:
+        """The config as run: every default filled in, model jobs expanded to their hosts."""
+        s = self.fabric.spec
+        return {
+            "name": self.name, "seed": self.seed,
+            "fabric": {"spines": s.spines, "leaves": s.leaves,
+                       "hosts_per_leaf": s.hosts_per_leaf, "host_link_mbps": s.host_link_mbps,
+                       "spine_link_mbps": s.spine_link_mbps,
+                       "failed_spines": list(s.failed_spines),
+                       "failed_links": [list(p) for p in s.failed_links]},
+            "jobs": [{"name": j.name, "collective": j.collective.value,
+                      "groups": j.groups, "size_bytes": j.size_bytes,
+                      "iterations": j.iterations, "compute_s": j.compute_s,
+                      "start_s": j.start_s} for j in self.jobs],
+            "routing": list(self.routing),
+            "emulation": vars(self.emulation).copy(),
+        }
+
+
+# -- small typed readers ---------------------------------------------------------------------
+def _check_keys(d: Any, allowed: set[str], where: str) -> dict:
+    if not isinstance(d, dict):
+        raise ConfigError(f"{where}: expected a mapping of keys, got {type(d).__name__}")
+    unknown = sorted(set(d) - allowed)
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed keys are "
+                          f"{', '.join(sorted(allowed))}")
+    return d
+
+
+def _int(d: dict, key: str, where: str, default: int | None = None, minimum: int = 1) -> int:
+    if key not in d:
+        if default is None:
+            raise ConfigError(f"{where}.{key}: required; give an integer >= {minimum}")
+        return default
+    v = d[key]
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ConfigError(f"{where}.{key}: expected an integer, got {v!r}")
+    if v < minimum:
+        raise ConfigError(f"{where}.{key}: must be >= {minimum}, got {v}")
+    return v
+
+
+def _num(d: dict, key: str, where: str, default: float | None = None,
+         positive: bool = True) -> float:
+    if key not in d:
+        if default is None:
+            raise ConfigError(f"{where}.{key}: required; give a number")
+        return default
+    v = d[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ConfigError(f"{where}.{key}: expected a number, got {v!r}")
+    if positive and not v > 0:
+        raise ConfigError(f"{where}.{key}: must be > 0, got {v}")
+    if not positive and v < 0:
+        raise ConfigError(f"{where}.{key}: must be >= 0, got {v}")
+    return float(v)
+
+
+def _str(d: dict, key: str, where: str, default: str | None = None) -> str:
+    if key not in d:
+        if default is None:
+            raise ConfigError(f"{where}.{key}: required; give a string")
+        return default
+    v = d[key]
+    if not isinstance(v, str) or not v:
+        raise ConfigError(f"{where}.{key}: expected a non-empty string, got {v!r}")
+    return v
+
+
+# -- sections --------------------------------------------------------------------------------
+def _fabric(d: Any) -> Fabric:
+    d = _check_keys(d, FABRIC_KEYS, "fabric")
+    failed_spines = d.get("failed_spines", []) or []
+    if not isinstance(failed_spines, list) or not all(isinstance(s, str) for s in failed_spines):
+        raise ConfigError("fabric.failed_spines: expected a list of spine names, e.g. [spine3]")
+    failed_links = d.get("failed_links", []) or []
+    if not isinstance(failed_links, list) or not all(
+            isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+            for p in failed_links):
+        raise ConfigError("fabric.failed_links: expected a list of [leafX, spineY] pairs")
+    spec = FabricSpec(
+        spines=_int(d, "spines", "fabric"), leaves=_int(d, "leaves", "fabric"),
+        hosts_per_leaf=_int(d, "hosts_per_leaf", "fabric"),
+        host_link_mbps=_num(d, "host_link_mbps", "fabric"),
+        spine_link_mbps=_num(d, "spine_link_mbps", "fabric"),
+        failed_spines=tuple(failed_spines),
+        failed_links=tuple(tuple(p) for p in failed_links))
+    try:
+        return build_fabric(spec)
+    except FabricError as e:
+        raise ConfigError(str(e)) from None
+
+
+def _hosts(v: Any, where: str, fabric: Fabric) -> list[str]:
+    if not isinstance(v, list) or not v or not all(isinstance(h, str) for h in v):
+        raise ConfigError(f"{where}: expected a list of host names, e.g. [h1, h5]")
+    known = set(fabric.hosts)
+    for h in v:
+        if h not in known:
+            raise ConfigError(f"{where}: unknown host {h!r} (this fabric has "
+                              f"h1..h{len(fabric.hosts)})")
+    return list(v)
+
+
+def _explicit_job(d: dict, where: str, fabric: Fabric) -> JobSpec:
+    _check_keys(d, EXPLICIT_JOB_KEYS, where)
+    coll = _str(d, "collective", where)
+    try:
+        collective = Collective(coll)
+    except ValueError:
+        raise ConfigError(f"{where}.collective: unknown {coll!r}; choose from "
+                          f"{', '.join(c.value for c in Collective)}") from None
+    hosts = _hosts(d.get("hosts"), f"{where}.hosts", fabric)
+    return JobSpec(
+        name=_str(d, "name", where), collective=collective, groups=[hosts],
+        size_bytes=_int(d, "size_bytes", where), iterations=_int(d, "iterations", where, 1),
+        compute_s=_num(d, "compute_s", where, 0.0, positive=False),
+        start_s=_num(d, "start_s", where, 0.0, positive=False))
+
+
+def _model_job(d: dict, where: str, fabric: Fabric, rng: random.Random,
+               used_leaves: set[str]) -> JobSpec:
+    _check_keys(d, MODEL_JOB_KEYS, where)
+    from traffic import models  # the presets live with the workloads
+    placement = _str(d, "placement", where, "random-tors")
+    if placement != "random-tors":
+        raise ConfigError(f"{where}.placement: only random-tors is supported")
+    try:
+        return models.model_job(
+            name=_str(d, "name", where), model=_str(d, "model", where),
+            dp=_int(d, "dp", where, minimum=2), fabric=fabric, rng=rng,
+            used_leaves=used_leaves, iterations=_int(d, "iterations", where, 1),
+            start_s=_num(d, "start_s", where, 0.0, positive=False),
+            compute_s=(_num(d, "compute_s", where, positive=False)
+                       if "compute_s" in d else None),
+            scale_bytes=_num(d, "scale_bytes", where, 1.0))
+    except WorkloadError as e:
+        raise ConfigError(str(e)) from None
+
+
+def _jobs(v: Any, fabric: Fabric, seed: int) -> list[JobSpec]:
+    if not isinstance(v, list) or not v:
+        raise ConfigError("jobs: expected a non-empty list of jobs")
+    rng = random.Random(seed)
+    used_leaves: set[str] = set()
+    jobs: list[JobSpec] = []
+    for i, d in enumerate(v):
+        where = f"jobs[{i}]"
+        if not isinstance(d, dict):
+            raise ConfigError(f"{where}: expected a mapping with name, collective, hosts, ...")
+        job = (_model_job(d, where, fabric, rng, used_leaves) if "model" in d
+               else _explicit_job(d, where, fabric))
+        jobs.append(job)
+    names = [j.name for j in jobs]
+    for n in names:
+        if names.count(n) > 1:
+            raise ConfigError(f"jobs: job name {n!r} appears twice; names must be unique")
+    seen: dict[str, str] = {}
+    for i, j in enumerate(jobs):
+        for h in j.hosts:
+            if h in seen:
+                raise ConfigError(f"jobs[{i}].hosts: host {h!r} is listed twice (also in job "
+                                  f"{seen[h]!r}); give each rank its own host")
+            seen[h] = j.name
+    return jobs
+
+
+def _routing(v: Any) -> list[str]:
+    if not isinstance(v, list) or not v or not all(isinstance(r, str) for r in v):
+        raise ConfigError(f"routing: expected a list of strategies from {sorted(STRATEGIES)}")
+    for r in v:
+        if r not in STRATEGIES:
+            raise ConfigError(f"routing: unknown strategy {r!r}; choose from "
+                              f"{', '.join(sorted(STRATEGIES))}")
+    if len(set(v)) != len(v):
+        raise ConfigError("routing: a strategy is listed twice")
+    return list(v)
+
+
+def _emulation(d: Any) -> EmulationConfig:
+    d = _check_keys(d or {}, EMULATION_KEYS, "emulation")
+    e = EmulationConfig()
+    e.datapath = _str(d, "datapath", "emulation", e.datapath)
+    if e.datapath not in ("auto", "kernel", "user"):
+        raise ConfigError("emulation.datapath: choose auto, kernel or user")
+    e.tcp_cc = _str(d, "tcp_cc", "emulation", e.tcp_cc)
+    if e.tcp_cc not in TCP_CCS:
+        raise ConfigError(f"emulation.tcp_cc: choose from {', '.join(TCP_CCS)} "
+                          "(dctcp is not in this kernel)")
+    e.mtu_bytes = _int(d, "mtu_bytes", "emulation", e.mtu_bytes, minimum=576)
+    if e.mtu_bytes > 9000:
+        raise ConfigError("emulation.mtu_bytes: at most 9000")
+    if "iteration_timeout_s" in d:
+        e.iteration_timeout_s = _num(d, "iteration_timeout_s", "emulation")
+    return e
+
+
+def parse(doc: Any) -> Experiment:
+    """Validate a parsed YAML document; raises ConfigError."""
+    d = _check_keys(doc, TOP_KEYS, "config")
+    name = _str(d, "name", "config")
+    seed = _int(d, "seed", "config", 1, minimum=0)
+    if "fabric" not in d:
+        raise ConfigError("fabric: required (spines, leaves, hosts_per_leaf, ...)")
+    fabric = _fabric(d["fabric"])
+    jobs = _jobs(d.get("jobs"), fabric, seed)
+    routing = _routing(d.get("routing"))
+    return Experiment(name, seed, fabric, jobs, routing, _emulation(d.get("emulation")), d)
+
+
+def load(path: str | Path) -> Experiment:
+    """Read and validate an experiment YAML file; raises ConfigError."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{p}: no such config file")
+    try:
+        doc = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{p}: not valid YAML ({str(e).splitlines()[0]})") from None
+    return parse(doc)

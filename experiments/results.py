@@ -1,0 +1,92 @@
+"""Step 6 of a run: turn measured (or predicted) iteration times into the results schema.
+
+Pure code. Units live in key names. A run's `cct_s[t]` is iteration t of the slowest job;
+`ideal_cct_s` is the slowest job's CCT on a non-blocking fabric (only host links limit, at the
+configured rate); `efficiency` = ideal_cct_s / cct_mean_s. Per job, algbw and busbw follow
+nccl-tests: algbw = size / time, busbw = algbw x 2(n-1)/n for all-reduce.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from traffic.collectives import JobSpec, bus_factor, ideal_cct_s
+
+SCHEMA_VERSION = 1
+
+
+def job_result(spec: JobSpec, cct_s: list[float], host_link_mbps: float,
+               bytes_verified: bool) -> dict:
+    mean = statistics.fmean(cct_s)
+    ideal = ideal_cct_s(spec, host_link_mbps)
+    algbw = spec.size_bytes * 8 / mean / 1e6
+    return {
+        "name": spec.name, "collective": spec.collective.value,
+        "ranks_per_group": spec.group_size, "groups": len(spec.groups),
+        "size_bytes": spec.size_bytes,
+        "cct_s": cct_s, "cct_mean_s": mean, "ideal_cct_s": ideal, "efficiency": ideal / mean,
+        "algbw_mbps": algbw, "busbw_mbps": algbw * bus_factor(spec.collective, spec.group_size),
+        "bytes_verified": bytes_verified,
+    }
+
+
+def run_result(routing: str, mode: str, jobs: list[dict], max_link_flows: int,
+               solve: dict, **extra) -> dict:
+    """Aggregate per-job results into one run (one routing) of the results schema."""
+    n_iter = max(len(j["cct_s"]) for j in jobs)
+    cct = [max(j["cct_s"][t] for j in jobs if t < len(j["cct_s"])) for t in range(n_iter)]
+    mean = statistics.fmean(cct)
+    ideal = max(j["ideal_cct_s"] for j in jobs)
+    return {"routing": routing, "mode": mode, "cct_s": cct, "cct_mean_s": mean,
+            "ideal_cct_s": ideal, "efficiency": ideal / mean,
+            "max_link_flows": max_link_flows, "solve": solve, **extra, "jobs": jobs}
+
+
+def _version(pkg: str) -> str | None:
+    try:
+        return metadata.version(pkg)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def environment(datapath: str | None, tcp_cc: str, seed: int, mtu_bytes: int) -> dict:
+    """What a reader needs to reproduce the numbers: versions, kernel, datapath, TCP, seed."""
+    ovs = None
+    try:
+        out = subprocess.run(["ovs-vsctl", "--version"], capture_output=True, text=True,
+                             timeout=5).stdout
+        ovs = out.splitlines()[0].strip() if out else None
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return {
+        "python": sys.version.split()[0], "kernel": platform.release(),
+        "machine": platform.machine(), "cpus": os.cpu_count(),
+        "open_vswitch": ovs, "datapath": datapath, "tcp_congestion_control": tcp_cc,
+        "mtu_bytes": mtu_bytes, "seed": seed,
+        "packages": {p: _version(p) for p in ("mininet", "networkx", "PuLP", "numpy")},
+    }
+
+
+def write_json(path: Path, doc: dict) -> None:
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def table(results: dict) -> str:
+    """The table printed after a run: one row per routing."""
+    head = (f"{'routing':<14}{'mode':<10}{'mean CCT (s)':>13}{'ideal CCT (s)':>14}"
+            f"{'efficiency':>11}{'max flows/link':>15}{'algbw Mbps':>11}{'busbw Mbps':>11}")
+    rows = [head, "-" * len(head)]
+    for r in results["runs"]:
+        algbw = statistics.fmean(j["algbw_mbps"] for j in r["jobs"])
+        busbw = statistics.fmean(j["busbw_mbps"] for j in r["jobs"])
+        rows.append(f"{r['routing']:<14}{r['mode']:<10}{r['cct_mean_s']:>13.3f}"
+                    f"{r['ideal_cct_s']:>14.3f}{r['efficiency']:>11.3f}"
+                    f"{r['max_link_flows']:>15d}{algbw:>11.2f}{busbw:>11.2f}")
+    rows.append("CCT: slowest job per iteration; algbw/busbw: mean over jobs (nccl-tests).")
+    return "\n".join(rows)

@@ -1,0 +1,134 @@
+"""Rules are data: turn the fabric and a routing plan into OpenFlow rule records per switch.
+
+Pure code; `testbed/installer.py` is the one thin writer. What every switch gets:
+
+- leaf, priority 100: `ip,nw_dst=<local host>` -> that host's port;
+- leaf, priority 10: any other `ip` -> group 1, a select group hashing (ip_src, ip_dst,
+  tcp_src, tcp_dst) over the uplinks to live spines: ECMP, and the fallback for traffic no
+  plan names (the tiny reverse ACK streams);
+- spine, priority 100: `ip,nw_dst=10.0.<l>.0/24` -> the port to leaf l;
+- spine, priority 200, one per planned connection: the connection's 5-tuple -> the same port
+  as the prefix rule, with cookie COOKIE_BASE + conn_id. These change no forwarding: they count
+  the bytes of each flow, so the spine a flow really crossed can be read back (both routings);
+- static routing only, leaf priority 200, one per inter-leaf connection at its source leaf:
+  the 5-tuple -> the uplink of the planned spine, with the same cookie.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from testbed.fabric import Fabric
+from traffic.collectives import Connection
+
+COOKIE_BASE = 0x1000000
+ECMP_GROUP_ID = 1
+ECMP_HASH_FIELDS = "ip_src,ip_dst,tcp_src,tcp_dst"
+
+
+@dataclass(frozen=True)
+class FlowRule:
+    switch: str
+    priority: int
+    match: str            # ovs-ofctl match syntax, e.g. "ip,nw_dst=10.0.1.1"
+    actions: str          # e.g. "output:3"
+    cookie: int = 0
+
+    def ofctl(self) -> str:
+        return (f"flow add cookie={self.cookie:#x},priority={self.priority},{self.match},"
+                f"actions={self.actions}")
+
+
+@dataclass(frozen=True)
+class GroupRule:
+    switch: str
+    group_id: int
+    ports: tuple[int, ...]  # select group: one bucket per output port
+
+    def ofctl(self) -> str:
+        buckets = ",".join(f"bucket=output:{p}" for p in self.ports)
+        return (f"group add group_id={self.group_id},type=select,selection_method=hash,"
+                f"fields({ECMP_HASH_FIELDS}),{buckets}")
+
+
+Rule = FlowRule | GroupRule
+
+
+def five_tuple_match(fabric: Fabric, c: Connection) -> str:
+    return (f"tcp,nw_src={fabric.ip_of(c.src)},nw_dst={fabric.ip_of(c.dst)},"
+            f"tp_src={c.src_port},tp_dst={c.dst_port}")
+
+
+def cookie_of(conn_id: int) -> int:
+    return COOKIE_BASE + conn_id
+
+
+def base_rules(fabric: Fabric) -> list[Rule]:
+    """Delivery to local hosts, spine prefix routes and the ECMP group with its default rule."""
+    rules: list[Rule] = []
+    for leaf in fabric.leaves:
+        for h in fabric.graph.successors(leaf):
+            if fabric.graph.nodes[h]["role"] == "host":
+                rules.append(FlowRule(leaf, 100, f"ip,nw_dst={fabric.ip_of(h)}",
+                                      f"output:{fabric.port(leaf, h)}"))
+        uplinks = tuple(fabric.port(leaf, s) for s in fabric.spines if fabric.is_live(leaf, s))
+        rules.append(GroupRule(leaf, ECMP_GROUP_ID, uplinks))
+        rules.append(FlowRule(leaf, 10, "ip", f"group:{ECMP_GROUP_ID}"))
+    for s in fabric.spines:
+        for leaf in fabric.leaves:
+            if fabric.is_live(s, leaf):
+                rules.append(FlowRule(s, 100, f"ip,nw_dst=10.0.{fabric.index_of(leaf)}.0/24",
+                                      f"output:{fabric.port(s, leaf)}"))
+    return rules
+
+
+def counting_rules(fabric: Fabric, conns: list[Connection]) -> list[Rule]:
+    """Per-connection counters on every live spine (forwarding unchanged)."""
+    rules: list[Rule] = []
+    for c in conns:
+        a, b = fabric.leaf_of(c.src), fabric.leaf_of(c.dst)
+        if a == b:
+            continue
+        for s in fabric.usable_spines(a, b):
+            rules.append(FlowRule(s, 200, five_tuple_match(fabric, c),
+                                  f"output:{fabric.port(s, b)}", cookie_of(c.conn_id)))
+    return rules
+
+
+def static_rules(fabric: Fabric, conns: list[Connection],
+                 spine_of: dict[int, str | None]) -> list[Rule]:
+    """Pin each inter-leaf connection to its planned spine at its source leaf."""
+    rules: list[Rule] = []
+    for c in conns:
+        s = spine_of.get(c.conn_id)
+        if s is None:
+            continue
+        a = fabric.leaf_of(c.src)
+        fabric.path(c.src, c.dst, s)  # raises FabricError on a failed or unknown spine
+        rules.append(FlowRule(a, 200, five_tuple_match(fabric, c), f"output:{fabric.port(a, s)}",
+                              cookie_of(c.conn_id)))
+    return rules
+
+
+def rules_for(fabric: Fabric, conns: list[Connection], strategy: str,
+              spine_of: dict[int, str | None]) -> list[Rule]:
+    """All rules of one routing: ECMP leaves choice to the switches' hash; every other
+    strategy pins its plan with static per-flow rules."""
+    rules = base_rules(fabric) + counting_rules(fabric, conns)
+    if strategy != "ecmp":
+        rules += static_rules(fabric, conns, spine_of)
+    return rules
+
+
+def by_switch(rules: list[Rule]) -> dict[str, list[Rule]]:
+    out: dict[str, list[Rule]] = {}
+    for r in rules:
+        out.setdefault(r.switch, []).append(r)
+    return out
+
+
+def bundle_text(rules: list[Rule]) -> str:
+    """One switch's `ovs-ofctl bundle` file: wipe flows and groups, then groups, then flows."""
+    lines = ["flow delete", "group delete group_id=all"]
+    lines += [r.ofctl() for r in rules if isinstance(r, GroupRule)]
+    lines += [r.ofctl() for r in rules if isinstance(r, FlowRule)]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,158 @@
+"""Turn the fabric model into a running Mininet network of Open vSwitch switches (needs root).
+
+Step 2 of a run (config -> **fabric** -> routes -> rules -> traffic -> measure -> teardown)::
+
+        spine1 ... spineS        OVSSwitch: failMode=secure, no controller, OpenFlow 1.3 (+1.4
+          |  \\  /  |             for atomic bundles), explicit DPIDs, userspace datapath where
+        leaf1 ... leafL          the kernel has no openvswitch module; every link a TCLink
+        /  |  \\                  shaped by HTB (no netem on these machines); MTU 9000 by default
+      h1 .. hH ...               hosts: static ARP, IPv6 off, NIC offloads off (TCP through the
+                                 userspace datapath needs real checksums)
+
+`EmulatedFabric` is a context manager: whatever happens inside the `with` (an exception,
+Ctrl-C, SIGTERM turned into SystemExit), `__exit__` stops the agents it was told about, the
+Mininet hosts, links and bridges, and deletes the run's registry record.
+"""
+from __future__ import annotations
+
+import logging
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from .fabric import Fabric
+from .ovs import TestbedError, ovs_running, pick_datapath, run
+from .registry import EXTERNAL_ID, RunRecord, end_process, our_bridges
+
+log = logging.getLogger(__name__)
+
+#: NIC features turned off on host interfaces: with them on, checksum-offloaded TCP segments
+#: cross AF_PACKET unfinished and the userspace datapath drops them (ping works, TCP hangs).
+HOST_OFFLOADS_OFF = ["tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off"]
+OPENFLOW_PROTOCOLS = "OpenFlow13,OpenFlow14"
+
+
+@dataclass
+class EmulationSettings:
+    datapath: str = "auto"          # auto | kernel | user
+    mtu_bytes: int = 9000           # on every interface of the fabric, hosts and switch ports
+
+
+def ns_run(node, args: list[str], timeout_s: float = 15.0) -> str:
+    """Run an argument list inside a Mininet node's namespace; raise TestbedError on failure."""
+    proc = node.popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise TestbedError(f"{node.name}: `{' '.join(args)}` took more than {timeout_s:g} s")
+    if proc.returncode != 0:
+        raise TestbedError(f"{node.name}: `{' '.join(args)}` failed: {err.strip()[:300]}")
+    return out
+
+
+class EmulatedFabric:
+    """A live Mininet/OVS copy of `fabric`; use as `with EmulatedFabric(...) as emu:`."""
+
+    def __init__(self, fabric: Fabric, run_id: str, settings: EmulationSettings | None = None):
+        self.fabric = fabric
+        self.run_id = run_id
+        self.settings = settings or EmulationSettings()
+        self.datapath = "unknown"
+        self.net = None
+        self.record = RunRecord(run_id)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def __enter__(self) -> "EmulatedFabric":
+        if not ovs_running():
+            raise TestbedError("Open vSwitch is not running; run `make setup` (it starts it)")
+        clash = [s for s in self.fabric.leaves + self.fabric.spines
+                 if run(["ovs-vsctl", "br-exists", s], check=False).returncode == 0]
+        if clash:
+            raise TestbedError(f"OVS bridges {clash} already exist; if a crashed mlfabric run "
+                               "left them, `python -m experiments clean` removes them")
+        self.datapath = pick_datapath(self.settings.datapath)
+        # written before anything exists, so that a crash at any point can be cleaned
+        self.record.bridges = self.fabric.leaves + self.fabric.spines
+        self.record.interfaces = [f"{u}-eth{self.fabric.port(u, v)}"
+                                  for u, v in self.fabric.links
+                                  if self.fabric.graph.nodes[u]["role"] != "host"]
+        self.record.save()
+        try:
+            self._build()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        net, self.net = self.net, None
+        if net is not None:
+            try:
+                net.stop()
+            except Exception as e:  # keep tearing down; report what did not go
+                log.warning("mininet stop: %s", e)
+        # anything Mininet did not remove (a partial build) goes by the record
+        for entry in reversed(self.record.pids):
+            end_process(entry["pid"], entry.get("cmdline", []))
+        for br in our_bridges(self.run_id):
+            run(["ovs-vsctl", "--timeout=10", "--if-exists", "del-br", br], check=False)
+        for intf in self.record.interfaces:
+            if Path(f"/sys/class/net/{intf}").exists():
+                run(["ip", "link", "del", intf], check=False)
+        self.record.path.unlink(missing_ok=True)
+
+    # -- build -------------------------------------------------------------------------------
+    def _build(self) -> None:
+        from mininet.link import TCLink
+        from mininet.log import setLogLevel
+        from mininet.net import Mininet
+        from mininet.node import OVSSwitch
+
+        setLogLevel("warning")
+        f = self.fabric
+        net = Mininet(controller=None, switch=OVSSwitch, link=TCLink, build=False,
+                      autoSetMacs=False, autoStaticArp=False, waitConnected=False)
+        self.net = net
+        for h in f.hosts:
+            net.addHost(h, ip=f"{f.ip_of(h)}/16")
+        for sw in f.leaves + f.spines:
+            net.addSwitch(sw, dpid=f.dpid_of(sw), failMode="secure", datapath=self.datapath,
+                          protocols=OPENFLOW_PROTOCOLS)
+        for h in f.hosts:
+            leaf = f.leaf_of(h)
+            net.addLink(h, leaf, port1=0, port2=f.port(leaf, h), bw=f.spec.host_link_mbps)
+        for leaf in f.leaves:
+            for s in f.spines:
+                net.addLink(leaf, s, port1=f.port(leaf, s), port2=f.port(s, leaf),
+                            bw=f.spec.spine_link_mbps)
+        net.build()
+        for node in net.hosts:
+            self.record.add_pid(node.pid)
+        net.start()
+        for sw in f.leaves + f.spines:
+            run(["ovs-vsctl", "set", "Bridge", sw, f"external_ids:{EXTERNAL_ID}={self.run_id}"])
+        mtu = str(self.settings.mtu_bytes)
+        for intf in self.record.interfaces:
+            run(["ip", "link", "set", "dev", intf, "mtu", mtu])
+            run(["ovs-vsctl", "set", "Interface", intf, f"mtu_request={mtu}"])
+        for h in f.hosts:
+            node = net.get(h)
+            intf = f"{h}-eth0"
+            ns_run(node, ["ethtool", "-K", intf, *HOST_OFFLOADS_OFF])
+            ns_run(node, ["ip", "link", "set", "dev", intf, "mtu", mtu])
+            ns_run(node, ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"])
+        net.staticArp()
+        for leaf, s in f.links:
+            if (f.graph.nodes[leaf]["role"] == "leaf" and f.graph.nodes[s]["role"] == "spine"
+                    and not f.is_live(leaf, s)):
+                net.configLinkStatus(leaf, s, "down")
+
+    # -- access ------------------------------------------------------------------------------
+    def host(self, name: str):
+        return self.net.get(name)
+
+    def track_pid(self, pid: int) -> None:
+        """Record a process we started inside the fabric so that teardown ends it."""
+        self.record.add_pid(pid)

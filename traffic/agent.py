@@ -1,0 +1,245 @@
+"""One rank of one job, run inside a Mininet host: `python -m traffic.agent PLAN.json`.
+
+The agent executes its share of the job's transfer DAG over persistent TCP connections and
+talks to the runner by JSON lines: commands on stdin, events on stdout.
+
+    runner -> agent            agent -> runner
+    (start)                    {"event": "listening"}
+    {"cmd": "connect"}         {"event": "connected"}
+    {"cmd": "iterate", "iteration": t}
+                               {"event": "done", "iteration": t, "start_s", "recv": [[tid,
+                                first_byte_s, last_byte_s], ...], "bytes_received",
+                                "bytes_sent", "verified": true}
+    {"cmd": "exit"}            (exits 0)
+    any failure                {"event": "error", "message": "..."} and exit 1
+
+A send waits until its deps (transfers this host receives) are verified; sends on one
+connection go in order. Every receive is checked against the deterministic payload
+(traffic/wire.py). Times are time.monotonic() seconds, shared by every namespace of the machine.
+Every blocking call has a deadline (`timeout_s` in the plan).
+"""
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import threading
+import time
+import zlib
+from dataclasses import dataclass
+
+from .wire import HEADER, MAGIC, header, payload_crc, payload_pieces
+
+RECV_BUFFER_BYTES = 256 * 1024
+
+
+class AgentError(RuntimeError):
+    """A transfer failed: timeout, connection lost, or bytes that do not verify."""
+
+
+@dataclass
+class Plan:
+    host: str
+    job_index: int
+    ip: str
+    listen_port: int
+    seed: int
+    timeout_s: float
+    tcp_cc: str
+    outgoing: list[dict]   # {conn_id, dst_ip, dst_port, src_port}
+    incoming: list[dict]   # {conn_id, src_ip, src_port}
+    sends: list[dict]      # {tid, conn_id, size_bytes, deps}
+    recvs: list[dict]      # {tid, conn_id, size_bytes}, in order per connection
+
+
+def emit(event: dict) -> None:
+    sys.stdout.write(json.dumps(event) + "\n")
+    sys.stdout.flush()
+
+
+def _configure(sock: socket.socket, plan: Plan) -> None:
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, plan.tcp_cc.encode())
+    sock.settimeout(plan.timeout_s)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        part = sock.recv(n - len(buf))
+        if not part:
+            raise AgentError("connection closed by peer")
+        buf += part
+    return bytes(buf)
+
+
+class Agent:
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.out_socks: dict[int, socket.socket] = {}
+        self.in_socks: dict[int, socket.socket] = {}
+        self.failure: str | None = None
+
+    # -- setup -------------------------------------------------------------------------------
+    def listen(self) -> socket.socket:
+        lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        lsock.bind((self.plan.ip, self.plan.listen_port))
+        lsock.listen(64)
+        lsock.settimeout(self.plan.timeout_s)
+        return lsock
+
+    def connect(self, lsock: socket.socket) -> None:
+        p = self.plan
+        expected = {(c["src_ip"], c["src_port"]): c["conn_id"] for c in p.incoming}
+        accepted: dict[int, socket.socket] = {}
+
+        def accept_all() -> None:
+            try:
+                while len(accepted) < len(expected):
+                    sock, peer = lsock.accept()
+                    if peer not in expected:
+                        sock.close()
+                        continue
+                    _configure(sock, p)
+                    accepted[expected[peer]] = sock
+            except OSError as e:
+                self.failure = f"accept on {p.ip}:{p.listen_port}: {e}"
+
+        acceptor = threading.Thread(target=accept_all, daemon=True)
+        acceptor.start()
+        deadline = time.monotonic() + p.timeout_s
+        for c in p.outgoing:
+            while True:
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                _configure(sock, p)
+                sock.bind((p.ip, c["src_port"]))
+                try:
+                    sock.connect((c["dst_ip"], c["dst_port"]))
+                    break
+                except OSError as e:
+                    sock.close()
+                    if time.monotonic() > deadline:
+                        raise AgentError(f"connect {c['dst_ip']}:{c['dst_port']}: {e}")
+                    time.sleep(0.05)
+            self.out_socks[c["conn_id"]] = sock
+        acceptor.join(timeout=max(0.0, deadline - time.monotonic()))
+        if self.failure or len(accepted) < len(expected):
+            raise AgentError(self.failure or f"only {len(accepted)}/{len(expected)} peers "
+                             f"connected within {p.timeout_s:g} s")
+        self.in_socks = accepted
+        lsock.close()
+
+    # -- one iteration -----------------------------------------------------------------------
+    def iterate(self, iteration: int) -> dict:
+        p = self.plan
+        start_s = time.monotonic()
+        received = {r["tid"]: threading.Event() for r in p.recvs}
+        recv_times: dict[int, tuple[float, float]] = {}
+        counters = {"received": 0, "sent": 0}
+        errors: list[str] = []
+        lock = threading.Lock()
+
+        def fail(msg: str) -> None:
+            with lock:
+                errors.append(msg)
+            for ev in received.values():  # wake waiting senders: the iteration is over
+                ev.set()
+
+        def receiver(conn_id: int, expected: list[dict]) -> None:
+            sock = self.in_socks[conn_id]
+            buf = bytearray(RECV_BUFFER_BYTES)
+            view = memoryview(buf)
+            try:
+                for r in expected:
+                    magic, job, it, tid, size, crc = HEADER.unpack(_recv_exact(sock, HEADER.size))
+                    first = time.monotonic()
+                    if (magic, job, it, tid, size) != (MAGIC, p.job_index, iteration, r["tid"],
+                                                       r["size_bytes"]):
+                        raise AgentError(
+                            f"conn {conn_id}: expected transfer {r['tid']} of iteration "
+                            f"{iteration} ({r['size_bytes']} B), got {tid} of {it} ({size} B)")
+                    left, got_crc = size, 0
+                    while left:
+                        n = sock.recv_into(view, min(left, RECV_BUFFER_BYTES))
+                        if n == 0:
+                            raise AgentError(f"conn {conn_id}: closed with {left} B missing")
+                        got_crc = zlib.crc32(view[:n], got_crc)
+                        left -= n
+                        with lock:
+                            counters["received"] += n
+                    want = payload_crc(p.seed, p.job_index, iteration, tid, size)
+                    if got_crc != crc or got_crc != want:
+                        raise AgentError(f"conn {conn_id}: transfer {tid} checksum mismatch "
+                                         f"(got {got_crc:#x}, header {crc:#x}, want {want:#x})")
+                    recv_times[tid] = (first, time.monotonic())
+                    received[tid].set()
+            except (OSError, AgentError) as e:
+                fail(f"receive on conn {conn_id}: {e}")
+
+        def sender(conn_id: int, sends: list[dict]) -> None:
+            sock = self.out_socks[conn_id]
+            try:
+                for s in sends:
+                    for dep in s["deps"]:
+                        left = p.timeout_s - (time.monotonic() - start_s)
+                        if not received[dep].wait(timeout=max(left, 0.0)):
+                            raise AgentError(f"transfer {s['tid']} waited more than "
+                                             f"{p.timeout_s:g} s for transfer {dep}")
+                    if errors:
+                        return
+                    crc = payload_crc(p.seed, p.job_index, iteration, s["tid"], s["size_bytes"])
+                    sock.sendall(header(p.job_index, iteration, s["tid"], s["size_bytes"], crc))
+                    for piece in payload_pieces(p.seed, p.job_index, iteration, s["tid"],
+                                                s["size_bytes"]):
+                        sock.sendall(piece)
+                        with lock:
+                            counters["sent"] += len(piece)
+            except (OSError, AgentError) as e:
+                fail(f"send on conn {conn_id}: {e}")
+
+        threads = []
+        for conn_id in self.in_socks:
+            exp = [r for r in p.recvs if r["conn_id"] == conn_id]
+            threads.append(threading.Thread(target=receiver, args=(conn_id, exp), daemon=True))
+        for conn_id in self.out_socks:
+            sends = [s for s in p.sends if s["conn_id"] == conn_id]
+            threads.append(threading.Thread(target=sender, args=(conn_id, sends), daemon=True))
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=max(0.0, p.timeout_s - (time.monotonic() - start_s)) + 1.0)
+        if any(t.is_alive() for t in threads) and not errors:
+            errors.append(f"iteration {iteration} exceeded {p.timeout_s:g} s")
+        if errors:
+            raise AgentError("; ".join(errors))
+        return {"event": "done", "iteration": iteration, "start_s": start_s,
+                "recv": [[tid, a, b] for tid, (a, b) in sorted(recv_times.items())],
+                "bytes_received": counters["received"], "bytes_sent": counters["sent"],
+                "verified": True}
+
+
+def main(argv: list[str]) -> int:
+    plan = Plan(**json.loads(open(argv[1]).read()))
+    agent = Agent(plan)
+    try:
+        lsock = agent.listen()
+        emit({"event": "listening"})
+        for line in sys.stdin:
+            cmd = json.loads(line)
+            if cmd["cmd"] == "connect":
+                agent.connect(lsock)
+                emit({"event": "connected"})
+            elif cmd["cmd"] == "iterate":
+                emit(agent.iterate(int(cmd["iteration"])))
+            elif cmd["cmd"] == "exit":
+                return 0
+        return 0
+    except (OSError, AgentError, ValueError) as e:
+        emit({"event": "error", "host": plan.host, "message": str(e)})
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

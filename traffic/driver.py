@@ -1,0 +1,237 @@
+"""Runner side of the traffic step: start one agent per (job, host), drive iterations, time them.
+
+Step 5 of a run (config -> fabric -> routes -> rules -> **traffic** -> measure -> teardown).
+Jobs start at `start_s` after every agent is connected; an iteration of a job is started on all
+its agents at once and ends when every agent has verified every byte it expects (the slowest
+ring); then the job computes for `compute_s` and starts the next one. Iteration CCT = last byte
+received by any rank - first rank's start. Every wait has a deadline.
+"""
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from testbed.fabric import Fabric
+
+from .collectives import JobPlan
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class TrafficError(RuntimeError):
+    """An agent failed, or a collective did not finish within its deadline."""
+
+
+@dataclass
+class IterationRecord:
+    iteration: int
+    start_s: float          # time.monotonic() of the first rank's start
+    end_s: float            # last byte verified by any rank
+    bytes_received: int
+    transfers: list[list] = field(default_factory=list)   # [tid, first_byte_s, last_byte_s]
+
+    @property
+    def cct_s(self) -> float:
+        return self.end_s - self.start_s
+
+
+@dataclass
+class JobRecord:
+    name: str
+    iterations: list[IterationRecord] = field(default_factory=list)
+    verified: bool = False
+
+
+def agent_plans(fabric: Fabric, plan: JobPlan, seed: int, tcp_cc: str,
+                timeout_s: float) -> dict[str, dict]:
+    """The JSON plan of every rank of one job, keyed by host."""
+    conns = {c.conn_id: c for c in plan.connections}
+    out: dict[str, dict] = {}
+    for h in dict.fromkeys(plan.spec.hosts):
+        out[h] = {
+            "host": h, "job_index": plan.index, "ip": fabric.ip_of(h),
+            "listen_port": plan.listen_port, "seed": seed, "timeout_s": timeout_s,
+            "tcp_cc": tcp_cc,
+            "outgoing": [{"conn_id": c.conn_id, "dst_ip": fabric.ip_of(c.dst),
+                          "dst_port": c.dst_port, "src_port": c.src_port}
+                         for c in plan.connections if c.src == h],
+            "incoming": [{"conn_id": c.conn_id, "src_ip": fabric.ip_of(c.src),
+                          "src_port": c.src_port}
+                         for c in plan.connections if c.dst == h],
+            "sends": [{"tid": t.tid, "conn_id": t.conn_id, "size_bytes": t.size_bytes,
+                       "deps": list(t.deps)}
+                      for t in plan.transfers if conns[t.conn_id].src == h],
+            "recvs": [{"tid": t.tid, "conn_id": t.conn_id, "size_bytes": t.size_bytes}
+                      for t in plan.transfers if conns[t.conn_id].dst == h],
+        }
+    return out
+
+
+class _AgentProc:
+    def __init__(self, job: str, host: str, proc: subprocess.Popen):
+        self.job, self.host, self.proc = job, host, proc
+        self.buffer = b""
+
+    def send(self, cmd: dict) -> None:
+        try:
+            self.proc.stdin.write((json.dumps(cmd) + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError) as e:
+            raise TrafficError(f"agent {self.job}/{self.host} is gone ({e})") from e
+
+
+class TrafficDriver:
+    """Starts agents in the emulated hosts and runs every job to completion."""
+
+    def __init__(self, emu, plans: list[JobPlan], seed: int, tcp_cc: str,
+                 iteration_timeout_s: float, log_dir: Path):
+        self.emu, self.plans, self.seed, self.tcp_cc = emu, plans, seed, tcp_cc
+        self.timeout_s = iteration_timeout_s
+        self.log_dir = log_dir
+        self.agents: list[_AgentProc] = []
+        self.sel = selectors.DefaultSelector()
+
+    # -- process control -------------------------------------------------------------------
+    def start_agents(self) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
+        for plan in self.plans:
+            for host, aplan in agent_plans(self.emu.fabric, plan, self.seed, self.tcp_cc,
+                                           self.timeout_s).items():
+                path = self.log_dir / f"plan-{plan.name}-{host}.json"
+                path.write_text(json.dumps(aplan))
+                err = open(self.log_dir / f"agent-{plan.name}-{host}.log", "wb")
+                proc = self.emu.host(host).popen(
+                    [sys.executable, "-m", "traffic.agent", str(path)],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env,
+                    cwd=str(REPO_ROOT))
+                err.close()
+                self.emu.track_pid(proc.pid)
+                agent = _AgentProc(plan.name, host, proc)
+                os.set_blocking(proc.stdout.fileno(), False)
+                self.sel.register(proc.stdout, selectors.EVENT_READ, agent)
+                self.agents.append(agent)
+
+    def stop_agents(self) -> None:
+        for a in self.agents:
+            if a.proc.poll() is None:
+                try:
+                    a.send({"cmd": "exit"})
+                except TrafficError:
+                    pass
+        deadline = time.monotonic() + 5.0
+        for a in self.agents:
+            try:
+                a.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                a.proc.kill()
+                a.proc.wait(timeout=5.0)
+        for a in self.agents:
+            try:
+                self.sel.unregister(a.proc.stdout)
+            except (KeyError, ValueError):
+                pass
+            for f in (a.proc.stdin, a.proc.stdout):
+                try:
+                    f.close()
+                except OSError:
+                    pass
+        self.agents = []
+
+    def _events(self, timeout_s: float):
+        """Yield (agent, event) pairs that arrive within timeout_s."""
+        for key, _ in self.sel.select(timeout=max(0.0, timeout_s)):
+            agent: _AgentProc = key.data
+            chunk = os.read(key.fileobj.fileno(), 65536)
+            if not chunk:
+                self.sel.unregister(key.fileobj)
+                code = agent.proc.wait(timeout=5.0)
+                raise TrafficError(f"agent {agent.job}/{agent.host} exited ({code}); "
+                                   f"see {self.log_dir}/agent-{agent.job}-{agent.host}.log")
+            agent.buffer += chunk
+            while b"\n" in agent.buffer:
+                line, agent.buffer = agent.buffer.split(b"\n", 1)
+                event = json.loads(line)
+                if event.get("event") == "error":
+                    raise TrafficError(f"agent {agent.job}/{agent.host}: {event['message']}")
+                yield agent, event
+
+    def _barrier(self, name: str, agents: list[_AgentProc], timeout_s: float) -> None:
+        waiting = {id(a) for a in agents}
+        deadline = time.monotonic() + timeout_s
+        while waiting:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TrafficError(f"{len(waiting)} agents not {name} within {timeout_s:g} s")
+            for agent, event in self._events(left):
+                if event.get("event") == name:
+                    waiting.discard(id(agent))
+
+    # -- the run ---------------------------------------------------------------------------
+    def connect(self, timeout_s: float = 30.0) -> None:
+        self._barrier("listening", self.agents, timeout_s)
+        for a in self.agents:
+            a.send({"cmd": "connect"})
+        self._barrier("connected", self.agents, timeout_s)
+
+    def run_jobs(self) -> dict[str, JobRecord]:
+        """Run every job's iterations; returns per-job records (times in time.monotonic())."""
+        by_job = {p.name: [a for a in self.agents if a.job == p.name] for p in self.plans}
+        specs = {p.name: p.spec for p in self.plans}
+        expected_bytes = {p.name: p.bytes_per_iteration() for p in self.plans}
+        records = {p.name: JobRecord(p.name) for p in self.plans}
+        t0 = time.monotonic()
+        next_go = {p.name: t0 + p.spec.start_s for p in self.plans}   # job -> when to start
+        running: dict[str, dict] = {}   # job -> {"iteration", "deadline", "done": {host: ev}}
+        while next_go or running:
+            now = time.monotonic()
+            for job, at in list(next_go.items()):
+                if at <= now:
+                    it = len(records[job].iterations)
+                    for a in by_job[job]:
+                        a.send({"cmd": "iterate", "iteration": it})
+                    running[job] = {"iteration": it, "deadline": now + self.timeout_s,
+                                    "done": {}}
+                    del next_go[job]
+            for job, st in running.items():
+                if now > st["deadline"]:
+                    raise TrafficError(f"job {job} iteration {st['iteration']} did not finish "
+                                       f"within {self.timeout_s:g} s")
+            wake = min([*next_go.values(), *(s["deadline"] for s in running.values())],
+                       default=now)
+            for agent, event in self._events(min(wake - now, 1.0)):
+                if event.get("event") != "done":
+                    continue
+                st = running.get(agent.job)
+                if st is None or event["iteration"] != st["iteration"]:
+                    raise TrafficError(f"agent {agent.job}/{agent.host}: unexpected {event}")
+                st["done"][agent.host] = event
+                if len(st["done"]) == len(by_job[agent.job]):
+                    evs = list(st["done"].values())
+                    transfers = sorted(t for e in evs for t in e["recv"])
+                    rec = IterationRecord(
+                        iteration=st["iteration"],
+                        start_s=min(e["start_s"] for e in evs),
+                        end_s=max(t[2] for t in transfers),
+                        bytes_received=sum(e["bytes_received"] for e in evs),
+                        transfers=transfers)
+                    if rec.bytes_received != expected_bytes[agent.job] or not all(
+                            e["verified"] for e in evs):
+                        raise TrafficError(
+                            f"job {agent.job} iteration {rec.iteration}: received "
+                            f"{rec.bytes_received} B, expected {expected_bytes[agent.job]} B")
+                    job_rec = records[agent.job]
+                    job_rec.iterations.append(rec)
+                    del running[agent.job]
+                    spec = specs[agent.job]
+                    if len(job_rec.iterations) < spec.iterations:
+                        next_go[agent.job] = time.monotonic() + spec.compute_s
+                    else:
+                        job_rec.verified = True  # every iteration's bytes checked above
+        return records

@@ -1,0 +1,56 @@
+"""What travels on an agent connection: framed, deterministic, checksummed messages.
+
+Each transfer is a 24-byte header (magic, job index, iteration, tid, size in bytes, CRC-32 of
+the payload) followed by the payload. The payload is a deterministic function of (seed, job,
+iteration, tid), so the receiver recomputes exactly what it should have received: a byte out of
+place, a short or long message, or a message out of order is a mismatch.
+"""
+from __future__ import annotations
+
+import random
+import struct
+import zlib
+from collections.abc import Iterator
+
+MAGIC = 0x4D4C4642  # "MLFB"
+HEADER = struct.Struct("!IIIIII")  # magic, job_index, iteration, tid, size_bytes, crc32
+BLOCK_BYTES = 64 * 1024
+_POOL_BLOCKS = 16
+
+
+class _Pool:
+    """16 random 64 KiB blocks per seed; a payload is a seeded walk over them."""
+
+    cache: dict[int, list[bytes]] = {}
+
+    @classmethod
+    def blocks(cls, seed: int) -> list[bytes]:
+        if seed not in cls.cache:
+            rng = random.Random(seed)
+            cls.cache[seed] = [rng.randbytes(BLOCK_BYTES) for _ in range(_POOL_BLOCKS)]
+        return cls.cache[seed]
+
+
+def payload_pieces(seed: int, job_index: int, iteration: int, tid: int,
+                   size_bytes: int) -> Iterator[bytes]:
+    """The payload of one transfer, in pieces of at most BLOCK_BYTES."""
+    blocks = _Pool.blocks(seed)
+    walk = random.Random(f"{seed}/{job_index}/{iteration}/{tid}")
+    left = size_bytes
+    while left > 0:
+        block = blocks[walk.randrange(_POOL_BLOCKS)]
+        start = walk.randrange(BLOCK_BYTES // 2)
+        n = min(left, BLOCK_BYTES - start)
+        yield block[start:start + n]
+        left -= n
+
+
+def payload_crc(seed: int, job_index: int, iteration: int, tid: int, size_bytes: int) -> int:
+    crc = 0
+    for piece in payload_pieces(seed, job_index, iteration, tid, size_bytes):
+        crc = zlib.crc32(piece, crc)
+    return crc
+
+
+def header(job_index: int, iteration: int, tid: int, size_bytes: int, crc: int) -> bytes:
+    return HEADER.pack(MAGIC, job_index, iteration, tid, size_bytes, crc)
