@@ -1,4 +1,4 @@
-"""mlfabric's command line: `python -m experiments {run,clean} ...`.
+"""mlfabric's command line: `python -m experiments {run,predict,clean} ...`.
 
 Input problems print one line naming the key and the fix, and exit 2 before anything is built.
 Runtime failures print one line and exit 1; the fabric has been torn down by then.
@@ -29,6 +29,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("config", type=Path)
     r.add_argument("--out", type=Path, default=None,
                    help="results folder (default: results/<name>)")
+    pr = sub.add_parser("predict", help="predict CONFIG with the flow-level model (no root)")
+    pr.add_argument("config", type=Path)
+    pr.add_argument("--out", type=Path, default=None,
+                    help="results folder (default: results/<name>-predicted)")
     sub.add_parser("clean", help="remove what a crashed mlfabric run left (root)")
     return p
 
@@ -43,6 +47,14 @@ def _cmd_run(args) -> int:
     from .runner import run_experiment
     out = args.out or Path("results") / exp.name
     run_experiment(exp, out)
+    return 0
+
+
+def _cmd_predict(args) -> int:
+    from .config import load
+    from .predict import predict_experiment
+    exp = load(args.config)
+    predict_experiment(exp, args.out or Path("results") / f"{exp.name}-predicted")
     return 0
 
 
@@ -64,12 +76,13 @@ def main(argv: list[str] | None = None) -> int:
     from testbed.ovs import TestbedError
     from traffic.collectives import WorkloadError
     from traffic.driver import TrafficError
+    from traffic.predictor import PredictorError
     from .runner import PathMismatchError
 
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        return {"run": _cmd_run, "clean": _cmd_clean}[args.command](args)
-    except (ConfigError, RoutingError, WorkloadError) as e:
+        return {"run": _cmd_run, "predict": _cmd_predict, "clean": _cmd_clean}[args.command](args)
+    except (ConfigError, RoutingError, WorkloadError, PredictorError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except (TestbedError, TrafficError, PathMismatchError) as e:

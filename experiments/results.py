@@ -1,9 +1,14 @@
 """Step 6 of a run: turn measured (or predicted) iteration times into the results schema.
 
-Pure code. Units live in key names. A run's `cct_s[t]` is iteration t of the slowest job;
-`ideal_cct_s` is the slowest job's CCT on a non-blocking fabric (only host links limit, at the
-configured rate); `efficiency` = ideal_cct_s / cct_mean_s. Per job, algbw and busbw follow
-nccl-tests: algbw = size / time, busbw = algbw x 2(n-1)/n for all-reduce.
+Pure code; emulated and predicted runs go through the same functions. Units live in key names.
+
+- `cct_s[t]`: iteration t of the slowest job; `ideal_cct_s`: the slowest job's CCT on a
+  non-blocking fabric (only host links limit, at the configured rate, from the flow-level
+  model); `efficiency` = ideal_cct_s / cct_mean_s.
+- `network_efficiency`: the mean over jobs of each job's ideal / mean CCT (each job counts
+  once), and `fairness`: the 2-layered max-min vector (see traffic/metrics.py; our reading).
+- per job, algbw and busbw follow nccl-tests: algbw = size / time, busbw = algbw x 2(n-1)/n
+  for all-reduce, x (n-1)/n for all-gather, reduce-scatter and all-to-all.
 """
 from __future__ import annotations
 
@@ -16,15 +21,15 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from traffic.collectives import JobSpec, bus_factor, ideal_cct_s
+from traffic.collectives import JobSpec, bus_factor
 
 SCHEMA_VERSION = 1
 
 
-def job_result(spec: JobSpec, cct_s: list[float], host_link_mbps: float,
-               bytes_verified: bool) -> dict:
+def job_result(spec: JobSpec, cct_s: list[float], ideal: float,
+               bytes_verified: bool | None, conn_rates_mbps: dict[int, float]) -> dict:
+    """One job's row; `ideal` is its non-blocking CCT (s); conn rates feed the fairness vector."""
     mean = statistics.fmean(cct_s)
-    ideal = ideal_cct_s(spec, host_link_mbps)
     algbw = spec.size_bytes * 8 / mean / 1e6
     return {
         "name": spec.name, "collective": spec.collective.value,
@@ -33,7 +38,19 @@ def job_result(spec: JobSpec, cct_s: list[float], host_link_mbps: float,
         "cct_s": cct_s, "cct_mean_s": mean, "ideal_cct_s": ideal, "efficiency": ideal / mean,
         "algbw_mbps": algbw, "busbw_mbps": algbw * bus_factor(spec.collective, spec.group_size),
         "bytes_verified": bytes_verified,
+        "conn_rate_mbps": {str(c): r for c, r in sorted(conn_rates_mbps.items())},
     }
+
+
+def fairness(jobs: list[dict], reference_rate_mbps: float) -> dict:
+    """The 2-layered max-min vector (our reading, traffic/metrics.py) from job rows:
+    layer 1 = job efficiencies ascending; layer 2 = per job in that order, its connections'
+    rates / reference rate, ascending."""
+    order = sorted(jobs, key=lambda j: (j["efficiency"], j["name"]))
+    return {"jobs": [j["name"] for j in order],
+            "layer1": [j["efficiency"] for j in order],
+            "layer2": [sorted(r / reference_rate_mbps for r in j["conn_rate_mbps"].values())
+                       for j in order]}
 
 
 def run_result(routing: str, mode: str, jobs: list[dict], max_link_flows: int,
@@ -45,6 +62,7 @@ def run_result(routing: str, mode: str, jobs: list[dict], max_link_flows: int,
     ideal = max(j["ideal_cct_s"] for j in jobs)
     return {"routing": routing, "mode": mode, "cct_s": cct, "cct_mean_s": mean,
             "ideal_cct_s": ideal, "efficiency": ideal / mean,
+            "network_efficiency": statistics.fmean(j["efficiency"] for j in jobs),
             "max_link_flows": max_link_flows, "solve": solve, **extra, "jobs": jobs}
 
 

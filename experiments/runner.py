@@ -24,11 +24,12 @@ from routing.base import link_flow_counts, max_link_flows
 from routing.rules import COOKIE_BASE, rules_for
 from testbed.installer import flow_bytes_by_cookie, install
 from testbed.net import EmulatedFabric, EmulationSettings
-from traffic.collectives import Connection, ideal_cct_s, plan_jobs
-from traffic.driver import TrafficDriver
+from traffic.collectives import Connection, JobPlan, plan_jobs
+from traffic.driver import JobRecord, TrafficDriver
+from traffic.predictor import ideal
 
 from .config import Experiment
-from .results import environment, job_result, run_result, table, write_json
+from .results import environment, fairness, job_result, run_result, table, write_json
 
 
 class PathMismatchError(RuntimeError):
@@ -48,6 +49,20 @@ def observed_spines(fabric, conns: list[Connection]) -> dict[int, dict]:
                           "spines_with_bytes": crossed,
                           "bytes": per_spine}
     return out
+
+
+def measured_conn_rates(plan: JobPlan, record: JobRecord) -> dict[int, float]:
+    """Per connection: bytes received / time a transfer was in flight (Mbit/s), all iterations."""
+    conn_of = {t.tid: t.conn_id for t in plan.transfers}
+    size_of = {t.tid: t.size_bytes for t in plan.transfers}
+    bits: dict[int, float] = {}
+    busy: dict[int, float] = {}
+    for it in record.iterations:
+        for tid, first, last in it.transfers:
+            c = conn_of[tid]
+            bits[c] = bits.get(c, 0.0) + size_of[tid] * 8
+            busy[c] = busy.get(c, 0.0) + (last - first)
+    return {c: bits[c] / busy[c] / 1e6 for c in bits if busy[c] > 0}
 
 
 def write_transfers_csv(path: Path, plans, records) -> None:
@@ -78,8 +93,9 @@ def run_experiment(exp: Experiment, out_dir: Path,
     (out_dir / "config.yaml").write_text(yaml.safe_dump(exp.resolved(), sort_keys=False))
     (out_dir / "fabric.txt").write_text(exp.fabric.draw() + "\n")
     em = exp.emulation
-    ideal = max(ideal_cct_s(j, exp.fabric.spec.host_link_mbps) for j in exp.jobs)
-    timeout_s = em.iteration_timeout_s or 20 * ideal + 30.0
+    ideal_pred = ideal(exp.fabric, plans)
+    slowest_ideal_s = max(j.mean_cct_s for j in ideal_pred.jobs.values())
+    timeout_s = em.iteration_timeout_s or 20 * slowest_ideal_s + 30.0
     run_id = f"{os.getpid()}-{int(time.time())}"
     results = {"schema_version": 1, "name": exp.name, "seed": exp.seed, "runs": []}
     settings = EmulationSettings(datapath=em.datapath, mtu_bytes=em.mtu_bytes)
@@ -113,12 +129,14 @@ def run_experiment(exp: Experiment, out_dir: Path,
                         f"{wrong[0][0]} planned {wrong[0][1]}, seen on {wrong[0][2]}")
             observed = {cid: o["spine"] for cid, o in seen.items()}
             jobs = [job_result(p.spec, [it.cct_s for it in records[p.name].iterations],
-                               exp.fabric.spec.host_link_mbps, records[p.name].verified)
+                               ideal_pred.jobs[p.name].mean_cct_s, records[p.name].verified,
+                               measured_conn_rates(p, records[p.name]))
                     for p in plans]
             loads = link_flow_counts(exp.fabric, conns, observed)
             run = run_result(
                 name, "emulated", jobs, max_link_flows(exp.fabric, conns, observed),
                 rp.stats.as_dict(),
+                fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),
                 rules={"switches": installed["switches"], "rules": installed["rules"],
                        "install_s": installed["install_s"]},
                 paths=[{"conn_id": c.conn_id, "job": c.job, "src": c.src, "dst": c.dst,

@@ -1,0 +1,24 @@
+# mlfabric: `sudo make run` runs the quickstart; `sudo make test` runs every test.
+# Both first run testbed/bootstrap.sh, which installs and starts what is missing.
+PY := .venv/bin/python
+CONFIG ?= experiments/configs/quickstart.yaml
+OUT ?= results/quickstart
+
+.PHONY: setup run predict test unit clean
+setup:
+	@bash testbed/bootstrap.sh
+
+run: setup
+	$(PY) -m experiments run $(CONFIG) --out $(OUT)
+
+predict: setup
+	$(PY) -m experiments predict $(CONFIG) --out $(OUT)-predicted
+
+test: setup
+	$(PY) -m pytest tests -ra
+
+unit: setup
+	$(PY) -m pytest tests/unit -q
+
+clean: setup
+	$(PY) -m experiments clean

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Install and start everything mlfabric needs, idempotently (run as root on Debian 12):
+#   1. Debian packages: mininet (for mnexec), openvswitch-switch, iperf3, ethtool, ping;
+#   2. the virtual environment .venv from requirements.txt (re-installed when it changes);
+#   3. Open vSwitch started without systemd (ovs-ctl), when it is not running.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+PACKAGES=(mininet openvswitch-switch iperf3 ethtool iputils-ping iproute2)
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "bootstrap: needs root (it installs Debian packages and starts Open vSwitch); use sudo" >&2
+  exit 2
+fi
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ! "$PYTHON" -c 'import venv, ensurepip' >/dev/null 2>&1; then
+  missing+=(python3-venv)
+fi
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "bootstrap: installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+stamp=.venv/.requirements.sha256
+want="$(sha256sum requirements.txt | cut -d' ' -f1)"
+if [ ! -x .venv/bin/python ]; then
+  echo "bootstrap: creating .venv with $("$PYTHON" --version)"
+  "$PYTHON" -m venv .venv
+fi
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "bootstrap: installing requirements.txt into .venv"
+  .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt
+  echo "$want" > "$stamp"
+fi
+
+if ! ovs-vsctl --timeout=3 show >/dev/null 2>&1; then
+  echo "bootstrap: starting Open vSwitch"
+  /usr/share/openvswitch/scripts/ovs-ctl start --system-id=random >/dev/null 2>&1 || true
+  ovs-vsctl --timeout=10 show >/dev/null || { echo "bootstrap: Open vSwitch did not start" >&2; exit 1; }
+fi
+echo "bootstrap: ready ($(ovs-vsctl --version | head -1), $(.venv/bin/python --version))"

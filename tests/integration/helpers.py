@@ -1,0 +1,39 @@
+"""What the integration tests share: a small config and a check that nothing was left behind."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from testbed.registry import STATE_DIR, our_bridges
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def small_config(routing: list[str], iterations: int = 2, size_bytes: int = 300_000) -> dict:
+    """2 spines, 2 leaves, 2 hosts per leaf; two 2-rank rings crossing the leaves."""
+    return {
+        "name": "itest", "seed": 3,
+        "fabric": {"spines": 2, "leaves": 2, "hosts_per_leaf": 2, "host_link_mbps": 10,
+                   "spine_link_mbps": 10},
+        "jobs": [
+            {"name": "ring-a", "collective": "allreduce", "hosts": ["h1", "h3"],
+             "size_bytes": size_bytes, "iterations": iterations},
+            {"name": "ring-b", "collective": "allreduce", "hosts": ["h2", "h4"],
+             "size_bytes": size_bytes, "iterations": iterations},
+        ],
+        "routing": routing,
+    }
+
+
+def leftovers() -> dict:
+    """Anything an mlfabric run could leave: tagged bridges, fabric interfaces, records."""
+    bridges = our_bridges()
+    names = subprocess.run(["ip", "-j", "link", "show"], capture_output=True, text=True).stdout
+    intfs = [i["ifname"] for i in json.loads(names)
+             if i["ifname"].startswith(("leaf", "spine"))]
+    records = sorted(p.name for p in STATE_DIR.glob("*.json")) if STATE_DIR.exists() else []
+    return {"bridges": bridges, "interfaces": intfs, "records": records}
+
+
+NOTHING = {"bridges": [], "interfaces": [], "records": []}

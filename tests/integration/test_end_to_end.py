@@ -1,0 +1,136 @@
+"""The whole path on a real Mininet/OVS fabric: ECMP and ILP routings, verified bytes, the
+spine each statically routed flow crossed (from OVS counters), and a clean machine after."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+import yaml
+
+from experiments.config import parse
+from experiments.runner import run_experiment
+
+from .helpers import NOTHING, ROOT, leftovers, small_config
+
+
+def test_allreduce_under_ecmp_and_ilp(tmp_path):
+    assert leftovers() == NOTHING, "a previous run left state behind"
+    before = {p.pid for p in psutil.process_iter()}
+    exp = parse(small_config(["ecmp", "ilp"]))
+    res = run_experiment(exp, tmp_path, log=lambda s: None)
+
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["runs"] == json.loads(json.dumps(res["runs"]))
+    assert (tmp_path / "config.yaml").exists() and (tmp_path / "environment.json").exists()
+    assert saved["environment"]["tcp_congestion_control"] == "cubic"
+    for run in res["runs"]:
+        assert run["mode"] == "emulated"
+        assert len(run["cct_s"]) == 2
+        for job in run["jobs"]:
+            assert job["bytes_verified"] is True
+            # TCP over shaped links cannot beat the non-blocking ideal by more than HTB's
+            # 15 KB bursts allow, and on an idle 2x2 fabric it should not be 3x slower either
+            assert min(job["cct_s"]) > 0.95 * job["ideal_cct_s"]
+            assert job["cct_mean_s"] < 3 * job["ideal_cct_s"]
+        assert (tmp_path / run["routing"] / "rules" / "commands.txt").exists()
+        for p in run["paths"]:
+            assert p["observed_spine"] in ("spine1", "spine2")
+            # the flow's bytes crossed exactly one spine, and at least its payload did
+            assert sum(1 for b in p["spine_bytes"].values() if b > 0) == 1
+            assert max(p["spine_bytes"].values()) >= 2 * 150_000
+    ilp = res["runs"][1]
+    for p in ilp["paths"]:
+        assert p["observed_spine"] == p["planned_spine"]
+    assert ilp["max_link_flows"] == 1
+
+    assert leftovers() == NOTHING
+    agents = [p for p in psutil.process_iter(["pid", "cmdline"])
+              if p.info["pid"] not in before and "traffic.agent" in " ".join(
+                  p.info["cmdline"] or [])]
+    assert agents == []
+
+
+@pytest.fixture
+def started(tmp_path):
+    """Start runs in the background; whatever a test does, none outlives it."""
+    procs: list[subprocess.Popen] = []
+
+    def start(config: dict) -> subprocess.Popen:
+        proc = _start_run(tmp_path, config)
+        procs.append(proc)
+        return proc
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate(timeout=10)
+    if leftovers() != NOTHING:
+        subprocess.run([sys.executable, "-m", "experiments", "clean"], cwd=ROOT, timeout=120)
+
+
+def _start_run(tmp_path, config: dict) -> subprocess.Popen:
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    return subprocess.Popen([sys.executable, "-m", "experiments", "run", str(cfg), "--out",
+                             str(tmp_path / "out")], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _cmdline(p: psutil.Process) -> list[str]:
+    try:
+        return p.cmdline()
+    except psutil.Error:
+        return []
+
+
+def _wait_for_traffic(proc: subprocess.Popen, deadline_s: float = 60.0) -> None:
+    """Until the run's agents are up (their logs appear), or fail."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < deadline_s:
+        if proc.poll() is not None:
+            pytest.fail(f"run ended early: {proc.stderr.read()}")
+        if any("traffic.agent" in " ".join(_cmdline(k))
+               for k in psutil.Process(proc.pid).children(recursive=True)):
+            time.sleep(1.0)
+            return
+        time.sleep(0.2)
+    pytest.fail("agents never started")
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupted_run_tears_everything_down(started, sig, code):
+    proc = started(small_config(["ecmp"], iterations=50, size_bytes=2_000_000))
+    _wait_for_traffic(proc)
+    assert leftovers()["bridges"], "the fabric should exist while the run is going"
+    os.kill(proc.pid, sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert leftovers() == NOTHING
+
+
+def test_clean_removes_what_a_killed_run_left(started):
+    proc = started(small_config(["ecmp"], iterations=50, size_bytes=2_000_000))
+    _wait_for_traffic(proc)
+    kids = [k.pid for k in psutil.Process(proc.pid).children(recursive=True)]
+    os.kill(proc.pid, signal.SIGKILL)          # no teardown can run
+    proc.communicate(timeout=30)
+    left = leftovers()
+    assert left["bridges"] and left["records"]
+    out = subprocess.run([sys.executable, "-m", "experiments", "clean"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert leftovers() == NOTHING
+    time.sleep(0.5)
+    alive = [p for p in kids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+    assert alive == []

@@ -1,0 +1,107 @@
+"""The experiment YAML: defaults, and one-line errors that name the key (exit code 2)."""
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from experiments.config import ConfigError, load, parse
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = ROOT / "experiments" / "configs" / "quickstart.yaml"
+
+BASE = {
+    "name": "t", "seed": 1,
+    "fabric": {"spines": 4, "leaves": 4, "hosts_per_leaf": 4, "host_link_mbps": 10,
+               "spine_link_mbps": 10},
+    "jobs": [{"name": "ring-a", "collective": "allreduce", "hosts": ["h1", "h5", "h9", "h13"],
+              "size_bytes": 4000000, "iterations": 3}],
+    "routing": ["ecmp", "ilp"],
+}
+
+
+def with_(path: str, value):
+    doc = copy.deepcopy(BASE)
+    node = doc
+    keys = path.split(".")
+    for k in keys[:-1]:
+        node = node[int(k)] if isinstance(node, list) else node[k]
+    if value is KeyError:
+        del node[keys[-1]]
+    else:
+        node[keys[-1]] = value
+    return doc
+
+
+def test_quickstart_parses_and_resolves_defaults():
+    exp = load(QUICKSTART)
+    assert exp.routing == ["ecmp", "ilp"]
+    assert len(exp.jobs) == 4 and all(len(j.hosts) == 4 for j in exp.jobs)
+    r = exp.resolved()
+    assert r["emulation"]["tcp_cc"] == "cubic" and r["emulation"]["mtu_bytes"] == 9000
+    assert r["jobs"][0]["compute_s"] == 0.0
+
+
+@pytest.mark.parametrize("path, value, key", [
+    ("colour", "red", "config.colour"),
+    ("fabric.spinez", 4, "fabric.spinez"),
+    ("fabric.spines", "four", "fabric.spines"),
+    ("fabric.spines", 0, "fabric.spines"),
+    ("fabric.host_link_mbps", -5, "fabric.host_link_mbps"),
+    ("fabric.leaves", KeyError, "fabric.leaves"),
+    ("jobs.0.hosts", ["h1", "h99"], "jobs[0].hosts"),
+    ("jobs.0.hosts", ["h1", "h5", "h1"], "jobs[0].hosts"),
+    ("jobs.0.size_bytes", 0, "jobs[0].size_bytes"),
+    ("jobs.0.size_bytes", 1.5, "jobs[0].size_bytes"),
+    ("jobs.0.iterations", True, "jobs[0].iterations"),
+    ("jobs.0.collective", "broadcast", "jobs[0].collective"),
+    ("jobs.0.rank", 3, "jobs[0].rank"),
+    ("routing", ["ecmp", "magic"], "routing"),
+    ("routing", [], "routing"),
+    ("emulation", {"tcp_cc": "dctcp"}, "emulation.tcp_cc"),
+])
+def test_bad_input_names_the_key(path, value, key):
+    with pytest.raises(ConfigError) as e:
+        parse(with_(path, value))
+    assert str(e.value).startswith(key), str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_a_host_in_two_jobs_is_refused():
+    doc = copy.deepcopy(BASE)
+    doc["jobs"].append({"name": "ring-b", "collective": "allreduce", "hosts": ["h2", "h5"],
+                        "size_bytes": 100})
+    with pytest.raises(ConfigError, match="jobs\\[1\\].hosts: host 'h5' is listed twice"):
+        parse(doc)
+
+
+def test_cli_exits_2_with_one_line_and_builds_nothing(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(with_("jobs.0.hosts", ["h1", "h99"])))
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "experiments", "run", str(bad), "--out",
+                           str(out)], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "jobs[0].hosts" in lines[0] and "h99" in lines[0]
+    assert not out.exists()
+
+
+def test_cli_predict_writes_the_results_schema(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "experiments", "predict", str(QUICKSTART),
+                           "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    import json
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert [r["routing"] for r in res["runs"]] == ["ecmp", "ilp"]
+    for r in res["runs"]:
+        assert r["mode"] == "predicted"
+        assert len(r["cct_s"]) == 3
+        assert r["efficiency"] == pytest.approx(r["ideal_cct_s"] / r["cct_mean_s"])
+        assert {"time_s", "status", "gap", "lower_bound_link_flows"} <= set(r["solve"])
+    ilp = res["runs"][1]
+    assert ilp["max_link_flows"] == 1 and ilp["efficiency"] == pytest.approx(1.0, rel=1e-3)
+    assert (tmp_path / "config.yaml").exists()

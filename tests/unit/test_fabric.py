@@ -1,0 +1,70 @@
+"""The leaf-spine model: names, ports, addresses, DPIDs, failures and paths."""
+import pytest
+
+from testbed.fabric import FabricError, FabricSpec, build_fabric
+
+
+def fabric(**kw):
+    spec = dict(spines=4, leaves=4, hosts_per_leaf=4, host_link_mbps=10, spine_link_mbps=20)
+    spec.update(kw)
+    return build_fabric(FabricSpec(**spec))
+
+
+def test_hosts_are_numbered_leaf_by_leaf():
+    f = fabric()
+    assert f.hosts[:5] == ["h1", "h2", "h3", "h4", "h5"]
+    assert [f.leaf_of(h) for h in ("h1", "h4", "h5", "h16")] == ["leaf1", "leaf1", "leaf2",
+                                                                  "leaf4"]
+    assert f.ip_of("h6") == "10.0.2.2"
+
+
+def test_every_link_has_two_directions_with_rates_and_ports():
+    f = fabric()
+    g = f.graph
+    assert g.number_of_edges() == 2 * (16 + 4 * 4)
+    assert f.capacity_mbps("h1", "leaf1") == 10 and f.capacity_mbps("leaf1", "h1") == 10
+    assert f.capacity_mbps("leaf2", "spine3") == 20 and f.capacity_mbps("spine3", "leaf2") == 20
+    # leaf ports: hosts 1..H, then spines H+1..H+S; spine port l goes to leaf l
+    assert f.port("leaf2", "h6") == 2
+    assert f.port("leaf2", "spine3") == 4 + 3
+    assert f.port("spine3", "leaf2") == 2
+
+
+def test_dpids_are_explicit_and_distinct():
+    f = fabric()
+    dpids = [f.dpid_of(s) for s in f.leaves + f.spines]
+    assert len(set(dpids)) == len(dpids)
+    assert all(len(d) == 16 for d in dpids)
+    assert f.dpid_of("leaf1") != f.dpid_of("spine1")
+
+
+def test_paths_use_a_spine_only_between_leaves():
+    f = fabric()
+    assert f.path("h1", "h2", None) == ["h1", "leaf1", "h2"]
+    assert f.path("h1", "h5", "spine2") == ["h1", "leaf1", "spine2", "leaf2", "h5"]
+    with pytest.raises(FabricError):
+        f.path("h1", "h5", None)
+    with pytest.raises(FabricError):
+        f.path("h1", "h2", "spine1")
+
+
+def test_failures_remove_spines_and_links_in_both_directions():
+    f = fabric(failed_spines=("spine2",), failed_links=(("leaf1", "spine3"),))
+    assert f.live_spines == ["spine1", "spine3", "spine4"]
+    assert f.usable_spines("leaf1", "leaf2") == ["spine1", "spine4"]
+    assert f.usable_spines("leaf2", "leaf3") == ["spine1", "spine3", "spine4"]
+    assert not f.is_live("spine3", "leaf1")
+    with pytest.raises(FabricError):
+        f.path("h1", "h5", "spine3")
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(spines=0), "fabric.spines"),
+    (dict(host_link_mbps=0), "fabric.host_link_mbps"),
+    (dict(failed_spines=("spine9",)), "fabric.failed_spines"),
+    (dict(failed_links=(("spine1", "leaf1"),)), "fabric.failed_links"),
+    (dict(spines=1, failed_links=(("leaf1", "spine1"),)), "isolate leaf1"),
+])
+def test_bad_fabrics_name_the_field(kw, msg):
+    with pytest.raises(FabricError, match=msg):
+        fabric(**kw)
