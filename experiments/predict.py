@@ -1,10 +1,13 @@
 """`predict`: the flow-level model of an experiment, per routing, at any scale and without root.
 
 config -> fabric model -> routes (routing/) -> max-min fluid simulation (traffic/predictor.py)
--> results in the same schema as `run`, with "mode": "predicted".
+-> results in the same schema as `run`, with "mode": "predicted", plus per routing
+`fct.csv` (every transfer's mean and max FCT over iterations) and `links.csv` (each used
+directed link's time-weighted mean and max utilization of its nominal capacity).
 """
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 from typing import Callable
 
@@ -12,11 +15,31 @@ import yaml
 
 from routing import route
 from routing.base import max_link_flows
-from traffic.collectives import plan_jobs
-from traffic.predictor import ideal, predict
+from traffic.collectives import JobPlan, plan_jobs
+from traffic.predictor import Prediction, ideal, predict
 
 from .config import Experiment
 from .results import fairness, job_result, run_result, table, write_json
+
+
+def write_prediction_csvs(run_dir: Path, plans: list[JobPlan], pred: Prediction) -> None:
+    """Per transfer FCTs (fct.csv) and per directed link utilization (links.csv)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with (run_dir / "fct.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["job", "tid", "step", "conn_id", "size_bytes", "fct_mean_s", "fct_max_s"])
+        for p in plans:
+            jr = pred.jobs[p.name]
+            for i, t in enumerate(p.transfers):
+                w.writerow([p.name, t.tid, t.step, t.conn_id, t.size_bytes,
+                            f"{jr.fct_mean_s[i]:.9f}", f"{jr.fct_max_s[i]:.9f}"])
+    with (run_dir / "links.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["src", "dst", "capacity_mbps", "mean_utilization", "max_utilization"])
+        for i, (u, v) in enumerate(pred.links):
+            if pred.link_max_util[i] > 0:
+                w.writerow([u, v, f"{pred.link_capacity_mbps[i]:g}",
+                            f"{pred.link_mean_util[i]:.6f}", f"{pred.link_max_util[i]:.6f}"])
 
 
 def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1.0,
@@ -38,6 +61,7 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
                          rp.stats.as_dict(),
                          fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),
                          predict_wall_s=pred.wall_s)
+        write_prediction_csvs(out_dir / name, plans, pred)
         results["runs"].append(run)
         log(f"[{name}] solved in {rp.stats.time_s:.3f} s ({rp.stats.status}); predicted in "
             f"{pred.wall_s:.2f} s")

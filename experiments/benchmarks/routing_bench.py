@@ -1,6 +1,6 @@
 """Routing benchmark over the paper's matrix (a script, not a test).
 
-    /tmp/venvtest/bin/python experiments/benchmarks/routing_bench.py [--quick] [--repeats N]
+    .venv/bin/python experiments/benchmarks/routing_bench.py [--quick] [--repeats N]
 
 Matrix: 1..5 jobs x ring sizes 2, 4, 8 x 0, 1, 4, 8 failed spines, plus 5% failed leaf-spine
 links, on the paper's fabric (64 leaves, 32 spines, 32 NICs per leaf). Jobs take whole random
