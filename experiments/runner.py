@@ -104,6 +104,7 @@ def run_experiment(exp: Experiment, out_dir: Path,
         f"{len(exp.fabric.hosts)} hosts")
     with EmulatedFabric(exp.fabric, run_id, settings) as emu:
         results["environment"] = environment(emu.datapath, em.tcp_cc, exp.seed, em.mtu_bytes)
+        results["environment"]["ovs_send_buffer_bytes"] = emu.send_buffer_bytes
         write_json(out_dir / "environment.json", results["environment"])
         for name in exp.routing:
             rp = routed[name]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .fabric import Fabric
-from .ovs import TestbedError, ovs_running, pick_datapath, run
+from .ovs import TestbedError, check_send_buffer, ovs_running, pick_datapath, run
 from .registry import EXTERNAL_ID, RunRecord, end_process, our_bridges
 
 log = logging.getLogger(__name__)
@@ -60,6 +60,7 @@ class EmulatedFabric:
         self.run_id = run_id
         self.settings = settings or EmulationSettings()
         self.datapath = "unknown"
+        self.send_buffer_bytes: int | None = None
         self.net = None
         self.record = RunRecord(run_id)
 
@@ -73,6 +74,7 @@ class EmulatedFabric:
             raise TestbedError(f"OVS bridges {clash} already exist; if a crashed mlfabric run "
                                "left them, `python -m experiments clean` removes them")
         self.datapath = pick_datapath(self.settings.datapath)
+        self.send_buffer_bytes = check_send_buffer() if self.datapath == "user" else None
         # written before anything exists, so that a crash at any point can be cleaned
         self.record.bridges = self.fabric.leaves + self.fabric.spines
         self.record.interfaces = [f"{u}-eth{self.fabric.port(u, v)}"
