@@ -53,11 +53,16 @@ def fairness(jobs: list[dict], reference_rate_mbps: float) -> dict:
                        for j in order]}
 
 
+def slowest_per_iteration(per_job: list[list[float]]) -> list[float]:
+    """Iteration t's CCT of the slowest job that ran an iteration t."""
+    n_iter = max(len(c) for c in per_job)
+    return [max(c[t] for c in per_job if t < len(c)) for t in range(n_iter)]
+
+
 def run_result(routing: str, mode: str, jobs: list[dict], max_link_flows: int,
                solve: dict, **extra) -> dict:
     """Aggregate per-job results into one run (one routing) of the results schema."""
-    n_iter = max(len(j["cct_s"]) for j in jobs)
-    cct = [max(j["cct_s"][t] for j in jobs if t < len(j["cct_s"])) for t in range(n_iter)]
+    cct = slowest_per_iteration([j["cct_s"] for j in jobs])
     mean = statistics.fmean(cct)
     ideal = max(j["ideal_cct_s"] for j in jobs)
     return {"routing": routing, "mode": mode, "cct_s": cct, "cct_mean_s": mean,
@@ -97,14 +102,25 @@ def write_json(path: Path, doc: dict) -> None:
 
 def table(results: dict) -> str:
     """The table printed after a run: one row per routing."""
+    emulated = any(r["mode"] == "emulated" for r in results["runs"])
     head = (f"{'routing':<14}{'mode':<10}{'mean CCT (s)':>13}{'ideal CCT (s)':>14}"
             f"{'efficiency':>11}{'max flows/link':>15}{'algbw Mbps':>11}{'busbw Mbps':>11}")
+    if emulated:
+        head += f"{'pred CCT (s)':>13}{'pred err':>9}  emulator"
     rows = [head, "-" * len(head)]
     for r in results["runs"]:
         algbw = statistics.fmean(j["algbw_mbps"] for j in r["jobs"])
         busbw = statistics.fmean(j["busbw_mbps"] for j in r["jobs"])
-        rows.append(f"{r['routing']:<14}{r['mode']:<10}{r['cct_mean_s']:>13.3f}"
-                    f"{r['ideal_cct_s']:>14.3f}{r['efficiency']:>11.3f}"
-                    f"{r['max_link_flows']:>15d}{algbw:>11.2f}{busbw:>11.2f}")
+        row = (f"{r['routing']:<14}{r['mode']:<10}{r['cct_mean_s']:>13.3f}"
+               f"{r['ideal_cct_s']:>14.3f}{r['efficiency']:>11.3f}"
+               f"{r['max_link_flows']:>15d}{algbw:>11.2f}{busbw:>11.2f}")
+        if emulated:
+            ok = r.get("fidelity", {}).get("ok", True)
+            row += (f"{r['predicted_cct_mean_s']:>13.3f}{r['prediction_error']:>+9.1%}  "
+                    f"{'ok' if ok else 'SATURATED: emulator was the bottleneck'}")
+        rows.append(row)
     rows.append("CCT: slowest job per iteration; algbw/busbw: mean over jobs (nccl-tests).")
+    if emulated:
+        rows.append("pred: the flow-level model with the paths the flows took and the goodput "
+                    "factor; err = emulated / predicted - 1.")
     return "\n".join(rows)

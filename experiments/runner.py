@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import os
+import statistics
 import time
 from pathlib import Path
 from typing import Callable
@@ -23,13 +24,17 @@ from routing import route
 from routing.base import link_flow_counts, max_link_flows
 from routing.rules import COOKIE_BASE, rules_for
 from testbed.installer import flow_bytes_by_cookie, install
+from testbed.monitor import CpuMonitor
 from testbed.net import EmulatedFabric, EmulationSettings
 from traffic.collectives import Connection, JobPlan, plan_jobs
 from traffic.driver import JobRecord, TrafficDriver
-from traffic.predictor import ideal
+from traffic.goodput import goodput_factor
+from traffic.predictor import ideal, predict
 
 from .config import Experiment
-from .results import environment, fairness, job_result, run_result, table, write_json
+from .plots import emulated_vs_predicted
+from .results import (environment, fairness, job_result, run_result, slowest_per_iteration,
+                      table, write_json)
 
 
 class PathMismatchError(RuntimeError):
@@ -105,6 +110,9 @@ def run_experiment(exp: Experiment, out_dir: Path,
     with EmulatedFabric(exp.fabric, run_id, settings) as emu:
         results["environment"] = environment(emu.datapath, em.tcp_cc, exp.seed, em.mtu_bytes)
         results["environment"]["ovs_send_buffer_bytes"] = emu.send_buffer_bytes
+        goodput, source = goodput_factor(emu.datapath, em.mtu_bytes, em.tcp_cc)
+        results["environment"]["goodput_factor"] = goodput
+        results["environment"]["goodput_factor_source"] = source
         write_json(out_dir / "environment.json", results["environment"])
         for name in exp.routing:
             rp = routed[name]
@@ -116,9 +124,11 @@ def run_experiment(exp: Experiment, out_dir: Path,
             try:
                 driver.start_agents()
                 driver.connect()
-                records = driver.run_jobs()
+                with CpuMonitor() as monitor:
+                    records = driver.run_jobs()
             finally:
                 driver.stop_agents()
+            fidelity = monitor.summary()
             write_transfers_csv(run_dir / "transfers.csv", plans, records)
             seen = observed_spines(exp.fabric, conns)
             if name != "ecmp":
@@ -129,15 +139,27 @@ def run_experiment(exp: Experiment, out_dir: Path,
                         f"[{name}] {len(wrong)} flows left their planned spine, e.g. conn "
                         f"{wrong[0][0]} planned {wrong[0][1]}, seen on {wrong[0][2]}")
             observed = {cid: o["spine"] for cid, o in seen.items()}
+            # predict with the paths the flows really took (the plan, verified above, or
+            # what the switches' hash chose), so that both sides compare like with like
+            paths = {c.conn_id: observed.get(c.conn_id) for c in conns}
+            pred = predict(exp.fabric, plans, paths, goodput)
             jobs = [job_result(p.spec, [it.cct_s for it in records[p.name].iterations],
                                ideal_pred.jobs[p.name].mean_cct_s, records[p.name].verified,
                                measured_conn_rates(p, records[p.name]))
                     for p in plans]
             loads = link_flow_counts(exp.fabric, conns, observed)
+            for j in jobs:
+                j["predicted_cct_s"] = pred.jobs[j["name"]].cct_s
+                j["predicted_cct_mean_s"] = pred.jobs[j["name"]].mean_cct_s
+                j["prediction_error"] = j["cct_mean_s"] / j["predicted_cct_mean_s"] - 1
+            predicted_cct = slowest_per_iteration([j["predicted_cct_s"] for j in jobs])
             run = run_result(
                 name, "emulated", jobs, max_link_flows(exp.fabric, conns, observed),
                 rp.stats.as_dict(),
                 fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),
+                fidelity=fidelity,
+                predicted_cct_s=predicted_cct,
+                predicted_cct_mean_s=statistics.fmean(predicted_cct),
                 rules={"switches": installed["switches"], "rules": installed["rules"],
                        "install_s": installed["install_s"]},
                 paths=[{"conn_id": c.conn_id, "job": c.job, "src": c.src, "dst": c.dst,
@@ -147,11 +169,16 @@ def run_experiment(exp: Experiment, out_dir: Path,
                         "spine_bytes": seen.get(c.conn_id, {}).get("bytes")}
                        for c in conns],
                 link_flows=[{"link": list(k), "flows": v} for k, v in sorted(loads.items())])
+            run["prediction_error"] = run["cct_mean_s"] / run["predicted_cct_mean_s"] - 1
             results["runs"].append(run)
-            log(f"[{name}] mean CCT {run['cct_mean_s']:.3f} s, efficiency "
-                f"{run['efficiency']:.3f}, max flows per link {run['max_link_flows']}")
+            log(f"[{name}] mean CCT {run['cct_mean_s']:.3f} s (predicted "
+                f"{run['predicted_cct_mean_s']:.3f} s), efficiency {run['efficiency']:.3f}, "
+                f"max flows per link {run['max_link_flows']}, emulator "
+                f"{'ok' if fidelity['ok'] else 'SATURATED'} (ovs-vswitchd max "
+                f"{fidelity['vswitchd_max_pct']:.0f}% of a core)")
             write_json(out_dir / "results.json", results)
     write_json(out_dir / "results.json", results)
+    emulated_vs_predicted(results, out_dir / "emulated_vs_predicted.png")
     log(table(results))
     log(f"results: {out_dir / 'results.json'}")
     return results
