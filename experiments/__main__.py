@@ -1,4 +1,4 @@
-"""mlfabric's command line: `python -m experiments {run,predict,clean} ...`.
+"""mlfabric's command line: `python -m experiments {run,predict,calibrate,clean} ...`.
 
 Input problems print one line naming the key and the fix, and exit 2 before anything is built.
 Runtime failures print one line and exit 1; the fabric has been torn down by then.
@@ -33,6 +33,12 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("config", type=Path)
     pr.add_argument("--out", type=Path, default=None,
                     help="results folder (default: results/<name>-predicted)")
+    c = sub.add_parser("calibrate", help="measure goodput and fairness on CONFIG's fabric (root)")
+    c.add_argument("config", type=Path, nargs="?",
+                   default=Path("experiments/configs/quickstart.yaml"))
+    c.add_argument("--out", type=Path, default=None,
+                   help="folder for calibration.json (default: results/calibration)")
+    c.add_argument("--duration-s", type=float, default=8.0, help="length of each test (s)")
     sub.add_parser("clean", help="remove what a crashed mlfabric run left (root)")
     return p
 
@@ -55,6 +61,20 @@ def _cmd_predict(args) -> int:
     from .predict import predict_experiment
     exp = load(args.config)
     predict_experiment(exp, args.out or Path("results") / f"{exp.name}-predicted")
+    return 0
+
+
+def _cmd_calibrate(args) -> int:
+    from .config import load
+    exp = load(args.config)
+    if os.geteuid() != 0:
+        print("error: calibrate: emulation needs root", file=sys.stderr)
+        return 2
+    if not args.duration_s > 0:
+        print("error: --duration-s: must be > 0", file=sys.stderr)
+        return 2
+    from .calibrate import calibrate
+    calibrate(exp, args.out or Path("results") / "calibration", args.duration_s)
     return 0
 
 
@@ -81,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        return {"run": _cmd_run, "predict": _cmd_predict, "clean": _cmd_clean}[args.command](args)
+        return {"run": _cmd_run, "predict": _cmd_predict, "calibrate": _cmd_calibrate,
+                "clean": _cmd_clean}[args.command](args)
     except (ConfigError, RoutingError, WorkloadError, PredictorError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -30,7 +30,7 @@ EXPLICIT_JOB_KEYS = {"name", "collective", "hosts", "size_bytes", "iterations", 
                      "start_s"}
 MODEL_JOB_KEYS = {"name", "model", "dp", "placement", "iterations", "compute_s",
                   "start_s", "scale_bytes"}
-EMULATION_KEYS = {"datapath", "tcp_cc", "mtu_bytes", "iteration_timeout_s"}
+EMULATION_KEYS = {"datapath", "tcp_cc", "mtu_bytes", "queue_packets", "iteration_timeout_s"}
 TCP_CCS = ("cubic", "bbr", "reno")
 
 
@@ -41,6 +41,7 @@ class EmulationConfig:
     datapath: str = "auto"          # auto | kernel | user
     tcp_cc: str = "cubic"           # set per socket by the agents, recorded in results
     mtu_bytes: int = 9000           # jumbo frames, as ML fabrics use: 6x fewer packets to switch
+    queue_packets: int = 100        # drop-tail queue per shaped link direction (packets)
     iteration_timeout_s: float | None = None  # None: 20 x ideal CCT + 30 s
 
 
@@ -247,6 +248,7 @@ def _emulation(d: Any) -> EmulationConfig:
     e.mtu_bytes = _int(d, "mtu_bytes", "emulation", e.mtu_bytes, minimum=576)
     if e.mtu_bytes > 9000:
         raise ConfigError("emulation.mtu_bytes: at most 9000")
+    e.queue_packets = _int(d, "queue_packets", "emulation", e.queue_packets, minimum=2)
     if "iteration_timeout_s" in d:
         e.iteration_timeout_s = _num(d, "iteration_timeout_s", "emulation")
     return e

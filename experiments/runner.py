@@ -103,7 +103,8 @@ def run_experiment(exp: Experiment, out_dir: Path,
     timeout_s = em.iteration_timeout_s or 20 * slowest_ideal_s + 30.0
     run_id = f"{os.getpid()}-{int(time.time())}"
     results = {"schema_version": 1, "name": exp.name, "seed": exp.seed, "runs": []}
-    settings = EmulationSettings(datapath=em.datapath, mtu_bytes=em.mtu_bytes)
+    settings = EmulationSettings(datapath=em.datapath, mtu_bytes=em.mtu_bytes,
+                                 queue_packets=em.queue_packets)
 
     log(f"building {exp.fabric.spec.leaves}x{exp.fabric.spec.spines} leaf-spine, "
         f"{len(exp.fabric.hosts)} hosts")

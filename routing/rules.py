@@ -132,3 +132,17 @@ def bundle_text(rules: list[Rule]) -> str:
     lines += [r.ofctl() for r in rules if isinstance(r, GroupRule)]
     lines += [r.ofctl() for r in rules if isinstance(r, FlowRule)]
     return "\n".join(lines) + "\n"
+
+
+def pair_rules(fabric: Fabric, pairs: list[tuple[str, str]], spine: str,
+               priority: int = 150) -> list[Rule]:
+    """Pin all IPv4 traffic from host a to host b through `spine` (used by calibration, whose
+    reference client iperf3 picks its own ports)."""
+    rules: list[Rule] = []
+    for a, b in pairs:
+        leaf = fabric.leaf_of(a)
+        fabric.path(a, b, spine)  # raises FabricError if the spine cannot carry it
+        rules.append(FlowRule(leaf, priority,
+                              f"ip,nw_src={fabric.ip_of(a)},nw_dst={fabric.ip_of(b)}",
+                              f"output:{fabric.port(leaf, spine)}"))
+    return rules

@@ -36,6 +36,7 @@ OPENFLOW_PROTOCOLS = "OpenFlow13,OpenFlow14"
 class EmulationSettings:
     datapath: str = "auto"          # auto | kernel | user
     mtu_bytes: int = 9000           # on every interface of the fabric, hosts and switch ports
+    queue_packets: int | None = None  # drop-tail queue under each HTB shaper; None: txqueuelen
 
 
 def ns_run(node, args: list[str], timeout_s: float = 15.0) -> str:
@@ -136,14 +137,21 @@ class EmulatedFabric:
         for sw in f.leaves + f.spines:
             run(["ovs-vsctl", "set", "Bridge", sw, f"external_ids:{EXTERNAL_ID}={self.run_id}"])
         mtu = str(self.settings.mtu_bytes)
+        queue = (["tc", "qdisc", "replace", "dev", "IF", "parent", "5:1", "handle", "10:",
+                  "pfifo", "limit", str(self.settings.queue_packets)]
+                 if self.settings.queue_packets else None)
         for intf in self.record.interfaces:
             run(["ip", "link", "set", "dev", intf, "mtu", mtu])
             run(["ovs-vsctl", "set", "Interface", intf, f"mtu_request={mtu}"])
+            if queue:
+                run([intf if a == "IF" else a for a in queue])
         for h in f.hosts:
             node = net.get(h)
             intf = f"{h}-eth0"
             ns_run(node, ["ethtool", "-K", intf, *HOST_OFFLOADS_OFF])
             ns_run(node, ["ip", "link", "set", "dev", intf, "mtu", mtu])
+            if queue:
+                ns_run(node, [intf if a == "IF" else a for a in queue])
             ns_run(node, ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"])
         net.staticArp()
         for leaf, s in f.links:

@@ -1,0 +1,146 @@
+"""`calibrate`: how close to the configured rate does TCP get on this emulator, and how fairly
+do flows share a link? Measured with iperf3 (the reference) and with mlfabric's own agents.
+
+On the config's fabric (rates, MTU, TCP congestion control and datapath as configured):
+1. one flow, leaf1 -> leaf2 through spine1: iperf3, then one agent transfer of the same length;
+2. k flows (k = min(4, hosts per leaf)) from k hosts of leaf1 to k hosts of leaf2, all pinned
+   through spine1 so they share the leaf1 -> spine1 link: iperf3 clients at once, then agents;
+   Jain's fairness index over the flows' goodputs.
+The agents' single-flow goodput / configured rate is stored as the goodput factor the
+predictor uses for this datapath, MTU and TCP (traffic/goodput.py).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable
+
+from routing.rules import base_rules, pair_rules
+from testbed.installer import install
+from testbed.net import EmulatedFabric, EmulationSettings
+from testbed.ovs import TestbedError
+from traffic.collectives import Collective, JobSpec, plan_jobs
+from traffic.driver import TrafficDriver
+from traffic.goodput import (CALIBRATION_FILE, calibration_key, store_calibration,
+                             theoretical_goodput_factor)
+
+from .config import Experiment
+from .results import environment, write_json
+
+IPERF_PORT = 5201
+
+
+def jain_index(xs: list[float]) -> float:
+    """Jain's fairness index: (sum x)^2 / (n sum x^2); 1.0 = perfectly equal shares."""
+    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs)) if xs else float("nan")
+
+
+def _iperf(emu, pairs: list[tuple[str, str]], duration_s: float, tcp_cc: str) -> list[float]:
+    """Run one iperf3 client per (src, dst) pair at once; receiver goodputs in Mbit/s."""
+    servers, clients = [], []
+    try:
+        for _, dst in pairs:
+            ip = emu.fabric.ip_of(dst)
+            srv = emu.host(dst).popen(["iperf3", "-s", "-1", "-B", ip, "-p", str(IPERF_PORT)],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            emu.track_pid(srv.pid)
+            servers.append(srv)
+        time.sleep(0.5)  # iperf3 -s has no readiness signal; clients below also retry
+        for src, dst in pairs:
+            cmd = ["iperf3", "-c", emu.fabric.ip_of(dst), "-p", str(IPERF_PORT), "-B",
+                   emu.fabric.ip_of(src), "-t", f"{duration_s:g}", "-J", "-C", tcp_cc,
+                   "--connect-timeout", "3000"]
+            cli = emu.host(src).popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True)
+            emu.track_pid(cli.pid)
+            clients.append(cli)
+        out = []
+        for cli in clients:
+            stdout, _ = cli.communicate(timeout=duration_s + 30)
+            doc = json.loads(stdout)
+            if "error" in doc:
+                raise TestbedError(f"iperf3: {doc['error']}")
+            out.append(doc["end"]["sum_received"]["bits_per_second"] / 1e6)
+        return out
+    finally:
+        for p in servers + clients:
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=5)
+
+
+def _agents(emu, pairs: list[tuple[str, str]], size_bytes: int, tcp_cc: str, seed: int,
+            log_dir: Path) -> list[float]:
+    """One agent transfer of size_bytes per pair, all at once; goodputs in Mbit/s."""
+    specs = [JobSpec(f"cal-{i}", Collective.PIPELINE, [[a, b]], size_bytes)
+             for i, (a, b) in enumerate(pairs)]
+    plans = plan_jobs(specs)
+    driver = TrafficDriver(emu, plans, seed, tcp_cc, 120.0, log_dir)
+    try:
+        driver.start_agents()
+        driver.connect()
+        records = driver.run_jobs()
+    finally:
+        driver.stop_agents()
+    rates = []
+    for p in plans:
+        (_, first, last), = records[p.name].iterations[0].transfers
+        rates.append(size_bytes * 8 / (last - first) / 1e6)
+    return rates
+
+
+def calibrate(exp: Experiment, out_dir: Path, duration_s: float = 8.0,
+              log: Callable[[str], None] = print) -> dict:
+    f = exp.fabric
+    if len(f.leaves) < 2:
+        raise TestbedError("calibrate: the fabric needs at least 2 leaves")
+    rate = min(f.spec.host_link_mbps, f.spec.spine_link_mbps)
+    k = min(4, f.spec.hosts_per_leaf)
+    leaf1 = [h for h in f.hosts if f.leaf_of(h) == "leaf1"][:k]
+    leaf2 = [h for h in f.hosts if f.leaf_of(h) == "leaf2"][:k]
+    spine = f.usable_spines("leaf1", "leaf2")[0]
+    one, shared = [(leaf1[0], leaf2[0])], list(zip(leaf1, leaf2))
+    em = exp.emulation
+    out_dir.mkdir(parents=True, exist_ok=True)
+    size = int(rate * 1e6 / 8 * duration_s)
+    with EmulatedFabric(f, f"cal-{os.getpid()}-{int(time.time())}",
+                        EmulationSettings(em.datapath, em.mtu_bytes, em.queue_packets)) as emu:
+        install(base_rules(f) + pair_rules(f, shared, spine), out_dir / "rules")
+        log(f"one flow {one[0][0]}->{one[0][1]} via {spine} at {rate:g} Mbit/s, "
+            f"{duration_s:g} s each")
+        iperf_one = _iperf(emu, one, duration_s, em.tcp_cc)
+        agent_one = _agents(emu, one, size, em.tcp_cc, exp.seed, out_dir / "logs-one")
+        log(f"{k} flows sharing {'leaf1'}->{spine}")
+        iperf_k = _iperf(emu, shared, duration_s, em.tcp_cc)
+        agent_k = _agents(emu, shared, size // k, em.tcp_cc, exp.seed, out_dir / "logs-shared")
+        env = environment(emu.datapath, em.tcp_cc, exp.seed, em.mtu_bytes)
+        env["ovs_send_buffer_bytes"] = emu.send_buffer_bytes
+    factor = agent_one[0] / rate
+    result = {
+        "link_rate_mbps": rate, "duration_s": duration_s, "environment": env,
+        "one_flow": {"iperf3_mbps": iperf_one[0], "agent_mbps": agent_one[0],
+                     "iperf3_fraction": iperf_one[0] / rate, "agent_fraction": factor},
+        "shared_link": {"flows": k, "iperf3_mbps": iperf_k, "agent_mbps": agent_k,
+                        "iperf3_jain": jain_index(iperf_k), "agent_jain": jain_index(agent_k),
+                        "iperf3_aggregate_fraction": sum(iperf_k) / rate,
+                        "agent_aggregate_fraction": sum(agent_k) / rate},
+        "goodput_factor": factor,
+        "theoretical_goodput_factor": theoretical_goodput_factor(em.mtu_bytes),
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    write_json(out_dir / "calibration.json", result)
+    store_calibration(env["datapath"], em.mtu_bytes, em.tcp_cc,
+                      {"goodput_factor": factor, "measured_at": result["measured_at"],
+                       "link_rate_mbps": rate})
+    key = calibration_key(env["datapath"], em.mtu_bytes, em.tcp_cc)
+    log(f"one flow: iperf3 {iperf_one[0]:.2f} Mbit/s ({iperf_one[0] / rate:.1%}), agent "
+        f"{agent_one[0]:.2f} Mbit/s ({factor:.1%}); theory "
+        f"{theoretical_goodput_factor(em.mtu_bytes):.1%}")
+    log(f"{k} flows on one link: iperf3 Jain {jain_index(iperf_k):.3f} "
+        f"({', '.join(f'{x:.2f}' for x in iperf_k)} Mbit/s), agents Jain "
+        f"{jain_index(agent_k):.3f} ({', '.join(f'{x:.2f}' for x in agent_k)} Mbit/s)")
+    log(f"goodput factor {factor:.4f} stored for {key} in {CALIBRATION_FILE}")
+    return result
