@@ -44,9 +44,9 @@ def _iperf(emu, pairs: list[tuple[str, str]], duration_s: float, tcp_cc: str) ->
     try:
         for _, dst in pairs:
             ip = emu.fabric.ip_of(dst)
-            srv = emu.host(dst).popen(["iperf3", "-s", "-1", "-B", ip, "-p", str(IPERF_PORT)],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            emu.track_pid(srv.pid)
+            cmd = ["iperf3", "-s", "-1", "-B", ip, "-p", str(IPERF_PORT)]
+            srv = emu.host(dst).popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            emu.track_pid(srv.pid, cmd)
             servers.append(srv)
         time.sleep(0.5)  # iperf3 -s has no readiness signal; clients below also retry
         for src, dst in pairs:
@@ -55,7 +55,7 @@ def _iperf(emu, pairs: list[tuple[str, str]], duration_s: float, tcp_cc: str) ->
                    "--connect-timeout", "3000"]
             cli = emu.host(src).popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True)
-            emu.track_pid(cli.pid)
+            emu.track_pid(cli.pid, cmd)
             clients.append(cli)
         out = []
         for cli in clients:

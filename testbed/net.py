@@ -163,6 +163,7 @@ class EmulatedFabric:
     def host(self, name: str):
         return self.net.get(name)
 
-    def track_pid(self, pid: int) -> None:
-        """Record a process we started inside the fabric so that teardown ends it."""
-        self.record.add_pid(pid)
+    def track_pid(self, pid: int, cmdline: list[str]) -> None:
+        """Record a process we started inside the fabric (`cmdline`: the command it runs) so
+        that teardown, or `clean` after a crash, ends it."""
+        self.record.add_pid(pid, cmdline)

@@ -38,12 +38,15 @@ class RunRecord:
         tmp.write_text(json.dumps(asdict(self), indent=1))
         tmp.replace(self.path)
 
-    def add_pid(self, pid: int) -> None:
-        try:
-            cmdline = psutil.Process(pid).cmdline()
-        except psutil.Error:
-            cmdline = []
-        self.pids.append({"pid": pid, "cmdline": cmdline})
+    def add_pid(self, pid: int, cmdline: list[str] | None = None) -> None:
+        """Record a process we started; `cmdline` is the command it runs (the tail of its
+        command line: a Mininet popen execs it after `mnexec -da PID`), else read now."""
+        if cmdline is None:
+            try:
+                cmdline = psutil.Process(pid).cmdline()
+            except psutil.Error:
+                cmdline = []
+        self.pids.append({"pid": pid, "cmdline": list(cmdline)})
         self.save()
 
     @classmethod
@@ -52,10 +55,12 @@ class RunRecord:
 
 
 def end_process(pid: int, cmdline: list[str], grace_s: float = 2.0) -> bool:
-    """SIGTERM then SIGKILL `pid`, only if it is still the process we started (same cmdline)."""
+    """SIGTERM then SIGKILL `pid`, only if it is still the process we started: its command line
+    ends with the recorded one (a PID reused by another program is left alone)."""
     try:
         proc = psutil.Process(pid)
-        if cmdline and proc.cmdline() != cmdline:
+        current = proc.cmdline()
+        if cmdline and current[-len(cmdline):] != cmdline:
             return False
         proc.send_signal(signal.SIGTERM)
         try:

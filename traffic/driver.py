@@ -107,12 +107,12 @@ class TrafficDriver:
                 path = self.log_dir / f"plan-{plan.name}-{host}.json"
                 path.write_text(json.dumps(aplan))
                 err = open(self.log_dir / f"agent-{plan.name}-{host}.log", "wb")
+                cmd = [sys.executable, "-m", "traffic.agent", str(path)]
                 proc = self.emu.host(host).popen(
-                    [sys.executable, "-m", "traffic.agent", str(path)],
-                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env,
+                    cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env,
                     cwd=str(REPO_ROOT))
                 err.close()
-                self.emu.track_pid(proc.pid)
+                self.emu.track_pid(proc.pid, cmd)
                 agent = _AgentProc(plan.name, host, proc)
                 os.set_blocking(proc.stdout.fileno(), False)
                 self.sel.register(proc.stdout, selectors.EVENT_READ, agent)
