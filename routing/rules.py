@@ -3,9 +3,11 @@
 Pure code; `testbed/installer.py` is the one thin writer. What every switch gets:
 
 - leaf, priority 100: `ip,nw_dst=<local host>` -> that host's port;
-- leaf, priority 10: any other `ip` -> group 1, a select group hashing (ip_src, ip_dst,
-  tcp_src, tcp_dst) over the uplinks to live spines: ECMP, and the fallback for traffic no
-  plan names (the tiny reverse ACK streams);
+- leaf, priority 20, one per remote leaf B: `ip,nw_dst=10.0.<B>.0/24` -> group B, a select
+  group hashing (ip_src, ip_dst, tcp_src, tcp_dst) over the uplinks to the spines that can
+  still reach B, each bucket watching its uplink's liveness. This is ECMP as a routed fabric
+  does it (a per-prefix next-hop set that a routing protocol shrinks when a link fails), and
+  the fallback for traffic no plan names (the tiny reverse ACK streams);
 - spine, priority 100: `ip,nw_dst=10.0.<l>.0/24` -> the port to leaf l;
 - spine, priority 200, one per planned connection: the connection's 5-tuple -> the same port
   as the prefix rule, with cookie COOKIE_BASE + conn_id. These change no forwarding: they count
@@ -21,7 +23,6 @@ from testbed.fabric import Fabric
 from traffic.collectives import Connection
 
 COOKIE_BASE = 0x1000000
-ECMP_GROUP_ID = 1
 ECMP_HASH_FIELDS = "ip_src,ip_dst,tcp_src,tcp_dst"
 
 
@@ -42,11 +43,11 @@ class FlowRule:
 class GroupRule:
     switch: str
     group_id: int
-    ports: tuple[int, ...]  # select group: one bucket per output port
+    ports: tuple[int, ...]  # select group: one bucket per output port, watching that port
 
-    def ofctl(self) -> str:
-        buckets = ",".join(f"bucket=output:{p}" for p in self.ports)
-        return (f"group add group_id={self.group_id},type=select,selection_method=hash,"
+    def ofctl(self, op: str = "add") -> str:
+        buckets = ",".join(f"bucket=watch_port:{p},output:{p}" for p in self.ports)
+        return (f"group {op} group_id={self.group_id},type=select,selection_method=hash,"
                 f"fields({ECMP_HASH_FIELDS}),{buckets}")
 
 
@@ -62,21 +63,31 @@ def cookie_of(conn_id: int) -> int:
     return COOKIE_BASE + conn_id
 
 
+def leaf_prefix(fabric: Fabric, leaf: str) -> str:
+    return f"10.0.{fabric.index_of(leaf)}.0/24"
+
+
 def base_rules(fabric: Fabric) -> list[Rule]:
-    """Delivery to local hosts, spine prefix routes and the ECMP group with its default rule."""
+    """Delivery to local hosts, spine prefix routes, and per remote leaf an ECMP group."""
     rules: list[Rule] = []
     for leaf in fabric.leaves:
         for h in fabric.graph.successors(leaf):
             if fabric.graph.nodes[h]["role"] == "host":
                 rules.append(FlowRule(leaf, 100, f"ip,nw_dst={fabric.ip_of(h)}",
                                       f"output:{fabric.port(leaf, h)}"))
-        uplinks = tuple(fabric.port(leaf, s) for s in fabric.spines if fabric.is_live(leaf, s))
-        rules.append(GroupRule(leaf, ECMP_GROUP_ID, uplinks))
-        rules.append(FlowRule(leaf, 10, "ip", f"group:{ECMP_GROUP_ID}"))
+        for dst in fabric.leaves:
+            if dst == leaf:
+                continue
+            uplinks = tuple(fabric.port(leaf, s) for s in fabric.usable_spines(leaf, dst))
+            if uplinks:  # else the fabric has cut leaf off from dst: nothing can be routed
+                gid = fabric.index_of(dst)
+                rules.append(GroupRule(leaf, gid, uplinks))
+                rules.append(FlowRule(leaf, 20, f"ip,nw_dst={leaf_prefix(fabric, dst)}",
+                                      f"group:{gid}"))
     for s in fabric.spines:
         for leaf in fabric.leaves:
             if fabric.is_live(s, leaf):
-                rules.append(FlowRule(s, 100, f"ip,nw_dst=10.0.{fabric.index_of(leaf)}.0/24",
+                rules.append(FlowRule(s, 100, f"ip,nw_dst={leaf_prefix(fabric, leaf)}",
                                       f"output:{fabric.port(s, leaf)}"))
     return rules
 
@@ -109,14 +120,56 @@ def static_rules(fabric: Fabric, conns: list[Connection],
     return rules
 
 
+def host_enforced_rules(fabric: Fabric) -> list[Rule]:
+    """Per leaf, one masked source-port rule per spine (see routing/host_enforced.py)."""
+    from .host_enforced import port_rules  # local import: host_enforced builds on this module
+    return port_rules(fabric)
+
+
 def rules_for(fabric: Fabric, conns: list[Connection], strategy: str,
-              spine_of: dict[int, str | None]) -> list[Rule]:
-    """All rules of one routing: ECMP leaves choice to the switches' hash; every other
-    strategy pins its plan with static per-flow rules."""
+              spine_of: dict[int, str | None], enforcement: str = "switch") -> list[Rule]:
+    """All rules of one routing. ECMP leaves the choice to the switches' hash; any other
+    strategy is enforced either by static per-flow rules at the source leaves
+    (enforcement "switch") or by the hosts' choice of source port (enforcement "host", the
+    connections' src_port already chosen by routing/host_enforced.py)."""
     rules = base_rules(fabric) + counting_rules(fabric, conns)
-    if strategy != "ecmp":
-        rules += static_rules(fabric, conns, spine_of)
-    return rules
+    if strategy == "ecmp":
+        return rules
+    if enforcement == "host":
+        return rules + host_enforced_rules(fabric)
+    return rules + static_rules(fabric, conns, spine_of)
+
+
+def rule_key(r: Rule) -> tuple:
+    if isinstance(r, GroupRule):
+        return ("group", r.switch, r.group_id)
+    return ("flow", r.switch, r.priority, r.match)
+
+
+def diff_lines(old: list[Rule], new: list[Rule]) -> dict[str, list[str]]:
+    """Per switch, the bundle lines that turn `old` into `new` and touch nothing else:
+    new and changed groups first, then flow deletions and additions, then group deletions.
+    Unchanged rules keep their counters."""
+    before = {rule_key(r): r for r in old}
+    after = {rule_key(r): r for r in new}
+    out: dict[str, list[list[str]]] = {}
+
+    def put(switch: str, phase: int, line: str) -> None:
+        out.setdefault(switch, [[], [], []])[phase].append(line)
+
+    for k, r in after.items():
+        if isinstance(r, GroupRule) and before.get(k) != r:
+            put(r.switch, 0, r.ofctl("add" if k not in before else "modify"))
+    for k, r in before.items():
+        if isinstance(r, FlowRule) and k not in after:
+            put(r.switch, 1, f"flow delete_strict priority={r.priority},{r.match}")
+    for k, r in after.items():
+        if isinstance(r, FlowRule) and before.get(k) != r:
+            put(r.switch, 1, r.ofctl())
+    for k, r in before.items():
+        if isinstance(r, GroupRule) and k not in after:
+            put(r.switch, 2, f"group delete group_id={r.group_id}")
+    return {sw: a + b + c for sw, (a, b, c) in out.items()}
 
 
 def by_switch(rules: list[Rule]) -> dict[str, list[Rule]]:

@@ -1,7 +1,9 @@
 """Routing emits rule records; the records say exactly what each switch must do."""
 from routing import route
+from routing.host_enforced import (PLANNED_PORT_FLAG, check_port_plan, port_rules,
+                                   spine_of_port, with_source_ports)
 from routing.rules import (COOKIE_BASE, FlowRule, GroupRule, bundle_text, by_switch,
-                           rules_for)
+                           diff_lines, rules_for)
 from testbed.fabric import FabricSpec, build_fabric
 from traffic.collectives import Collective, JobSpec, plan_jobs
 
@@ -17,9 +19,10 @@ def test_ecmp_groups_hash_over_live_uplinks_only():
     f, conns = setup()
     rules = rules_for(f, conns, "ecmp", route("ecmp", f, conns).spine_of)
     groups = [r for r in rules if isinstance(r, GroupRule)]
-    assert len(groups) == 3
+    assert len(groups) == 3 * 2          # per leaf, one group per remote leaf
     for g in groups:
         assert g.ports == (f.port(g.switch, "spine1"), f.port(g.switch, "spine2"))
+        assert f"watch_port:{g.ports[0]}" in g.ofctl()
     assert not any(r.switch == "spine3" for r in rules)
     assert not any(isinstance(r, FlowRule) and r.switch.startswith("leaf") and r.priority == 200
                    for r in rules)
@@ -48,3 +51,53 @@ def test_bundle_wipes_then_adds_groups_before_flows():
     first_flow = next(i for i, l in enumerate(lines) if l.startswith("flow add"))
     assert all(l.startswith("group add") for l in lines[2:first_flow])
     assert "selection_method=hash" in lines[2]
+
+
+def test_a_failed_link_leaves_only_the_groups_towards_its_leaf_without_that_spine():
+    f = build_fabric(FabricSpec(3, 3, 2, 10, 10, failed_links=(("leaf3", "spine2"),)))
+    groups = {(r.switch, r.group_id): r.ports for r in rules_for(f, [], "ecmp", {})
+              if isinstance(r, GroupRule)}
+    # towards leaf3 nobody may use spine2; leaf3 itself cannot use it at all
+    assert groups[("leaf1", 3)] == (f.port("leaf1", "spine1"), f.port("leaf1", "spine3"))
+    assert groups[("leaf1", 2)] == tuple(f.port("leaf1", s) for s in f.spines)
+    assert groups[("leaf3", 1)] == (f.port("leaf3", "spine1"), f.port("leaf3", "spine3"))
+
+
+def test_diff_touches_only_what_changed():
+    f, conns = setup()
+    a = route("ilp", f, conns).spine_of
+    b = dict(a)
+    moved = next(c for c in conns if a[c.conn_id] is not None)
+    b[moved.conn_id] = "spine2" if a[moved.conn_id] == "spine1" else "spine1"
+    old = rules_for(f, conns, "ilp", a)
+    new = rules_for(f, conns, "ilp", b)
+    lines = diff_lines(old, new)
+    assert list(lines) == [f.leaf_of(moved.src)]
+    (line,) = lines[f.leaf_of(moved.src)]
+    assert line.startswith("flow add") and f"tp_src={moved.src_port}" in line
+    assert diff_lines(new, new) == {}
+    gone = diff_lines(old, [r for r in old if not isinstance(r, FlowRule)
+                            or r.cookie != COOKIE_BASE + moved.conn_id])
+    assert gone and all(l.startswith("flow delete_strict") for ls in gone.values() for l in ls)
+
+
+def test_host_enforced_ports_select_the_planned_spine():
+    f = build_fabric(FabricSpec(3, 4, 2, 10, 10, failed_spines=("spine2",)))
+    plans = plan_jobs([JobSpec("r", Collective.ALLREDUCE, [["h1", "h3", "h5", "h7", "h2"]],
+                               5000)])
+    conns = [c for p in plans for c in p.connections]
+    plan = route("ilp", f, conns)
+    ported = with_source_ports(f, plans, plan.spine_of)
+    new_conns = [c for p in ported for c in p.connections]
+    check_port_plan(f, new_conns, plan.spine_of)
+    assert len({c.src_port for c in new_conns}) == len(new_conns)
+    for c in new_conns:
+        if plan.spine_of[c.conn_id] is None:
+            assert spine_of_port(f, c.src_port) is None      # intra-leaf: not flagged
+    rules = [r for r in port_rules(f) if r.switch == "leaf1"]
+    assert len(rules) == 2                                   # live spines only
+    for r in rules:
+        value, mask = (int(x, 16) for x in r.match.split("tp_src=")[1].split("/"))
+        spine = f.spines[value & ~PLANNED_PORT_FLAG]
+        assert r.actions == f"output:{f.port('leaf1', spine)}"
+        assert mask == PLANNED_PORT_FLAG | 0b11
