@@ -23,7 +23,8 @@ class ConfigError(ValueError):
     """Bad experiment input; the message names the key and the fix."""
 
 
-TOP_KEYS = {"name", "seed", "fabric", "jobs", "routing", "emulation"}
+TOP_KEYS = {"name", "seed", "fabric", "jobs", "routing", "emulation", "events"}
+EVENT_KINDS = ("fail_spine", "restore_spine", "fail_link", "restore_link")
 FABRIC_KEYS = {"spines", "leaves", "hosts_per_leaf", "host_link_mbps", "spine_link_mbps",
                "failed_spines", "failed_links"}
 EXPLICIT_JOB_KEYS = {"name", "collective", "hosts", "size_bytes", "iterations", "compute_s",
@@ -45,6 +46,19 @@ class EmulationConfig:
     iteration_timeout_s: float | None = None  # None: 20 x ideal CCT + 30 s
 
 
+@dataclass(frozen=True)
+class Event:
+    """A failure or repair at `at_s` seconds after the jobs' clock starts."""
+
+    at_s: float
+    kind: str                   # one of EVENT_KINDS
+    target: tuple[str, ...]     # (spine,) or (leaf, spine)
+
+    def as_dict(self) -> dict:
+        return {"at_s": self.at_s, self.kind: (self.target[0] if len(self.target) == 1
+                                               else list(self.target))}
+
+
 @dataclass
 class Experiment:
     name: str
@@ -53,6 +67,7 @@ class Experiment:
     jobs: list[JobSpec]
     routing: list[str]
     emulation: EmulationConfig = field(default_factory=EmulationConfig)
+    events: list[Event] = field(default_factory=list)
     raw: dict = field(default_factory=dict)
 
     def resolved(self) -> dict:
@@ -71,6 +86,7 @@ class Experiment:
                       "start_s": j.start_s} for j in self.jobs],
             "routing": list(self.routing),
             "emulation": vars(self.emulation).copy(),
+            "events": [e.as_dict() for e in self.events],
         }
 
 
@@ -223,16 +239,59 @@ def _jobs(v: Any, fabric: Fabric, seed: int) -> list[JobSpec]:
     return jobs
 
 
+def split_routing(entry: str) -> tuple[str, str]:
+    """'ilp@host' -> ('ilp', 'host'); 'ilp' -> ('ilp', 'switch')."""
+    strategy, _, enforcement = entry.partition("@")
+    return strategy, enforcement or "switch"
+
+
 def _routing(v: Any) -> list[str]:
     if not isinstance(v, list) or not v or not all(isinstance(r, str) for r in v):
         raise ConfigError(f"routing: expected a list of strategies from {sorted(STRATEGIES)}")
     for r in v:
-        if r not in STRATEGIES:
-            raise ConfigError(f"routing: unknown strategy {r!r}; choose from "
-                              f"{', '.join(sorted(STRATEGIES))}")
+        strategy, enforcement = split_routing(r)
+        if strategy not in STRATEGIES:
+            raise ConfigError(f"routing: unknown strategy {strategy!r}; choose from "
+                              f"{', '.join(sorted(STRATEGIES))} (optionally with @host)")
+        if enforcement not in ("switch", "host"):
+            raise ConfigError(f"routing: {r!r}: the suffix must be @host (or nothing)")
+        if enforcement == "host" and strategy == "ecmp":
+            raise ConfigError("routing: ecmp@host makes no sense: ECMP is the switches' hash")
     if len(set(v)) != len(v):
         raise ConfigError("routing: a strategy is listed twice")
     return list(v)
+
+
+def _events(v: Any, fabric: Fabric, routing: list[str]) -> list[Event]:
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise ConfigError("events: expected a list like [{at_s: 3.0, fail_spine: spine2}]")
+    events = []
+    for i, d in enumerate(v):
+        where = f"events[{i}]"
+        _check_keys(d, {"at_s", *EVENT_KINDS}, where)
+        at_s = _num(d, "at_s", where, positive=False)
+        kinds = [k for k in EVENT_KINDS if k in d]
+        if len(kinds) != 1:
+            raise ConfigError(f"{where}: give exactly one of {', '.join(EVENT_KINDS)}")
+        kind = kinds[0]
+        t = d[kind]
+        if kind.endswith("_spine"):
+            if t not in fabric.spines:
+                raise ConfigError(f"{where}.{kind}: unknown spine {t!r} "
+                                  f"(spine1..spine{len(fabric.spines)})")
+            target: tuple[str, ...] = (t,)
+        else:
+            if (not isinstance(t, list) or len(t) != 2 or t[0] not in fabric.leaves
+                    or t[1] not in fabric.spines):
+                raise ConfigError(f"{where}.{kind}: expected [leafX, spineY] of this fabric")
+            target = (t[0], t[1])
+        events.append(Event(at_s, kind, target))
+    if events and any(split_routing(r)[1] == "host" for r in routing):
+        raise ConfigError("events: host-enforced routing (@host) fixes each flow's source port "
+                          "when it connects, so it cannot reroute; drop @host or the events")
+    return sorted(events, key=lambda e: e.at_s)
 
 
 def _emulation(d: Any) -> EmulationConfig:
@@ -264,7 +323,9 @@ def parse(doc: Any) -> Experiment:
     fabric = _fabric(d["fabric"])
     jobs = _jobs(d.get("jobs"), fabric, seed)
     routing = _routing(d.get("routing"))
-    return Experiment(name, seed, fabric, jobs, routing, _emulation(d.get("emulation")), d)
+    events = _events(d.get("events"), fabric, routing)
+    return Experiment(name, seed, fabric, jobs, routing, _emulation(d.get("emulation")),
+                      events, d)
 
 
 def load(path: str | Path) -> Experiment:

@@ -31,3 +31,31 @@ def emulated_vs_predicted(results: dict, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def timeline(results: dict, path: Path) -> None:
+    """Per routing, each job's iteration CCT at the time the iteration ended, with epochs
+    (dotted) and failure events (red) marked."""
+    runs = [r for r in results["runs"] if r["mode"] == "emulated"]
+    if not runs:
+        return
+    fig, axes = plt.subplots(len(runs), 1, figsize=(8, 2.6 * len(runs)), squeeze=False,
+                             sharex=True)
+    for ax, run in zip(axes[:, 0], runs):
+        for j in run["jobs"]:
+            ax.plot(j["iteration_end_s"], j["cct_s"], marker="o", ms=4, label=j["name"])
+        for e in run.get("epochs", []):
+            ax.axvline(e["at_s"], color="grey", ls=":", lw=1)
+        for e in run.get("events", []):
+            ax.axvline(e["at_s"], color="red", lw=1.2)
+            ax.annotate(f"{e['kind']} {'/'.join(e['target'])}", (e["at_s"], 0),
+                        xycoords=("data", "axes fraction"), xytext=(3, 4),
+                        textcoords="offset points", color="red", fontsize=7)
+        ax.set_ylabel("CCT (s)")
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"{run['routing']}: iteration CCT over time (dotted: epochs)", fontsize=9)
+        ax.legend(fontsize=7, loc="upper right")
+    axes[-1, 0].set_xlabel("time since the jobs started (s)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

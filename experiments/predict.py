@@ -18,7 +18,7 @@ from routing.base import max_link_flows
 from traffic.collectives import JobPlan, plan_jobs
 from traffic.predictor import Prediction, ideal, predict
 
-from .config import Experiment
+from .config import Experiment, split_routing
 from .results import fairness, job_result, run_result, table, write_json
 
 
@@ -53,7 +53,7 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
     results = {"schema_version": 1, "name": exp.name, "seed": exp.seed,
                "goodput_factor": goodput_factor, "runs": []}
     for name in exp.routing:
-        rp = route(name, exp.fabric, conns, seed=exp.seed)
+        rp = route(split_routing(name)[0], exp.fabric, conns, seed=exp.seed)
         pred = predict(exp.fabric, plans, rp.spine_of, goodput_factor)
         jobs = [job_result(p.spec, pred.jobs[p.name].cct_s, ideal_pred.jobs[p.name].mean_cct_s,
                            None, pred.jobs[p.name].conn_rates_mbps()) for p in plans]

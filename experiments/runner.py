@@ -12,6 +12,7 @@ fabric is built, so bad input changes nothing on the machine.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import os
 import statistics
 import time
@@ -22,8 +23,9 @@ import yaml
 
 from routing import route
 from routing.base import link_flow_counts, max_link_flows
-from routing.rules import COOKIE_BASE, rules_for
-from testbed.installer import flow_bytes_by_cookie, install
+from routing.host_enforced import check_port_plan, port_rules, with_source_ports
+from routing.rules import COOKIE_BASE, cookie_of
+from testbed.installer import flow_bytes_by_cookie
 from testbed.monitor import CpuMonitor
 from testbed.net import EmulatedFabric, EmulationSettings
 from traffic.collectives import Connection, JobPlan, plan_jobs
@@ -31,14 +33,21 @@ from traffic.driver import JobRecord, TrafficDriver
 from traffic.goodput import goodput_factor
 from traffic.predictor import ideal, predict
 
-from .config import Experiment
-from .plots import emulated_vs_predicted
+from .config import Experiment, split_routing
+from .controller import Controller
+from .plots import emulated_vs_predicted, timeline
 from .results import (environment, fairness, job_result, run_result, slowest_per_iteration,
                       table, write_json)
 
 
 class PathMismatchError(RuntimeError):
     """A statically routed flow crossed a spine other than the one it was given."""
+
+
+#: A flow "crossed" a spine when at least this share of its bytes did. Every connection is
+#: opened before any job starts, so its handshake (a few hundred bytes) takes the ECMP path
+#: before the controller pins the flow in its job's first epoch.
+CROSSED_MIN_FRACTION = 0.01
 
 
 def observed_spines(fabric, conns: list[Connection]) -> dict[int, dict]:
@@ -49,7 +58,9 @@ def observed_spines(fabric, conns: list[Connection]) -> dict[int, dict]:
         if fabric.leaf_of(c.src) == fabric.leaf_of(c.dst):
             continue
         per_spine = {s: counts[s].get(COOKIE_BASE + c.conn_id, 0) for s in fabric.spines}
-        crossed = [s for s, b in per_spine.items() if b > 0]
+        total = sum(per_spine.values())
+        crossed = [s for s, b in per_spine.items()
+                   if b > 0 and b >= CROSSED_MIN_FRACTION * total]
         out[c.conn_id] = {"spine": max(per_spine, key=per_spine.get) if crossed else None,
                           "spines_with_bytes": crossed,
                           "bytes": per_spine}
@@ -92,9 +103,12 @@ def run_experiment(exp: Experiment, out_dir: Path,
     plans = plan_jobs(exp.jobs)
     conns = [c for p in plans for c in p.connections]
     # everything pure first: a routing that cannot be computed fails before any build
-    routed = {name: route(name, exp.fabric, conns, seed=exp.seed) for name in exp.routing}
-    all_rules = {name: rules_for(exp.fabric, conns, name, rp.spine_of)
-                 for name, rp in routed.items()}
+    routed = {name: route(split_routing(name)[0], exp.fabric, conns, seed=exp.seed)
+              for name in exp.routing}
+    for name, rp in routed.items():
+        if split_routing(name)[1] == "host":
+            check_port_plan(exp.fabric, [c for p in with_source_ports(
+                exp.fabric, plans, rp.spine_of) for c in p.connections], rp.spine_of)
     (out_dir / "config.yaml").write_text(yaml.safe_dump(exp.resolved(), sort_keys=False))
     (out_dir / "fabric.txt").write_text(exp.fabric.draw() + "\n")
     em = exp.emulation
@@ -109,77 +123,161 @@ def run_experiment(exp: Experiment, out_dir: Path,
     log(f"building {exp.fabric.spec.leaves}x{exp.fabric.spec.spines} leaf-spine, "
         f"{len(exp.fabric.hosts)} hosts")
     with EmulatedFabric(exp.fabric, run_id, settings) as emu:
-        results["environment"] = environment(emu.datapath, em.tcp_cc, exp.seed, em.mtu_bytes)
-        results["environment"]["ovs_send_buffer_bytes"] = emu.send_buffer_bytes
+        env = environment(emu.datapath, em.tcp_cc, exp.seed, em.mtu_bytes)
+        env["ovs_send_buffer_bytes"] = emu.send_buffer_bytes
+        env["queue_packets"] = em.queue_packets
         goodput, source = goodput_factor(emu.datapath, em.mtu_bytes, em.tcp_cc)
-        results["environment"]["goodput_factor"] = goodput
-        results["environment"]["goodput_factor_source"] = source
-        write_json(out_dir / "environment.json", results["environment"])
+        env["goodput_factor"], env["goodput_factor_source"] = goodput, source
+        results["environment"] = env
+        write_json(out_dir / "environment.json", env)
         for name in exp.routing:
-            rp = routed[name]
-            run_dir = out_dir / name
-            installed = install(all_rules[name], run_dir / "rules")
-            log(f"[{name}] {installed['rules']} rules on {installed['switches']} switches in "
-                f"{installed['install_s']:.2f} s; running {len(plans)} jobs")
-            driver = TrafficDriver(emu, plans, exp.seed, em.tcp_cc, timeout_s, run_dir / "logs")
-            try:
-                driver.start_agents()
-                driver.connect()
-                with CpuMonitor() as monitor:
-                    records = driver.run_jobs()
-            finally:
-                driver.stop_agents()
-            fidelity = monitor.summary()
-            write_transfers_csv(run_dir / "transfers.csv", plans, records)
-            seen = observed_spines(exp.fabric, conns)
-            if name != "ecmp":
-                wrong = [(cid, rp.spine_of[cid], o["spines_with_bytes"])
-                         for cid, o in seen.items() if o["spines_with_bytes"] != [rp.spine_of[cid]]]
-                if wrong:
-                    raise PathMismatchError(
-                        f"[{name}] {len(wrong)} flows left their planned spine, e.g. conn "
-                        f"{wrong[0][0]} planned {wrong[0][1]}, seen on {wrong[0][2]}")
-            observed = {cid: o["spine"] for cid, o in seen.items()}
-            # predict with the paths the flows really took (the plan, verified above, or
-            # what the switches' hash chose), so that both sides compare like with like
-            paths = {c.conn_id: observed.get(c.conn_id) for c in conns}
-            pred = predict(exp.fabric, plans, paths, goodput)
-            jobs = [job_result(p.spec, [it.cct_s for it in records[p.name].iterations],
-                               ideal_pred.jobs[p.name].mean_cct_s, records[p.name].verified,
-                               measured_conn_rates(p, records[p.name]))
-                    for p in plans]
-            loads = link_flow_counts(exp.fabric, conns, observed)
-            for j in jobs:
-                j["predicted_cct_s"] = pred.jobs[j["name"]].cct_s
-                j["predicted_cct_mean_s"] = pred.jobs[j["name"]].mean_cct_s
-                j["prediction_error"] = j["cct_mean_s"] / j["predicted_cct_mean_s"] - 1
-            predicted_cct = slowest_per_iteration([j["predicted_cct_s"] for j in jobs])
-            run = run_result(
-                name, "emulated", jobs, max_link_flows(exp.fabric, conns, observed),
-                rp.stats.as_dict(),
-                fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),
-                fidelity=fidelity,
-                predicted_cct_s=predicted_cct,
-                predicted_cct_mean_s=statistics.fmean(predicted_cct),
-                rules={"switches": installed["switches"], "rules": installed["rules"],
-                       "install_s": installed["install_s"]},
-                paths=[{"conn_id": c.conn_id, "job": c.job, "src": c.src, "dst": c.dst,
-                        "src_port": c.src_port, "dst_port": c.dst_port,
-                        "planned_spine": None if name == "ecmp" else rp.spine_of[c.conn_id],
-                        "observed_spine": observed.get(c.conn_id),
-                        "spine_bytes": seen.get(c.conn_id, {}).get("bytes")}
-                       for c in conns],
-                link_flows=[{"link": list(k), "flows": v} for k, v in sorted(loads.items())])
-            run["prediction_error"] = run["cct_mean_s"] / run["predicted_cct_mean_s"] - 1
+            run = run_one_routing(exp, emu, name, routed[name], plans, ideal_pred, goodput,
+                                  timeout_s, out_dir / name.replace("@", "-at-"), log)
             results["runs"].append(run)
-            log(f"[{name}] mean CCT {run['cct_mean_s']:.3f} s (predicted "
-                f"{run['predicted_cct_mean_s']:.3f} s), efficiency {run['efficiency']:.3f}, "
-                f"max flows per link {run['max_link_flows']}, emulator "
-                f"{'ok' if fidelity['ok'] else 'SATURATED'} (ovs-vswitchd max "
-                f"{fidelity['vswitchd_max_pct']:.0f}% of a core)")
             write_json(out_dir / "results.json", results)
     write_json(out_dir / "results.json", results)
     emulated_vs_predicted(results, out_dir / "emulated_vs_predicted.png")
+    timeline(results, out_dir / "timeline.png")
     log(table(results))
     log(f"results: {out_dir / 'results.json'}")
     return results
+
+
+def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], ideal_pred,
+                    goodput: float, timeout_s: float, run_dir: Path,
+                    log: Callable[[str], None]) -> dict:
+    """One routing on the live fabric: rules, traffic under the controller, measurements."""
+    strategy, enforcement = split_routing(name)
+    if enforcement == "host":
+        plans = with_source_ports(exp.fabric, plans, rp.spine_of)
+        controller = Controller(emu, exp.fabric, strategy, plans, exp.seed, run_dir / "rules",
+                                static_spine_of=rp.spine_of)
+        installed = controller.install_initial(port_rules(exp.fabric))
+    else:
+        controller = Controller(emu, exp.fabric, strategy, plans, exp.seed, run_dir / "rules")
+        installed = controller.install_initial()
+    conns = [c for p in plans for c in p.connections]
+    log(f"[{name}] {installed['rules']} rules on {installed['switches']} switches in "
+        f"{installed['install_s']:.2f} s; running {len(plans)} jobs")
+    driver = TrafficDriver(emu, plans, exp.seed, exp.emulation.tcp_cc, timeout_s,
+                           run_dir / "logs")
+    timers = [(e.at_s, lambda t, e=e: controller.fire(e, t)) for e in exp.events]
+    try:
+        driver.start_agents()
+        driver.connect()
+        with CpuMonitor() as monitor:
+            records = driver.run_jobs(on_start=controller.jobs_started,
+                                      on_finish=controller.job_finished, timers=timers)
+    finally:
+        driver.stop_agents()
+    fidelity = monitor.summary()
+    write_transfers_csv(run_dir / "transfers.csv", plans, records)
+
+    seen = observed_spines(exp.fabric, conns)
+    if strategy != "ecmp":
+        wrong = [(cid, sorted(controller.history.get(cid, ())), o["spines_with_bytes"])
+                 for cid, o in seen.items()
+                 if not set(o["spines_with_bytes"]) <= controller.history.get(cid, set())]
+        if wrong:
+            raise PathMismatchError(
+                f"[{name}] {len(wrong)} flows crossed a spine they were never given, e.g. "
+                f"conn {wrong[0][0]} given {wrong[0][1]}, seen on {wrong[0][2]}")
+    observed = {cid: o["spine"] for cid, o in seen.items()}
+    # predict with the paths the flows really took (the plan, verified above, or what the
+    # switches' hash chose), so that both sides compare like with like
+    pred = predict(exp.fabric, plans, {c.conn_id: observed.get(c.conn_id) for c in conns},
+                   goodput)
+    jobs = []
+    for p in plans:
+        rec = records[p.name]
+        j = job_result(p.spec, [it.cct_s for it in rec.iterations],
+                       ideal_pred.jobs[p.name].mean_cct_s, rec.verified,
+                       measured_conn_rates(p, rec))
+        j["iteration_start_s"] = [it.start_s - driver.t0 for it in rec.iterations]
+        j["iteration_end_s"] = [it.end_s - driver.t0 for it in rec.iterations]
+        j["predicted_cct_s"] = pred.jobs[p.name].cct_s
+        j["predicted_cct_mean_s"] = pred.jobs[p.name].mean_cct_s
+        j["prediction_error"] = j["cct_mean_s"] / j["predicted_cct_mean_s"] - 1
+        jobs.append(j)
+    predicted_cct = slowest_per_iteration([j["predicted_cct_s"] for j in jobs])
+    loads = link_flow_counts(exp.fabric, conns, observed)
+    run = run_result(
+        name, "emulated", jobs, max_link_flows(exp.fabric, conns, observed),
+        rp.stats.as_dict(),
+        enforcement=enforcement if strategy != "ecmp" else "switch-hash",
+        fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),
+        fidelity=fidelity,
+        predicted_cct_s=predicted_cct,
+        predicted_cct_mean_s=statistics.fmean(predicted_cct),
+        rules={"switches": installed["switches"], "rules": installed["rules"],
+               "install_s": installed["install_s"],
+               "peak_per_switch": controller.peak_rules_per_switch},
+        epochs=controller.epochs, events=controller.events,
+        paths=[{"conn_id": c.conn_id, "job": c.job, "src": c.src, "dst": c.dst,
+                "src_port": c.src_port, "dst_port": c.dst_port,
+                "planned_spines": sorted(controller.history.get(c.conn_id, ())),
+                "observed_spine": observed.get(c.conn_id),
+                "spine_bytes": seen.get(c.conn_id, {}).get("bytes")}
+               for c in conns],
+        link_flows=[{"link": list(k), "flows": v} for k, v in sorted(loads.items())])
+    run["prediction_error"] = run["cct_mean_s"] / run["predicted_cct_mean_s"] - 1
+    if controller.events:
+        run["after_events"] = after_events(exp, controller, plans, jobs, goodput)
+    log(f"[{name}] mean CCT {run['cct_mean_s']:.3f} s (predicted "
+        f"{run['predicted_cct_mean_s']:.3f} s), efficiency {run['efficiency']:.3f}, "
+        f"max flows per link {run['max_link_flows']}, emulator "
+        f"{'ok' if fidelity['ok'] else 'SATURATED'} (ovs-vswitchd max "
+        f"{fidelity['vswitchd_max_pct']:.0f}% of a core)")
+    for ev in controller.events:
+        log(f"[{name}] {ev['kind']} {'/'.join(ev['target'])} at {ev['at_s']:.2f} s: rules "
+            f"in {ev['reroute_s'] * 1000:.0f} ms, flows moved {ev['flows_moved']}")
+    return run
+
+
+def after_events(exp: Experiment, controller: Controller, plans: list[JobPlan],
+                 jobs: list[dict], goodput: float) -> dict:
+    """Iterations that started after the last event, against the model of the degraded
+    fabric: the optimizer's final paths, or for ECMP the model's hash over what is left."""
+    last = max(e["at_s"] + e["reroute_s"] for e in controller.events)
+    degraded = controller.fabric
+    conns = [c for p in plans for c in p.connections]
+    if controller.strategy == "ecmp":
+        # the spine each flow's bytes went to after the last event (OVS's own hash)
+        before = controller.counters_at_last_event
+        after = {s: flow_bytes_by_cookie(s) for s in degraded.spines}
+        paths = {}
+        for c in conns:
+            if degraded.leaf_of(c.src) == degraded.leaf_of(c.dst):
+                paths[c.conn_id] = None
+                continue
+            gain = {s: after[s].get(cookie_of(c.conn_id), 0)
+                    - before.get(s, {}).get(cookie_of(c.conn_id), 0) for s in degraded.spines}
+            best = max(gain, key=gain.get)
+            paths[c.conn_id] = best if gain[best] > 0 else route(
+                "ecmp", degraded, [c], seed=exp.seed).spine_of[c.conn_id]
+        basis = "the spines OVS's hash used after the last event (spine counters)"
+    else:
+        paths = {c.conn_id: controller.final_spine(c.conn_id) for c in conns}
+        basis = "the controller's paths after the last event"
+    # the post-event phase as its own scenario: every job that ran iterations after the
+    # last event, from the same offset, for as many iterations, on the degraded fabric
+    phase = []
+    for p, j in zip(plans, jobs):
+        starts = [t for t in j["iteration_start_s"] if t >= last]
+        if starts:
+            spec = dataclasses.replace(p.spec, iterations=len(starts),
+                                       start_s=min(starts) - last)
+            phase.append(dataclasses.replace(p, spec=spec))
+    out = {"last_event_s": last, "prediction_basis": basis, "jobs": []}
+    if not phase:
+        return out
+    pred = predict(degraded, phase, paths, goodput)
+    for p, j in zip(plans, jobs):
+        after = [c for c, t in zip(j["cct_s"], j["iteration_start_s"]) if t >= last]
+        if after:
+            emu_s = statistics.fmean(after)
+            pred_s = pred.jobs[j["name"]].mean_cct_s
+            out["jobs"].append({"name": j["name"], "iterations": len(after),
+                                "cct_mean_s": emu_s, "predicted_cct_mean_s": pred_s,
+                                "prediction_error": emu_s / pred_s - 1})
+    return out

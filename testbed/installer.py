@@ -13,7 +13,9 @@ from pathlib import Path
 
 from routing.rules import Rule, bundle_text, by_switch
 
-from .ovs import run
+import subprocess
+
+from .ovs import TestbedError, run
 
 OFCTL = ["ovs-ofctl", "-O", "OpenFlow14"]
 
@@ -24,16 +26,52 @@ def install(rules: list[Rule], out_dir: Path, dry_run: bool = False) -> dict:
     commands: list[str] = []
     t0 = time.perf_counter()
     per_switch = by_switch(rules)
+    cmds = []
     for switch, srules in sorted(per_switch.items()):
         path = out_dir / f"{switch}.bundle"
         path.write_text(bundle_text(srules))
-        cmd = [*OFCTL, "bundle", switch, str(path)]
-        commands.append(" ".join(cmd))
-        if not dry_run:
-            run(cmd)
+        cmds.append([*OFCTL, "bundle", switch, str(path)])
+        commands.append(" ".join(cmds[-1]))
     (out_dir / "commands.txt").write_text("\n".join(commands) + "\n")
+    if not dry_run:
+        run_parallel(cmds)
     return {"switches": len(per_switch), "rules": len(rules),
             "install_s": time.perf_counter() - t0, "dry_run": dry_run}
+
+
+def apply_lines(lines: dict[str, list[str]], out_dir: Path, label: str,
+                dry_run: bool = False) -> None:
+    """Apply per-switch bundle lines (a diff from routing.rules.diff_lines), each switch's
+    as one atomic bundle; files and commands are kept under out_dir with `label`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cmds = []
+    for switch, ls in sorted(lines.items()):
+        path = out_dir / f"{label}-{switch}.bundle"
+        path.write_text("\n".join(ls) + "\n")
+        cmds.append([*OFCTL, "bundle", switch, str(path)])
+    with (out_dir / "commands.txt").open("a") as f:
+        f.write("".join(" ".join(c) + "\n" for c in cmds))
+    if not dry_run:
+        run_parallel(cmds)
+
+
+def run_parallel(cmds: list[list[str]], timeout_s: float = 30.0) -> None:
+    """Run independent commands (one switch each) at once; raise on the first failure."""
+    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for c in cmds]
+    errors = []
+    for c, p in zip(cmds, procs):
+        try:
+            _, err = p.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            errors.append(f"`{' '.join(c)}` took more than {timeout_s:g} s")
+            continue
+        if p.returncode != 0:
+            errors.append(f"`{' '.join(c)}` failed ({p.returncode}): {err.strip()[:300]}")
+    if errors:
+        raise TestbedError(errors[0])
 
 
 _FLOW_RE = re.compile(r"cookie=(0x[0-9a-f]+).*?n_bytes=(\d+)")

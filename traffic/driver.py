@@ -16,6 +16,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from testbed.fabric import Fabric
 
@@ -95,6 +96,7 @@ class TrafficDriver:
         self.timeout_s = iteration_timeout_s
         self.log_dir = log_dir
         self.agents: list[_AgentProc] = []
+        self.t0 = 0.0   # time.monotonic() when the jobs' clock started (run_jobs)
         self.sel = selectors.DefaultSelector()
 
     # -- process control -------------------------------------------------------------------
@@ -180,17 +182,34 @@ class TrafficDriver:
             a.send({"cmd": "connect"})
         self._barrier("connected", self.agents, timeout_s)
 
-    def run_jobs(self) -> dict[str, JobRecord]:
-        """Run every job's iterations; returns per-job records (times in time.monotonic())."""
+    def run_jobs(self, on_start: Callable[[list[str], float], None] | None = None,
+                 on_finish: Callable[[str, float], None] | None = None,
+                 timers: list[tuple[float, Callable[[float], None]]] = ()
+                 ) -> dict[str, JobRecord]:
+        """Run every job's iterations; returns per-job records (times in time.monotonic()).
+
+        Hooks for a controller, all called with seconds since the jobs' clock started
+        (`self.t0`): on_start(jobs, t) just before jobs send their first byte (jobs that
+        start together come in one call), on_finish(job, t) after a job's last iteration,
+        and each timer (at_s, fn) once at at_s. They run synchronously: traffic waits."""
         by_job = {p.name: [a for a in self.agents if a.job == p.name] for p in self.plans}
+        pending_timers = sorted(timers, key=lambda t: t[0])
         specs = {p.name: p.spec for p in self.plans}
         expected_bytes = {p.name: p.bytes_per_iteration() for p in self.plans}
         records = {p.name: JobRecord(p.name) for p in self.plans}
-        t0 = time.monotonic()
+        t0 = self.t0 = time.monotonic()
         next_go = {p.name: t0 + p.spec.start_s for p in self.plans}   # job -> when to start
         running: dict[str, dict] = {}   # job -> {"iteration", "deadline", "done": {host: ev}}
         while next_go or running:
             now = time.monotonic()
+            while pending_timers and t0 + pending_timers[0][0] <= now:
+                _, fn = pending_timers.pop(0)
+                fn(now - t0)
+                now = time.monotonic()
+            first = [j for j, at in next_go.items() if at <= now and not records[j].iterations]
+            if first and on_start:
+                on_start(first, now - t0)
+                now = time.monotonic()
             for job, at in list(next_go.items()):
                 if at <= now:
                     it = len(records[job].iterations)
@@ -203,8 +222,8 @@ class TrafficDriver:
                 if now > st["deadline"]:
                     raise TrafficError(f"job {job} iteration {st['iteration']} did not finish "
                                        f"within {self.timeout_s:g} s")
-            wake = min([*next_go.values(), *(s["deadline"] for s in running.values())],
-                       default=now)
+            wake = min([*next_go.values(), *(s["deadline"] for s in running.values()),
+                        *(t0 + at for at, _ in pending_timers[:1])], default=now)
             for agent, event in self._events(min(wake - now, 1.0)):
                 if event.get("event") != "done":
                     continue
@@ -234,4 +253,6 @@ class TrafficDriver:
                         next_go[agent.job] = time.monotonic() + spec.compute_s
                     else:
                         job_rec.verified = True  # every iteration's bytes checked above
+                        if on_finish:
+                            on_finish(agent.job, time.monotonic() - t0)
         return records
