@@ -105,3 +105,36 @@ def test_cli_predict_writes_the_results_schema(tmp_path):
     ilp = res["runs"][1]
     assert ilp["max_link_flows"] == 1 and ilp["efficiency"] == pytest.approx(1.0, rel=1e-3)
     assert (tmp_path / "config.yaml").exists()
+
+
+def test_events_and_host_enforcement_are_parsed():
+    doc = copy.deepcopy(BASE)
+    doc["routing"] = ["ecmp", "ilp"]
+    doc["events"] = [{"at_s": 3.0, "fail_link": ["leaf1", "spine3"]},
+                     {"at_s": 1.0, "fail_spine": "spine2"}]
+    exp = parse(doc)
+    assert [(e.at_s, e.kind, e.target) for e in exp.events] == [
+        (1.0, "fail_spine", ("spine2",)), (3.0, "fail_link", ("leaf1", "spine3"))]
+    doc2 = copy.deepcopy(BASE)
+    doc2["routing"] = ["ilp", "ilp@host"]
+    assert parse(doc2).routing == ["ilp", "ilp@host"]
+
+
+@pytest.mark.parametrize("routing, events, key", [
+    (["ecmp@host"], None, "routing"),
+    (["ilp@hosts"], None, "routing"),
+    (["ilp@host"], [{"at_s": 1.0, "fail_spine": "spine1"}], "events"),
+    (["ilp"], [{"at_s": 1.0, "fail_spine": "spine9"}], "events[0].fail_spine"),
+    (["ilp"], [{"at_s": 1.0, "fail_link": ["spine1", "leaf1"]}], "events[0].fail_link"),
+    (["ilp"], [{"at_s": 1.0}], "events[0]"),
+    (["ilp"], [{"at_s": -1, "fail_spine": "spine1"}], "events[0].at_s"),
+    (["ilp"], [{"at_s": 1, "fail_spine": "spine1", "restore_spine": "spine1"}], "events[0]"),
+])
+def test_bad_events_and_routing_entries_name_the_key(routing, events, key):
+    doc = copy.deepcopy(BASE)
+    doc["routing"] = routing
+    if events is not None:
+        doc["events"] = events
+    with pytest.raises(ConfigError) as e:
+        parse(doc)
+    assert str(e.value).startswith(key), str(e.value)
