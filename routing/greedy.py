@@ -3,25 +3,47 @@
 Flows are grouped twice: by source leaf (the flows sharing that leaf's uplinks) and by
 destination leaf (the flows sharing its downlinks). Groups are visited largest first; each
 still-unassigned flow of the visited group gets the usable spine s minimizing
-max(load(src_leaf -> s), load(s -> dst_leaf)); ties go to the smaller load sum, then to a
-seeded spine order. Within a group the flows of one leaf pair are placed together: since
-placing a flow on s raises both of its links by one, sequential placement of a pair's flows is
-exactly water-filling on the per-spine cost, done with a small heap (O(log S) per flow).
+max(load(src_leaf -> s), load(s -> dst_leaf)). The paper leaves the visiting order among equal
+groups and the tie-breaks open; ours are:
+
+* Visiting order: group size (the side's whole demand) first, as in the paper; among equal
+  sizes, the group with the most flows already placed goes next (a priority queue, re-keyed as
+  flows are placed), then source groups before destination groups, then leaf index. So after a
+  source group the destination groups of its flows follow (and vice versa): the assignment grows
+  along the demand graph, every new pair meets links that already carry load and its choice is
+  forced, instead of far-apart pairs fixing spines independently that later clash where their
+  flows meet (the old fixed order, all source groups first, landed at 2 on the paper's
+  ring-of-leaves workloads whose optimum is 1). Inside a group, pairs whose other leaf's group
+  has the most flows placed go first (the most constrained), then larger pairs.
+* Ties on max(up, down) go to (1) the smaller load sum up + down; (2) the larger *far load*:
+  for the still-unassigned flows that share a link with this pair (same source leaf, other
+  destination; or same destination leaf, other source), the summed load of their other link
+  through s. Such a spine is already busy where those flows end, so they could not use it
+  cheaply anyway, and taking it keeps the spines they can use free (least harm / best fit; the
+  opposite preference, lowest far load, does worse than no lookahead); (3) a seeded spine order.
+  The far loads are kept incrementally per leaf, so the lookahead costs O(S) per leaf pair plus
+  O(pairs sharing a leaf) per placed flow.
+
+Within a group the flows of one leaf pair are placed together: since placing a flow on s raises
+both of its links by one (and no far load of this pair), sequential placement of a pair's flows
+is exactly water-filling on the per-spine key, done with a small heap (O(log S) per flow).
 
 Bound: with only whole spines failed (every pair sees the same k spines) the greedy is a
-2-approximation of the min-max link load: when flow a->b is placed, min_s max(up, down) <=
-floor((out(a) - 1 + in(b) - 1) / k), and out(a), in(b) <= k * OPT, so every link ends <= 2 * OPT.
+2-approximation of the min-max link load, whatever the visiting order and tie-breaks, since
+each flow takes a spine minimizing max(up, down): when flow a->b is placed,
+min_s max(up, down) <= min_s (up + down) <= floor((out(a) - 1 + in(b) - 1) / k), and
+out(a), in(b) <= k * OPT, so every link ends <= floor((2k * OPT - 2) / k) + 1 <= 2 * OPT.
 
 Low-churn mode (`previous` given): flows keep their previous spine when it is still usable,
-new flows are placed greedily, then flows on the busiest links are moved while that helps; if
-the result is still worse than a fresh greedy solve, the fresh solve is returned instead.
+new flows are placed greedily (groups touching kept flows first), then flows on the busiest
+links are moved while that helps; if the result is still worse than a fresh greedy solve, the
+fresh solve is returned instead.
 """
 from __future__ import annotations
 
 import heapq
 import random
 import time
-from collections import defaultdict
 
 from testbed.fabric import Fabric
 from traffic.collectives import Connection
@@ -42,15 +64,19 @@ def spine_rank(n_spines: int, seed: int) -> list[int]:
 
 
 def place_batch(flow_ids: list[int], a: int, b: int, cand: tuple[int, ...], assign: list[int],
-                up: list[int], down: list[int], S: int, rank: list[int]) -> None:
-    """Greedily place flows a->b (all unassigned) one by one on the cheapest usable spine."""
+                up: list[int], down: list[int], S: int, rank: list[int],
+                far: list[int] | None = None) -> None:
+    """Greedily place flows a->b (all unassigned) one by one on the cheapest usable spine.
+
+    Key per spine: (max(up, down), up + down, -far[s], rank[s]); `far` (per spine, may be None)
+    is the far load of the flows sharing a link with this pair (module docstring)."""
     ao, bo = a * S, b * S
     if len(flow_ids) == 1:
         best = None
         bs = -1
         for s in cand:
             u, d = up[ao + s], down[bo + s]
-            key = (u if u > d else d, u + d, rank[s])
+            key = (u if u > d else d, u + d, -far[s] if far else 0, rank[s])
             if best is None or key < best:
                 best, bs = key, s
         assign[flow_ids[0]] = bs
@@ -60,45 +86,98 @@ def place_batch(flow_ids: list[int], a: int, b: int, cand: tuple[int, ...], assi
     heap = []
     for s in cand:
         u, d = up[ao + s], down[bo + s]
-        heap.append((u if u > d else d, u + d, rank[s], s))
+        heap.append((u if u > d else d, u + d, -far[s] if far else 0, rank[s], s))
     heapq.heapify(heap)
     for f in flow_ids:
-        c, sm, r, s = heap[0]
+        c, sm, o, r, s = heap[0]
         assign[f] = s
         up[ao + s] += 1
         down[bo + s] += 1
-        heapq.heapreplace(heap, (c + 1, sm + 2, r, s))
+        heapq.heapreplace(heap, (c + 1, sm + 2, o, r, s))
 
 
 def greedy_fill(t: FlowTable, assign: list[int], up: list[int], down: list[int],
                 seed: int = 0) -> list[int]:
     """Assign every flow with assign[i] == -1 by the paper's greedy; updates the arrays in place."""
-    S = t.n_spines
+    S, L = t.n_spines, t.n_leaves
     rank = spine_rank(S, seed)
     src, dst = t.src, t.dst
-    # group sizes count every flow (the link side's whole demand); visit largest first
-    by_src: dict[int, list[int]] = defaultdict(list)
-    by_dst: dict[int, list[int]] = defaultdict(list)
+    # per side (0: source-leaf groups / uplinks, 1: destination-leaf groups / downlinks)
+    size = ([0] * L, [0] * L)          # the side's whole demand (every flow counts)
+    placed = ([0] * L, [0] * L)        # flows of the group already assigned
+    pair_ids: dict[tuple[int, int], list[int]] = {}
     for i, (a, b) in enumerate(zip(src, dst)):
-        by_src[a].append(i)
-        by_dst[b].append(i)
-    groups = [(len(v), 0, a, v) for a, v in by_src.items()]
-    groups += [(len(v), 1, b, v) for b, v in by_dst.items()]
-    groups.sort(key=lambda g: (-g[0], g[1], g[2]))
+        size[0][a] += 1
+        size[1][b] += 1
+        if assign[i] >= 0:
+            placed[0][a] += 1
+            placed[1][b] += 1
+        else:
+            lst = pair_ids.get((a, b))
+            if lst is None:
+                pair_ids[a, b] = [i]
+            else:
+                lst.append(i)
+    if not pair_ids:
+        return assign
+    # unassigned leaf pairs per group: rem[0][a] = {b: None}, rem[1][b] = {a: None} (ordered)
+    rem: tuple[list[dict[int, None]], list[dict[int, None]]] = (
+        [{} for _ in range(L)], [{} for _ in range(L)])
+    for a, b in sorted(pair_ids):
+        rem[0][a][b] = None
+        rem[1][b][a] = None
+    # far loads: far_out[a][s] = sum over unassigned pairs a->b' of down(s -> b');
+    #            far_in[b][s]  = sum over unassigned pairs a'->b of up(a' -> s)
+    far_out = [[0] * S for _ in range(L)]
+    far_in = [[0] * S for _ in range(L)]
+    for a, b in pair_ids:
+        fo, fi, ao, bo = far_out[a], far_in[b], a * S, b * S
+        for s in range(S):
+            fo[s] += down[bo + s]
+            fi[s] += up[ao + s]
+    heap = [(-size[k][g], -placed[k][g], k, g) for k in (0, 1) for g in range(L) if rem[k][g]]
+    heapq.heapify(heap)
     pair_cand = t.pair_cand
-    for _, _, _, members in groups:
-        batches: dict[tuple[int, int], list[int]] = {}
-        for i in members:
-            if assign[i] < 0:
-                key = (src[i], dst[i])
-                lst = batches.get(key)
-                if lst is None:
-                    batches[key] = [i]
-                else:
-                    lst.append(i)
-        # larger leaf-pair batches first inside a group (deterministic order)
-        for (a, b), ids in sorted(batches.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-            place_batch(ids, a, b, pair_cand[a, b], assign, up, down, S, rank)
+    while heap:
+        _, negp, k, g = heapq.heappop(heap)
+        mine = rem[k][g]
+        if not mine or -negp != placed[k][g]:
+            continue                    # done, or a stale entry (a newer one is queued)
+        ok = 1 - k
+        pl = placed[ok]
+        if k == 0:
+            pairs = sorted(((g, h) for h in mine), key=lambda p: (-pl[p[1]], -len(pair_ids[p]), p))
+        else:
+            pairs = sorted(((h, g) for h in mine), key=lambda p: (-pl[p[0]], -len(pair_ids[p]), p))
+        for a, b in pairs:
+            ids = pair_ids.pop((a, b))
+            del rem[0][a][b]
+            del rem[1][b][a]
+            ao, bo = a * S, b * S
+            fo, fi = far_out[a], far_in[b]
+            for s in range(S):              # this pair leaves the far loads of its own leaves
+                fo[s] -= down[bo + s]
+                fi[s] -= up[ao + s]
+            outs, ins = rem[0][a], rem[1][b]
+            far = [fo[s] + fi[s] for s in range(S)] if outs or ins else None
+            place_batch(ids, a, b, pair_cand[a, b], assign, up, down, S, rank, far)
+            if outs or ins:
+                # up(a -> s) is a far load of the pairs a -> b2 seen from b2, and down(s -> b)
+                # one of the pairs a2 -> b seen from a2
+                fis = [far_in[b2] for b2 in outs]
+                fos = [far_out[a2] for a2 in ins]
+                for f in ids:
+                    s = assign[f]
+                    for row in fis:
+                        row[s] += 1
+                    for row in fos:
+                        row[s] += 1
+            n = len(ids)
+            placed[0][a] += n
+            placed[1][b] += n
+            h = b if k == 0 else a
+            if rem[ok][h]:
+                heapq.heappush(heap, (-size[ok][h], -placed[ok][h], ok, h))
     return assign
 
 
