@@ -17,7 +17,7 @@ predict: setup
 test: setup
 	$(PY) -m pytest tests -ra
 
-unit: setup
+unit:   # pure tests, no root: needs only the venv (`sudo make setup` once)
 	$(PY) -m pytest tests/unit -q
 
 clean: setup

@@ -93,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from .config import ConfigError
     from routing.base import RoutingError
+    from testbed.fabric import FabricError
     from testbed.ovs import TestbedError
     from traffic.collectives import WorkloadError
     from traffic.driver import TrafficError
@@ -103,11 +104,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return {"run": _cmd_run, "predict": _cmd_predict, "calibrate": _cmd_calibrate,
                 "clean": _cmd_clean}[args.command](args)
-    except (ConfigError, RoutingError, WorkloadError, PredictorError) as e:
+    except ConfigError as e:            # bad input: found before anything was built
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except (TestbedError, TrafficError, PathMismatchError) as e:
-        print(f"error: {e}", file=sys.stderr)
+    except (RoutingError, WorkloadError, PredictorError, FabricError, TestbedError,
+            TrafficError, PathMismatchError) as e:   # failed while running; torn down
+        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted: the fabric was torn down", file=sys.stderr)

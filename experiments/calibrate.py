@@ -93,7 +93,8 @@ def _agents(emu, pairs: list[tuple[str, str]], size_bytes: int, tcp_cc: str, see
 
 
 def calibrate(exp: Experiment, out_dir: Path, duration_s: float = 8.0,
-              log: Callable[[str], None] = print) -> dict:
+              log: Callable[[str], None] = print, store: bool = True) -> dict:
+    """Measure; with `store`, save the goodput factor for later runs on this machine."""
     f = exp.fabric
     if len(f.leaves) < 2:
         raise TestbedError("calibrate: the fabric needs at least 2 leaves")
@@ -132,9 +133,10 @@ def calibrate(exp: Experiment, out_dir: Path, duration_s: float = 8.0,
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     write_json(out_dir / "calibration.json", result)
-    store_calibration(env["datapath"], em.mtu_bytes, em.tcp_cc,
-                      {"goodput_factor": factor, "measured_at": result["measured_at"],
-                       "link_rate_mbps": rate})
+    if store:
+        store_calibration(env["datapath"], em.mtu_bytes, em.tcp_cc,
+                          {"goodput_factor": factor, "measured_at": result["measured_at"],
+                           "link_rate_mbps": rate})
     key = calibration_key(env["datapath"], em.mtu_bytes, em.tcp_cc)
     log(f"one flow: iperf3 {iperf_one[0]:.2f} Mbit/s ({iperf_one[0] / rate:.1%}), agent "
         f"{agent_one[0]:.2f} Mbit/s ({factor:.1%}); theory "
@@ -142,5 +144,6 @@ def calibrate(exp: Experiment, out_dir: Path, duration_s: float = 8.0,
     log(f"{k} flows on one link: iperf3 Jain {jain_index(iperf_k):.3f} "
         f"({', '.join(f'{x:.2f}' for x in iperf_k)} Mbit/s), agents Jain "
         f"{jain_index(agent_k):.3f} ({', '.join(f'{x:.2f}' for x in agent_k)} Mbit/s)")
-    log(f"goodput factor {factor:.4f} stored for {key} in {CALIBRATION_FILE}")
+    if store:
+        log(f"goodput factor {factor:.4f} stored for {key} in {CALIBRATION_FILE}")
     return result

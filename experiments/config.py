@@ -7,7 +7,10 @@ filled in, saved beside the results.
 """
 from __future__ import annotations
 
+import dataclasses
+import math
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +19,7 @@ import yaml
 
 from routing import STRATEGIES
 from testbed.fabric import Fabric, FabricError, FabricSpec, build_fabric
-from traffic.collectives import Collective, JobSpec, WorkloadError
+from traffic.collectives import Collective, JobSpec, WorkloadError, plan_jobs
 
 
 class ConfigError(ValueError):
@@ -121,13 +124,25 @@ def _num(d: dict, key: str, where: str, default: float | None = None,
             raise ConfigError(f"{where}.{key}: required; give a number")
         return default
     v = d[key]
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ConfigError(f"{where}.{key}: expected a number, got {v!r}")
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ConfigError(f"{where}.{key}: expected a finite number, got {v!r}")
     if positive and not v > 0:
         raise ConfigError(f"{where}.{key}: must be > 0, got {v}")
     if not positive and v < 0:
         raise ConfigError(f"{where}.{key}: must be >= 0, got {v}")
     return float(v)
+
+
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def _name(d: dict, key: str, where: str) -> str:
+    """A name that becomes part of file names: letters, digits, '.', '_', '-'."""
+    v = _str(d, key, where)
+    if not NAME_RE.fullmatch(v):
+        raise ConfigError(f"{where}.{key}: {v!r} must be 1-64 letters, digits, '.', '_' or '-'"
+                          " (it names files of the run)")
+    return v
 
 
 def _str(d: dict, key: str, where: str, default: str | None = None) -> str:
@@ -186,7 +201,7 @@ def _explicit_job(d: dict, where: str, fabric: Fabric) -> JobSpec:
                           f"{', '.join(c.value for c in Collective)}") from None
     hosts = _hosts(d.get("hosts"), f"{where}.hosts", fabric)
     return JobSpec(
-        name=_str(d, "name", where), collective=collective, groups=[hosts],
+        name=_name(d, "name", where), collective=collective, groups=[hosts],
         size_bytes=_int(d, "size_bytes", where), iterations=_int(d, "iterations", where, 1),
         compute_s=_num(d, "compute_s", where, 0.0, positive=False),
         start_s=_num(d, "start_s", where, 0.0, positive=False))
@@ -201,7 +216,7 @@ def _model_job(d: dict, where: str, fabric: Fabric, rng: random.Random,
         raise ConfigError(f"{where}.placement: only random-tors is supported")
     try:
         return models.model_job(
-            name=_str(d, "name", where), model=_str(d, "model", where),
+            name=_name(d, "name", where), model=_str(d, "model", where),
             dp=_int(d, "dp", where, minimum=2), fabric=fabric, rng=rng,
             used_leaves=used_leaves, iterations=_int(d, "iterations", where, 1),
             start_s=_num(d, "start_s", where, 0.0, positive=False),
@@ -216,15 +231,16 @@ def _jobs(v: Any, fabric: Fabric, seed: int) -> list[JobSpec]:
     if not isinstance(v, list) or not v:
         raise ConfigError("jobs: expected a non-empty list of jobs")
     rng = random.Random(seed)
-    used_leaves: set[str] = set()
-    jobs: list[JobSpec] = []
     for i, d in enumerate(v):
-        where = f"jobs[{i}]"
         if not isinstance(d, dict):
-            raise ConfigError(f"{where}: expected a mapping with name, collective, hosts, ...")
-        job = (_model_job(d, where, fabric, rng, used_leaves) if "model" in d
-               else _explicit_job(d, where, fabric))
-        jobs.append(job)
+            raise ConfigError(f"jobs[{i}]: expected a mapping with name, collective, hosts, ...")
+    # explicit jobs first, so that random placement avoids the leaves they already use
+    explicit = {i: _explicit_job(d, f"jobs[{i}]", fabric)
+                for i, d in enumerate(v) if "model" not in d}
+    used_leaves = {fabric.leaf_of(h) for j in explicit.values() for h in j.hosts}
+    jobs: list[JobSpec] = [explicit[i] if i in explicit
+                           else _model_job(d, f"jobs[{i}]", fabric, rng, used_leaves)
+                           for i, d in enumerate(v)]
     names = [j.name for j in jobs]
     for n in names:
         if names.count(n) > 1:
@@ -237,6 +253,11 @@ def _jobs(v: Any, fabric: Fabric, seed: int) -> list[JobSpec]:
                                   f"{seen[h]!r}); give each rank its own host")
             seen[h] = j.name
     return jobs
+
+
+def run_dir_name(entry: str) -> str:
+    """The folder of one routing's run: 'ilp@host' -> 'ilp-at-host'."""
+    return entry.replace("@", "-at-")
 
 
 def split_routing(entry: str) -> tuple[str, str]:
@@ -260,6 +281,39 @@ def _routing(v: Any) -> list[str]:
     if len(set(v)) != len(v):
         raise ConfigError("routing: a strategy is listed twice")
     return list(v)
+
+
+def apply_event(fabric: Fabric, event: Event) -> Fabric:
+    """The fabric after `event`; raises FabricError (e.g. when a leaf would be cut off)."""
+    spec = fabric.spec
+    spines, links = set(spec.failed_spines), set(spec.failed_links)
+    target = tuple(event.target)
+    if event.kind == "fail_spine":
+        spines.add(target[0])
+    elif event.kind == "restore_spine":
+        spines.discard(target[0])
+    elif event.kind == "fail_link":
+        links.add(target)
+    else:
+        links.discard(target)
+    return build_fabric(dataclasses.replace(
+        spec, failed_spines=tuple(sorted(spines)), failed_links=tuple(sorted(links))))
+
+
+def _replay(events: list[Event], fabric: Fabric) -> None:
+    """Every event must change something and leave every leaf connected."""
+    for i, e in enumerate(events):
+        failed = (set(fabric.spec.failed_spines) if e.kind.endswith("_spine")
+                  else set(fabric.spec.failed_links))
+        key = e.target[0] if e.kind.endswith("_spine") else tuple(e.target)
+        if e.kind.startswith("fail") == (key in failed):
+            state = "already failed" if e.kind.startswith("fail") else "not failed"
+            raise ConfigError(f"events (at_s {e.at_s:g}): {'/'.join(e.target)} is {state} "
+                              f"then; {e.kind} changes nothing")
+        try:
+            fabric = apply_event(fabric, e)
+        except FabricError as err:
+            raise ConfigError(f"events (at_s {e.at_s:g}, {e.kind}): {err}") from None
 
 
 def _events(v: Any, fabric: Fabric, routing: list[str]) -> list[Event]:
@@ -288,6 +342,7 @@ def _events(v: Any, fabric: Fabric, routing: list[str]) -> list[Event]:
                 raise ConfigError(f"{where}.{kind}: expected [leafX, spineY] of this fabric")
             target = (t[0], t[1])
         events.append(Event(at_s, kind, target))
+    _replay(sorted(events, key=lambda e: e.at_s), fabric)
     if events and any(split_routing(r)[1] == "host" for r in routing):
         raise ConfigError("events: host-enforced routing (@host) fixes each flow's source port "
                           "when it connects, so it cannot reroute; drop @host or the events")
@@ -316,12 +371,16 @@ def _emulation(d: Any) -> EmulationConfig:
 def parse(doc: Any) -> Experiment:
     """Validate a parsed YAML document; raises ConfigError."""
     d = _check_keys(doc, TOP_KEYS, "config")
-    name = _str(d, "name", "config")
+    name = _name(d, "name", "config")
     seed = _int(d, "seed", "config", 1, minimum=0)
     if "fabric" not in d:
         raise ConfigError("fabric: required (spines, leaves, hosts_per_leaf, ...)")
     fabric = _fabric(d["fabric"])
     jobs = _jobs(d.get("jobs"), fabric, seed)
+    try:
+        plan_jobs(jobs)   # ring sizes, byte counts, unique 5-tuples
+    except WorkloadError as e:
+        raise ConfigError(str(e)) from None
     routing = _routing(d.get("routing"))
     events = _events(d.get("events"), fabric, routing)
     return Experiment(name, seed, fabric, jobs, routing, _emulation(d.get("emulation")),

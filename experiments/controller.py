@@ -16,18 +16,18 @@ Every epoch and event is recorded with its timing (seconds since the jobs' clock
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
 from routing.epochs import recompute
-from routing.rules import (Rule, base_rules, cookie_of, counting_rules, diff_lines,
-                           static_rules)
-from testbed.fabric import Fabric, FabricSpec, build_fabric
+from routing.rules import Rule, cookie_of, diff_lines, rules_for
+from testbed.fabric import Fabric, build_fabric
 from testbed.installer import apply_lines, flow_bytes_by_cookie, install
 from testbed.ovs import run
 from traffic.collectives import Connection, JobPlan
 
-from .config import Event
+from .config import Event, apply_event
 
 
 class Controller:
@@ -35,8 +35,12 @@ class Controller:
 
     def __init__(self, emu, fabric: Fabric, strategy: str, plans: list[JobPlan], seed: int,
                  rules_dir: Path, static_spine_of: dict[int, str | None] | None = None):
-        """`static_spine_of`: a fixed plan (host-enforced routing); None: epochs recompute."""
+        """`static_spine_of`: a fixed plan enforced by the hosts' source ports (the plans'
+        connections carry them); None: switch-enforced, recomputed at every epoch."""
         self.emu, self.fabric0, self.fabric = emu, fabric, fabric
+        # counters on every spine, failed or not: restored elements keep counting
+        self.fabric_all = build_fabric(dataclasses.replace(fabric.spec, failed_spines=(),
+                                                           failed_links=()))
         self.strategy, self.seed, self.rules_dir = strategy, seed, rules_dir
         self.conns: list[Connection] = [c for p in plans for c in p.connections]
         self.jobs = {p.name: p for p in plans}
@@ -47,7 +51,6 @@ class Controller:
         self.installed: list[Rule] = []
         self.epochs: list[dict] = []
         self.events: list[dict] = []
-        self.extra_rules: list[Rule] = []          # fixed rules (host-enforced port rules)
         self._by_id = {c.conn_id: c for c in self.conns}
         self._lost: set[int] = set()               # flows whose spine just failed
         self._last: dict[int, str | None] = {}     # finished flows: their last spine
@@ -58,16 +61,13 @@ class Controller:
 
     # -- rules -------------------------------------------------------------------------------
     def _desired(self) -> list[Rule]:
-        rules = base_rules(self.fabric) + counting_rules(self.fabric0, self.conns)
-        rules += self.extra_rules
-        if self.strategy != "ecmp" and self.static is None:
-            active = [c for c in self.conns if c.job in self.active]
-            rules += static_rules(self.fabric, active, self.assignment)
-        return rules
+        """The rules for now: pins only for the active flows (the assignment holds no other)."""
+        return rules_for(self.fabric, self.conns, self.strategy, self.assignment,
+                         "switch" if self.static is None else "host",
+                         counted_on=self.fabric_all)
 
-    def install_initial(self, extra_rules: list[Rule] = ()) -> dict:
+    def install_initial(self) -> dict:
         """Wipe and write every switch's rules (no job active yet): returns the install stats."""
-        self.extra_rules = list(extra_rules)
         if self.static is not None:
             self.assignment = dict(self.static)
             for cid, s in self.static.items():
@@ -159,20 +159,7 @@ class Controller:
         for leaf, spine in links:
             self._set_link(leaf, spine, up)
         t_event = time.perf_counter()   # the element is now down (or up): the controller reacts
-        failed_spines = set(self.fabric.spec.failed_spines)
-        failed_links = set(self.fabric.spec.failed_links)
-        if event.kind == "fail_spine":
-            failed_spines.add(event.target[0])
-        elif event.kind == "restore_spine":
-            failed_spines.discard(event.target[0])
-        elif event.kind == "fail_link":
-            failed_links.add(tuple(event.target))
-        else:
-            failed_links.discard(tuple(event.target))
-        spec = self.fabric.spec
-        self.fabric = build_fabric(FabricSpec(
-            spec.spines, spec.leaves, spec.hosts_per_leaf, spec.host_link_mbps,
-            spec.spine_link_mbps, tuple(sorted(failed_spines)), tuple(sorted(failed_links))))
+        self.fabric = apply_event(self.fabric, event)
         self._lost = {cid for cid, s in self.assignment.items()
                       if s is not None and not self._usable(cid, s)}
         for cid in self._lost:

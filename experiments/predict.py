@@ -14,11 +14,11 @@ from typing import Callable
 import yaml
 
 from routing import route
-from routing.base import max_link_flows
+from routing.base import RoutingError, max_link_flows
 from traffic.collectives import JobPlan, plan_jobs
 from traffic.predictor import Prediction, ideal, predict
 
-from .config import Experiment, split_routing
+from .config import ConfigError, Experiment, run_dir_name, split_routing
 from .results import fairness, job_result, run_result, table, write_json
 
 
@@ -53,7 +53,10 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
     results = {"schema_version": 1, "name": exp.name, "seed": exp.seed,
                "goodput_factor": goodput_factor, "runs": []}
     for name in exp.routing:
-        rp = route(split_routing(name)[0], exp.fabric, conns, seed=exp.seed)
+        try:
+            rp = route(split_routing(name)[0], exp.fabric, conns, seed=exp.seed)
+        except RoutingError as e:
+            raise ConfigError(f"routing: {e}") from None
         pred = predict(exp.fabric, plans, rp.spine_of, goodput_factor)
         jobs = [job_result(p.spec, pred.jobs[p.name].cct_s, ideal_pred.jobs[p.name].mean_cct_s,
                            None, pred.jobs[p.name].conn_rates_mbps()) for p in plans]
@@ -61,7 +64,7 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
                          rp.stats.as_dict(),
                          fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),
                          predict_wall_s=pred.wall_s)
-        write_prediction_csvs(out_dir / name, plans, pred)
+        write_prediction_csvs(out_dir / run_dir_name(name), plans, pred)
         results["runs"].append(run)
         log(f"[{name}] solved in {rp.stats.time_s:.3f} s ({rp.stats.status}); predicted in "
             f"{pred.wall_s:.2f} s")

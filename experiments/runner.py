@@ -22,18 +22,18 @@ from typing import Callable
 import yaml
 
 from routing import route
-from routing.base import link_flow_counts, max_link_flows
-from routing.host_enforced import check_port_plan, port_rules, with_source_ports
+from routing.base import RoutingError, link_flow_counts, max_link_flows
+from routing.host_enforced import check_port_plan, with_source_ports
 from routing.rules import COOKIE_BASE, cookie_of
 from testbed.installer import flow_bytes_by_cookie
 from testbed.monitor import CpuMonitor
 from testbed.net import EmulatedFabric, EmulationSettings
-from traffic.collectives import Connection, JobPlan, plan_jobs
+from traffic.collectives import Connection, JobPlan, plan_jobs, with_port_offset
 from traffic.driver import JobRecord, TrafficDriver
 from traffic.goodput import goodput_factor
 from traffic.predictor import ideal, predict
 
-from .config import Experiment, split_routing
+from .config import ConfigError, Experiment, run_dir_name, split_routing
 from .controller import Controller
 from .plots import emulated_vs_predicted, timeline
 from .results import (environment, fairness, job_result, run_result, slowest_per_iteration,
@@ -103,12 +103,15 @@ def run_experiment(exp: Experiment, out_dir: Path,
     plans = plan_jobs(exp.jobs)
     conns = [c for p in plans for c in p.connections]
     # everything pure first: a routing that cannot be computed fails before any build
-    routed = {name: route(split_routing(name)[0], exp.fabric, conns, seed=exp.seed)
-              for name in exp.routing}
-    for name, rp in routed.items():
-        if split_routing(name)[1] == "host":
-            check_port_plan(exp.fabric, [c for p in with_source_ports(
-                exp.fabric, plans, rp.spine_of) for c in p.connections], rp.spine_of)
+    try:
+        routed = {name: route(split_routing(name)[0], exp.fabric, conns, seed=exp.seed)
+                  for name in exp.routing}
+        for name, rp in routed.items():
+            if split_routing(name)[1] == "host":
+                check_port_plan(exp.fabric, [c for p in with_source_ports(
+                    exp.fabric, plans, rp.spine_of) for c in p.connections], rp.spine_of)
+    except RoutingError as e:   # the input cannot be routed: an input error, nothing built
+        raise ConfigError(f"routing: {e}") from None
     (out_dir / "config.yaml").write_text(yaml.safe_dump(exp.resolved(), sort_keys=False))
     (out_dir / "fabric.txt").write_text(exp.fabric.draw() + "\n")
     em = exp.emulation
@@ -130,9 +133,11 @@ def run_experiment(exp: Experiment, out_dir: Path,
         env["goodput_factor"], env["goodput_factor_source"] = goodput, source
         results["environment"] = env
         write_json(out_dir / "environment.json", env)
-        for name in exp.routing:
-            run = run_one_routing(exp, emu, name, routed[name], plans, ideal_pred, goodput,
-                                  timeout_s, out_dir / name.replace("@", "-at-"), log)
+        for i, name in enumerate(exp.routing):
+            # each routing's connections get their own source ports (see with_port_offset)
+            run_plans = with_port_offset(plans, i * len(conns))
+            run = run_one_routing(exp, emu, name, routed[name], run_plans, ideal_pred,
+                                  goodput, timeout_s, out_dir / run_dir_name(name), log)
             results["runs"].append(run)
             write_json(out_dir / "results.json", results)
     write_json(out_dir / "results.json", results)
@@ -152,7 +157,7 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
         plans = with_source_ports(exp.fabric, plans, rp.spine_of)
         controller = Controller(emu, exp.fabric, strategy, plans, exp.seed, run_dir / "rules",
                                 static_spine_of=rp.spine_of)
-        installed = controller.install_initial(port_rules(exp.fabric))
+        installed = controller.install_initial()
     else:
         controller = Controller(emu, exp.fabric, strategy, plans, exp.seed, run_dir / "rules")
         installed = controller.install_initial()
@@ -213,9 +218,15 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
                "install_s": installed["install_s"],
                "peak_per_switch": controller.peak_rules_per_switch},
         epochs=controller.epochs, events=controller.events,
+        unfired_events=[e.as_dict() for e in exp.events
+                        if not any(f["scheduled_at_s"] == e.at_s and f["kind"] == e.kind
+                                   and f["target"] == list(e.target)
+                                   for f in controller.events)],
         paths=[{"conn_id": c.conn_id, "job": c.job, "src": c.src, "dst": c.dst,
                 "src_port": c.src_port, "dst_port": c.dst_port,
                 "planned_spines": sorted(controller.history.get(c.conn_id, ())),
+                "final_spine": (None if strategy == "ecmp"
+                                else controller.final_spine(c.conn_id)),
                 "observed_spine": observed.get(c.conn_id),
                 "spine_bytes": seen.get(c.conn_id, {}).get("bytes")}
                for c in conns],

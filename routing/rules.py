@@ -127,12 +127,14 @@ def host_enforced_rules(fabric: Fabric) -> list[Rule]:
 
 
 def rules_for(fabric: Fabric, conns: list[Connection], strategy: str,
-              spine_of: dict[int, str | None], enforcement: str = "switch") -> list[Rule]:
+              spine_of: dict[int, str | None], enforcement: str = "switch",
+              counted_on: Fabric | None = None) -> list[Rule]:
     """All rules of one routing. ECMP leaves the choice to the switches' hash; any other
-    strategy is enforced either by static per-flow rules at the source leaves
-    (enforcement "switch") or by the hosts' choice of source port (enforcement "host", the
-    connections' src_port already chosen by routing/host_enforced.py)."""
-    rules = base_rules(fabric) + counting_rules(fabric, conns)
+    strategy is enforced either by static per-flow rules at the source leaves for the
+    connections `spine_of` names (enforcement "switch") or by the hosts' choice of source port
+    (enforcement "host", the connections' src_port already chosen by routing/host_enforced.py).
+    Counting rules go on the spines of `counted_on` (default: `fabric`)."""
+    rules = base_rules(fabric) + counting_rules(counted_on or fabric, conns)
     if strategy == "ecmp":
         return rules
     if enforcement == "host":

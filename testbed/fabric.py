@@ -188,7 +188,8 @@ def build_fabric(spec: FabricSpec) -> Fabric:
             g.edges[s, leaf]["live"] = False
     for pair in spec.failed_links:
         leaf, s = pair
-        if not g.has_edge(leaf, s) or g.nodes[leaf]["role"] != "leaf":
+        if (not g.has_edge(leaf, s) or g.nodes[leaf]["role"] != "leaf"
+                or g.nodes[s]["role"] != "spine"):
             raise FabricError(f"fabric.failed_links: {list(pair)} is not a [leafX, spineY] link")
         g.edges[leaf, s]["live"] = False
         g.edges[s, leaf]["live"] = False

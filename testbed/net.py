@@ -16,13 +16,13 @@ Mininet hosts, links and bridges, and deletes the run's registry record.
 from __future__ import annotations
 
 import logging
+import signal
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 
 from .fabric import Fabric
 from .ovs import TestbedError, check_send_buffer, ovs_running, pick_datapath, run
-from .registry import EXTERNAL_ID, RunRecord, end_process, our_bridges
+from .registry import EXTERNAL_ID, RunRecord, remove_record
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,7 @@ class EmulatedFabric:
         self.datapath = pick_datapath(self.settings.datapath)
         self.send_buffer_bytes = check_send_buffer() if self.datapath == "user" else None
         # written before anything exists, so that a crash at any point can be cleaned
+        self.record.claim()
         self.record.bridges = self.fabric.leaves + self.fabric.spines
         self.record.interfaces = [f"{u}-eth{self.fabric.port(u, v)}"
                                   for u, v in self.fabric.links
@@ -96,21 +97,22 @@ class EmulatedFabric:
         return self
 
     def __exit__(self, *exc) -> None:
-        net, self.net = self.net, None
-        if net is not None:
-            try:
-                net.stop()
-            except Exception as e:  # keep tearing down; report what did not go
-                log.warning("mininet stop: %s", e)
-        # anything Mininet did not remove (a partial build) goes by the record
-        for entry in reversed(self.record.pids):
-            end_process(entry["pid"], entry.get("cmdline", []))
-        for br in our_bridges(self.run_id):
-            run(["ovs-vsctl", "--timeout=10", "--if-exists", "del-br", br], check=False)
-        for intf in self.record.interfaces:
-            if Path(f"/sys/class/net/{intf}").exists():
-                run(["ip", "link", "del", intf], check=False)
-        self.record.path.unlink(missing_ok=True)
+        # a second Ctrl-C or SIGTERM must not cut the teardown short: hold them until done
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            net, self.net = self.net, None
+            if net is not None:
+                try:
+                    net.stop()
+                except Exception as e:  # keep tearing down; what is left goes by the record
+                    log.warning("mininet stop: %s", e)
+            # anything Mininet did not remove (a partial build) goes by the record, which is
+            # kept (for `python -m experiments clean`) if something could not be removed
+            left = remove_record(self.record)["left"]
+            if left:
+                log.warning("teardown left %s; `python -m experiments clean` retries", left)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
     # -- build -------------------------------------------------------------------------------
     def _build(self) -> None:

@@ -38,17 +38,6 @@ def ovs_running() -> bool:
     return run(["ovs-vsctl", "--timeout=3", "show"], check=False).returncode == 0
 
 
-def start_ovs() -> None:
-    """Start ovsdb-server and ovs-vswitchd without systemd (idempotent)."""
-    if ovs_running():
-        return
-    if not Path(OVS_CTL).exists():
-        raise TestbedError("Open vSwitch is not installed; run `make setup` first")
-    run([OVS_CTL, "start", "--system-id=random"], timeout_s=60, check=False)
-    if not ovs_running():
-        raise TestbedError("Open vSwitch did not start (ovs-ctl start); see `ovs-ctl status`")
-
-
 def kernel_datapath_available() -> bool:
     """True where the openvswitch kernel module is loaded (ovs-ctl loads it when it can)."""
     return Path("/sys/module/openvswitch").exists()
@@ -98,8 +87,3 @@ def check_send_buffer() -> int:
             "userspace datapath would drop packets silently; run `sudo make setup` (raises "
             "net.core.wmem_default and restarts ovs-vswitchd)")
     return tb
-
-
-def ovs_version() -> str:
-    out = run(["ovs-vsctl", "--version"], check=False).stdout
-    return out.splitlines()[0].strip() if out else "unknown"

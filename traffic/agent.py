@@ -175,8 +175,8 @@ class Agent:
                                          f"(got {got_crc:#x}, header {crc:#x}, want {want:#x})")
                     recv_times[tid] = (first, time.monotonic())
                     received[tid].set()
-            except (OSError, AgentError) as e:
-                fail(f"receive on conn {conn_id}: {e}")
+            except Exception as e:  # noqa: BLE001 - any failure ends the iteration, reported
+                fail(f"receive on conn {conn_id}: {type(e).__name__}: {e}")
 
         def sender(conn_id: int, sends: list[dict]) -> None:
             sock = self.out_socks[conn_id]
@@ -196,8 +196,8 @@ class Agent:
                         sock.sendall(piece)
                         with lock:
                             counters["sent"] += len(piece)
-            except (OSError, AgentError) as e:
-                fail(f"send on conn {conn_id}: {e}")
+            except Exception as e:  # noqa: BLE001 - any failure ends the iteration, reported
+                fail(f"send on conn {conn_id}: {type(e).__name__}: {e}")
 
         threads = []
         for conn_id in self.in_socks:

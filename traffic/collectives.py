@@ -29,6 +29,8 @@ Source ports: connection c uses SOURCE_PORT_BASE + (c mod SOURCE_PORT_SPAN), so 
 """
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -322,3 +324,16 @@ def ideal_cct_s(spec: JobSpec, host_link_mbps: float) -> float:
     if spec.collective is Collective.PIPELINE:
         return (n - 1) * spec.size_bytes * 8 / bits_per_s
     raise WorkloadError(f"no closed form for {spec.collective}")  # pragma: no cover
+
+
+def with_port_offset(plans: list[JobPlan], offset: int) -> list[JobPlan]:
+    """Copies of `plans` whose connections use source port SOURCE_PORT_BASE +
+    (conn_id + offset) mod SOURCE_PORT_SPAN. Successive runs on one fabric use different
+    offsets, so that a late segment of an earlier run's connection (a retransmission after its
+    agents exited) can never be counted as, or mistaken for, a flow of the next run."""
+    n = sum(len(p.connections) for p in plans)
+    if n > SOURCE_PORT_SPAN // 2:
+        raise WorkloadError(f"{n} connections leave no room to shift source ports between runs")
+    return [dataclasses.replace(p, connections=[
+        dataclasses.replace(c, src_port=source_port(c.conn_id + offset))
+        for c in p.connections]) for p in plans]

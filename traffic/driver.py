@@ -133,7 +133,10 @@ class TrafficDriver:
                 a.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 a.proc.kill()
-                a.proc.wait(timeout=5.0)
+                try:
+                    a.proc.wait(timeout=5.0)
+                except subprocess.TimeoutExpired:  # the fabric's teardown ends it by PID
+                    pass
         for a in self.agents:
             try:
                 self.sel.unregister(a.proc.stdout)
@@ -153,13 +156,20 @@ class TrafficDriver:
             chunk = os.read(key.fileobj.fileno(), 65536)
             if not chunk:
                 self.sel.unregister(key.fileobj)
-                code = agent.proc.wait(timeout=5.0)
+                try:
+                    code = agent.proc.wait(timeout=5.0)
+                except subprocess.TimeoutExpired:
+                    code = "closed its output but still runs"
                 raise TrafficError(f"agent {agent.job}/{agent.host} exited ({code}); "
                                    f"see {self.log_dir}/agent-{agent.job}-{agent.host}.log")
             agent.buffer += chunk
             while b"\n" in agent.buffer:
                 line, agent.buffer = agent.buffer.split(b"\n", 1)
-                event = json.loads(line)
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    raise TrafficError(f"agent {agent.job}/{agent.host} wrote a line that is "
+                                       f"not an event: {line[:200]!r}") from None
                 if event.get("event") == "error":
                     raise TrafficError(f"agent {agent.job}/{agent.host}: {event['message']}")
                 yield agent, event
@@ -206,18 +216,17 @@ class TrafficDriver:
                 _, fn = pending_timers.pop(0)
                 fn(now - t0)
                 now = time.monotonic()
-            first = [j for j, at in next_go.items() if at <= now and not records[j].iterations]
+            due = [j for j, at in next_go.items() if at <= now]
+            first = [j for j in due if not records[j].iterations]
             if first and on_start:
-                on_start(first, now - t0)
+                on_start(first, now - t0)   # rules first; only the jobs it saw start now
                 now = time.monotonic()
-            for job, at in list(next_go.items()):
-                if at <= now:
-                    it = len(records[job].iterations)
-                    for a in by_job[job]:
-                        a.send({"cmd": "iterate", "iteration": it})
-                    running[job] = {"iteration": it, "deadline": now + self.timeout_s,
-                                    "done": {}}
-                    del next_go[job]
+            for job in due:
+                it = len(records[job].iterations)
+                for a in by_job[job]:
+                    a.send({"cmd": "iterate", "iteration": it})
+                running[job] = {"iteration": it, "deadline": now + self.timeout_s, "done": {}}
+                del next_go[job]
             for job, st in running.items():
                 if now > st["deadline"]:
                     raise TrafficError(f"job {job} iteration {st['iteration']} did not finish "

@@ -4,8 +4,7 @@ Pure code over two predictions of the same workload: `pred` (the routing under t
 traffic.predictor.predict) and `ideal_pred` (the same jobs on a non-blocking fabric, from
 traffic.predictor.ideal, where only the hosts' own links limit).
 
-* **Per-job efficiency** = ideal CCT / predicted CCT, averaged over the job's iterations:
-  eff_j = mean_i( ideal_cct_j / cct_{j,i} ), ideal_cct_j = the job's mean ideal CCT. 1.0 means
+* **Per-job efficiency** = ideal mean CCT / predicted mean CCT (as in results.json). 1.0 means
   the network costs the job nothing; 0.5 means its collectives take twice as long as they must.
 * **Network-wide efficiency** = the arithmetic mean of the per-job efficiencies (every job
   counts once, whatever its size). Our choice: each job is a tenant whose iteration time is its
@@ -31,14 +30,14 @@ class MetricError(ValueError):
 
 
 def job_efficiency(pred: Prediction, ideal_pred: Prediction) -> dict[str, float]:
-    """{job: mean over iterations of ideal CCT / predicted CCT} (1.0 = as fast as non-blocking)."""
+    """{job: ideal mean CCT / predicted mean CCT} (1.0 = as fast as non-blocking); the same
+    definition as the `efficiency` of a job in results.json (experiments/results.py)."""
     if set(pred.jobs) != set(ideal_pred.jobs):
         raise MetricError(f"jobs differ: {sorted(pred.jobs)} vs {sorted(ideal_pred.jobs)}")
     out: dict[str, float] = {}
     for name, job in pred.jobs.items():
-        ideal_cct = ideal_pred.jobs[name].mean_cct_s
-        ratios = [ideal_cct / c if c > 0 else 1.0 for c in job.cct_s]
-        out[name] = sum(ratios) / len(ratios) if ratios else float("nan")
+        mean = job.mean_cct_s
+        out[name] = ideal_pred.jobs[name].mean_cct_s / mean if mean > 0 else 1.0
     return out
 
 

@@ -1,7 +1,7 @@
 """What travels on an agent connection: framed, deterministic, checksummed messages.
 
-Each transfer is a 24-byte header (magic, job index, iteration, tid, size in bytes, CRC-32 of
-the payload) followed by the payload. The payload is a deterministic function of (seed, job,
+Each transfer is a 28-byte header (magic, job index, iteration, tid, size in bytes as 64 bits,
+CRC-32 of the payload) followed by the payload. The payload is a deterministic function of (seed, job,
 iteration, tid), so the receiver recomputes exactly what it should have received: a byte out of
 place, a short or long message, or a message out of order is a mismatch.
 """
@@ -13,7 +13,7 @@ import zlib
 from collections.abc import Iterator
 
 MAGIC = 0x4D4C4642  # "MLFB"
-HEADER = struct.Struct("!IIIIII")  # magic, job_index, iteration, tid, size_bytes, crc32
+HEADER = struct.Struct("!IIIIQI")  # magic, job_index, iteration, tid, size_bytes, crc32
 BLOCK_BYTES = 64 * 1024
 _POOL_BLOCKS = 16
 

@@ -55,7 +55,7 @@ def main() -> int:
     for rate in args.rates:
         exp = parse(config(rate))
         with tempfile.TemporaryDirectory() as tmp:
-            cal = calibrate(exp, Path(tmp) / "cal", duration_s=5.0, log=quiet)
+            cal = calibrate(exp, Path(tmp) / "cal", duration_s=5.0, log=quiet, store=False)
             res = run_experiment(exp, Path(tmp) / "run", log=quiet)
         errs = {r["routing"]: r["prediction_error"] for r in res["runs"]}
         ok_cpu = all(r["fidelity"]["ok"] for r in res["runs"])

@@ -47,7 +47,9 @@ def test_spine_failure_mid_allreduce_keeps_every_byte(tmp_path, routing):
         assert abs(j["prediction_error"]) < 0.5
     if routing == "ilp":
         for p in run["paths"]:
-            assert set(p["planned_spines"]) - {"spine1"}, p     # rerouted or never there
+            assert p["final_spine"] != "spine1", p          # rerouted off the failed spine
+            assert set(p["planned_spines"]) - {"spine1"}, p
+    assert run["unfired_events"] == []
     assert leftovers() == NOTHING
 
 

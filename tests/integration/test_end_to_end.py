@@ -141,3 +141,19 @@ def test_clean_removes_what_a_killed_run_left(started):
     time.sleep(0.5)
     alive = [p for p in kids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
     assert alive == []
+
+
+def test_an_exception_inside_the_fabric_tears_everything_down():
+    from testbed.fabric import FabricSpec, build_fabric
+    from testbed.net import EmulatedFabric
+
+    class Boom(Exception):
+        pass
+
+    fabric = build_fabric(FabricSpec(2, 2, 1, 10, 10))
+    with pytest.raises(Boom):
+        with EmulatedFabric(fabric, "itest-boom") as emu:
+            assert set(fabric.leaves + fabric.spines) <= set(leftovers()["bridges"])
+            emu.host("h1")  # the fabric is up
+            raise Boom()
+    assert leftovers() == NOTHING

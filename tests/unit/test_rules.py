@@ -101,3 +101,19 @@ def test_host_enforced_ports_select_the_planned_spine():
         spine = f.spines[value & ~PLANNED_PORT_FLAG]
         assert r.actions == f"output:{f.port('leaf1', spine)}"
         assert mask == PLANNED_PORT_FLAG | 0b11
+
+
+def test_installer_dry_run_writes_bundles_and_commands_only(tmp_path):
+    from testbed.installer import apply_lines, install
+    f, conns = setup()
+    rules = rules_for(f, conns, "ilp", route("ilp", f, conns).spine_of)
+    stats = install(rules, tmp_path, dry_run=True)
+    assert stats["switches"] == len({r.switch for r in rules}) and stats["dry_run"]
+    text = (tmp_path / "leaf1.bundle").read_text()
+    assert text.startswith("flow delete\ngroup delete group_id=all\n")
+    cmds = (tmp_path / "commands.txt").read_text().splitlines()
+    assert all(c.startswith("ovs-ofctl -O OpenFlow14 bundle ") for c in cmds)
+    apply_lines({"leaf2": ["flow add priority=1,ip,actions=drop"]}, tmp_path, "e1",
+                dry_run=True)
+    assert (tmp_path / "e1-leaf2.bundle").read_text() == "flow add priority=1,ip,actions=drop\n"
+    assert (tmp_path / "commands.txt").read_text().splitlines()[-1].endswith("e1-leaf2.bundle")
