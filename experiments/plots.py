@@ -48,11 +48,13 @@ def timeline(results: dict, path: Path) -> None:
             ax.axvline(e["at_s"], color="grey", ls=":", lw=1)
         for e in run.get("events", []):
             ax.axvline(e["at_s"], color="red", lw=1.2)
-            ax.annotate(f"{e['kind']} {'/'.join(e['target'])}", (e["at_s"], 0),
-                        xycoords=("data", "axes fraction"), xytext=(3, 4),
-                        textcoords="offset points", color="red", fontsize=7)
+            ax.annotate(f"{e['kind']} {'/'.join(e['target'])}", (e["at_s"], 0.03),
+                        xycoords=("data", "axes fraction"), xytext=(3, 0),
+                        textcoords="offset points", color="red", fontsize=7, rotation=90,
+                        va="bottom")
         ax.set_ylabel("CCT (s)")
-        ax.set_ylim(bottom=0)
+        top = max((max(j["cct_s"]) for j in run["jobs"] if j["cct_s"]), default=1.0)
+        ax.set_ylim(0, top * 1.25)
         ax.set_title(f"{run['routing']}: iteration CCT over time (dotted: epochs)", fontsize=9)
         ax.legend(fontsize=7, loc="upper right")
     axes[-1, 0].set_xlabel("time since the jobs started (s)")
