@@ -34,7 +34,8 @@ EXPLICIT_JOB_KEYS = {"name", "collective", "hosts", "size_bytes", "iterations", 
                      "start_s"}
 MODEL_JOB_KEYS = {"name", "model", "dp", "placement", "iterations", "compute_s",
                   "start_s", "scale_bytes"}
-EMULATION_KEYS = {"datapath", "tcp_cc", "mtu_bytes", "queue_packets", "iteration_timeout_s"}
+EMULATION_KEYS = {"datapath", "tcp_cc", "mtu_bytes", "queue_packets", "iteration_timeout_s",
+                  "capture"}
 TCP_CCS = ("cubic", "bbr", "reno")
 
 
@@ -47,6 +48,7 @@ class EmulationConfig:
     mtu_bytes: int = 9000           # jumbo frames, as ML fabrics use: 6x fewer packets to switch
     queue_packets: int = 100        # drop-tail queue per shaped link direction (packets)
     iteration_timeout_s: float | None = None  # None: 20 x ideal CCT + 30 s
+    capture: bool = False           # scapy pcap of one spine port per routing (testbed/capture.py)
 
 
 @dataclass(frozen=True)
@@ -363,6 +365,10 @@ def _emulation(d: Any) -> EmulationConfig:
     if e.mtu_bytes > 9000:
         raise ConfigError("emulation.mtu_bytes: at most 9000")
     e.queue_packets = _int(d, "queue_packets", "emulation", e.queue_packets, minimum=2)
+    if "capture" in d:
+        if not isinstance(d["capture"], bool):
+            raise ConfigError(f"emulation.capture: expected true or false, got {d['capture']!r}")
+        e.capture = d["capture"]
     if "iteration_timeout_s" in d:
         e.iteration_timeout_s = _num(d, "iteration_timeout_s", "emulation")
     return e

@@ -11,6 +11,7 @@ fabric is built, so bad input changes nothing on the machine.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import os
@@ -26,6 +27,7 @@ from routing.base import RoutingError, link_flow_counts, max_link_flows
 from routing.host_enforced import check_port_plan, with_source_ports
 from routing.rules import COOKIE_BASE, cookie_of
 from testbed.installer import flow_bytes_by_cookie
+from testbed.capture import SpineCapture
 from testbed.monitor import CpuMonitor
 from testbed.net import EmulatedFabric, EmulationSettings
 from traffic.collectives import Connection, JobPlan, plan_jobs, with_port_offset
@@ -167,10 +169,15 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
     driver = TrafficDriver(emu, plans, exp.seed, exp.emulation.tcp_cc, timeout_s,
                            run_dir / "logs")
     timers = [(e.at_s, lambda t, e=e: controller.fire(e, t)) for e in exp.events]
+    capture = None
+    if exp.emulation.capture:
+        spine = next(s for s in exp.fabric.spines if exp.fabric.is_live(s, "leaf1"))
+        capture = SpineCapture(f"{spine}-eth{exp.fabric.port(spine, 'leaf1')}",
+                               run_dir / f"capture-{spine}-leaf1.pcap")
     try:
         driver.start_agents()
         driver.connect()
-        with CpuMonitor() as monitor:
+        with CpuMonitor() as monitor, (capture or contextlib.nullcontext()):
             records = driver.run_jobs(on_start=controller.jobs_started,
                                       on_finish=controller.job_finished, timers=timers)
     finally:
@@ -234,6 +241,9 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
     run["prediction_error"] = run["cct_mean_s"] / run["predicted_cct_mean_s"] - 1
     if controller.events:
         run["after_events"] = after_events(exp, controller, plans, jobs, goodput)
+    if capture is not None:
+        run["capture"] = {"interface": capture.interface, "path": str(capture.path),
+                          "packets": capture.packets, "snap_bytes": capture.snap_bytes}
     log(f"[{name}] mean CCT {run['cct_mean_s']:.3f} s (predicted "
         f"{run['predicted_cct_mean_s']:.3f} s), efficiency {run['efficiency']:.3f}, "
         f"max flows per link {run['max_link_flows']}, emulator "

@@ -157,3 +157,19 @@ def test_an_exception_inside_the_fabric_tears_everything_down():
             emu.host("h1")  # the fabric is up
             raise Boom()
     assert leftovers() == NOTHING
+
+
+def test_capture_writes_a_pcap_of_one_spine_port(tmp_path):
+    from scapy.all import IP, TCP, rdpcap
+    doc = small_config(["ilp"], iterations=1)
+    doc["emulation"] = {"capture": True}
+    run = run_experiment(parse(doc), tmp_path, log=lambda s: None)["runs"][0]
+    cap = run["capture"]
+    packets = rdpcap(cap["path"])
+    assert cap["packets"] == len(packets) > 0
+    tcp = [p for p in packets if TCP in p]
+    ports = {p[TCP].sport for p in tcp} | {p[TCP].dport for p in tcp}
+    assert ports & {p_["src_port"] for p_ in run["paths"]}   # the agents' flows are in it
+    assert all(len(bytes(p)) <= cap["snap_bytes"] for p in packets)
+    assert any(p.wirelen > cap["snap_bytes"] for p in tcp if IP in p)  # jumbo frames, cut
+    assert leftovers() == NOTHING
