@@ -33,6 +33,9 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("config", type=Path)
     pr.add_argument("--out", type=Path, default=None,
                     help="results folder (default: results/<name>-predicted)")
+    pr.add_argument("--util-bin-s", type=float, default=None,
+                    help="also write links_over_time.csv with utilization per bin of this "
+                         "many seconds")
     c = sub.add_parser("calibrate", help="measure goodput and fairness on CONFIG's fabric (root)")
     c.add_argument("config", type=Path, nargs="?",
                    default=Path("experiments/configs/quickstart.yaml"))
@@ -60,7 +63,11 @@ def _cmd_predict(args) -> int:
     from .config import load
     from .predict import predict_experiment
     exp = load(args.config)
-    predict_experiment(exp, args.out or Path("results") / f"{exp.name}-predicted")
+    if args.util_bin_s is not None and not args.util_bin_s > 0:
+        print("error: --util-bin-s: must be > 0", file=sys.stderr)
+        return 2
+    predict_experiment(exp, args.out or Path("results") / f"{exp.name}-predicted",
+                       util_bin_s=args.util_bin_s)
     return 0
 
 

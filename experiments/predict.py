@@ -23,7 +23,8 @@ from .results import fairness, job_result, run_result, table, write_json
 
 
 def write_prediction_csvs(run_dir: Path, plans: list[JobPlan], pred: Prediction) -> None:
-    """Per transfer FCTs (fct.csv) and per directed link utilization (links.csv)."""
+    """Per transfer FCTs (fct.csv), per directed link utilization (links.csv) and, when the
+    prediction was binned, each used link's utilization over time (links_over_time.csv)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     with (run_dir / "fct.csv").open("w", newline="") as f:
         w = csv.writer(f)
@@ -40,11 +41,22 @@ def write_prediction_csvs(run_dir: Path, plans: list[JobPlan], pred: Prediction)
             if pred.link_max_util[i] > 0:
                 w.writerow([u, v, f"{pred.link_capacity_mbps[i]:g}",
                             f"{pred.link_mean_util[i]:.6f}", f"{pred.link_max_util[i]:.6f}"])
+    if pred.link_util_series is not None:
+        used = [i for i in range(len(pred.links)) if pred.link_max_util[i] > 0]
+        with (run_dir / "links_over_time.csv").open("w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["bin_start_s", "src", "dst", "mean_utilization"])
+            for b, row in enumerate(pred.link_util_series):
+                for i in used:
+                    w.writerow([f"{b * pred.util_bin_s:.6f}", *pred.links[i],
+                                f"{row[i]:.6f}"])
 
 
 def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1.0,
-                       log: Callable[[str], None] = print) -> dict:
-    """Predict every routing of `exp`; write and return results.json."""
+                       log: Callable[[str], None] = print,
+                       util_bin_s: float | None = None) -> dict:
+    """Predict every routing of `exp`; write and return results.json. `util_bin_s`: also
+    write each used link's utilization per time bin of that many seconds."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "config.yaml").write_text(yaml.safe_dump(exp.resolved(), sort_keys=False))
     plans = plan_jobs(exp.jobs)
@@ -57,7 +69,7 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
             rp = route(split_routing(name)[0], exp.fabric, conns, seed=exp.seed)
         except RoutingError as e:
             raise ConfigError(f"routing: {e}") from None
-        pred = predict(exp.fabric, plans, rp.spine_of, goodput_factor)
+        pred = predict(exp.fabric, plans, rp.spine_of, goodput_factor, util_bin_s=util_bin_s)
         jobs = [job_result(p.spec, pred.jobs[p.name].cct_s, ideal_pred.jobs[p.name].mean_cct_s,
                            None, pred.jobs[p.name].conn_rates_mbps()) for p in plans]
         run = run_result(name, "predicted", jobs, max_link_flows(exp.fabric, conns, rp.spine_of),

@@ -138,3 +138,21 @@ def test_bad_events_and_routing_entries_name_the_key(routing, events, key):
     with pytest.raises(ConfigError) as e:
         parse(doc)
     assert str(e.value).startswith(key), str(e.value)
+
+
+def test_cli_predict_writes_link_utilization_over_time(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "experiments", "predict", str(QUICKSTART),
+                           "--out", str(tmp_path), "--util-bin-s", "1.0"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    import csv
+    rows = list(csv.DictReader((tmp_path / "ilp" / "links_over_time.csv").open()))
+    # ILP gives every ring flow its own links: each used link runs at the full rate while the
+    # all-reduce is on, so the first bin of every used leaf->spine link is at 100%
+    first = [r for r in rows if r["bin_start_s"] == "0.000000" and r["src"].startswith("leaf")
+             and r["dst"].startswith("spine")]
+    assert first and all(float(r["mean_utilization"]) == pytest.approx(1.0) for r in first)
+    bad = subprocess.run([sys.executable, "-m", "experiments", "predict", str(QUICKSTART),
+                          "--out", str(tmp_path / "x"), "--util-bin-s", "0"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--util-bin-s" in bad.stderr
