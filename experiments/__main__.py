@@ -92,7 +92,12 @@ def _cmd_clean(args) -> int:  # noqa: ARG001
         return 2
     from testbed.registry import clean_all
     removed = clean_all()
+    left = removed.pop("left")
     print("removed: " + ", ".join(f"{v} {k}" for k, v in removed.items()))
+    if left:
+        print(f"error: clean: could not remove {left}; their records are kept",
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -116,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except (RoutingError, WorkloadError, PredictorError, FabricError, TestbedError,
             TrafficError, PathMismatchError) as e:   # failed while running; torn down
+        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    except (OSError, UnicodeDecodeError) as e:
         print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

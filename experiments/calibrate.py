@@ -59,8 +59,13 @@ def _iperf(emu, pairs: list[tuple[str, str]], duration_s: float, tcp_cc: str) ->
             clients.append(cli)
         out = []
         for cli in clients:
-            stdout, _ = cli.communicate(timeout=duration_s + 30)
-            doc = json.loads(stdout)
+            try:
+                stdout, _ = cli.communicate(timeout=duration_s + 30)
+                doc = json.loads(stdout)
+            except subprocess.TimeoutExpired:
+                raise TestbedError(f"iperf3 ran more than {duration_s + 30:g} s") from None
+            except ValueError:
+                raise TestbedError(f"iperf3 gave no result: {stdout[:200]!r}") from None
             if "error" in doc:
                 raise TestbedError(f"iperf3: {doc['error']}")
             out.append(doc["end"]["sum_received"]["bits_per_second"] / 1e6)
@@ -69,7 +74,10 @@ def _iperf(emu, pairs: list[tuple[str, str]], duration_s: float, tcp_cc: str) ->
         for p in servers + clients:
             if p.poll() is None:
                 p.kill()
-                p.wait(timeout=5)
+                try:
+                    p.wait(timeout=5)
+                except subprocess.TimeoutExpired:   # the fabric's teardown ends it by PID
+                    pass
 
 
 def _agents(emu, pairs: list[tuple[str, str]], size_bytes: int, tcp_cc: str, seed: int,
@@ -95,6 +103,8 @@ def _agents(emu, pairs: list[tuple[str, str]], size_bytes: int, tcp_cc: str, see
 def calibrate(exp: Experiment, out_dir: Path, duration_s: float = 8.0,
               log: Callable[[str], None] = print, store: bool = True) -> dict:
     """Measure; with `store`, save the goodput factor for later runs on this machine."""
+    from .runner import check_emulable
+    check_emulable(exp)
     f = exp.fabric
     if len(f.leaves) < 2:
         raise TestbedError("calibrate: the fabric needs at least 2 leaves")

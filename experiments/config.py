@@ -19,7 +19,8 @@ import yaml
 
 from routing import STRATEGIES
 from testbed.fabric import Fabric, FabricError, FabricSpec, build_fabric
-from traffic.collectives import Collective, JobSpec, WorkloadError, plan_jobs
+from traffic.collectives import (SOURCE_PORT_SPAN, Collective, JobSpec, WorkloadError,
+                                 plan_jobs)
 
 
 class ConfigError(ValueError):
@@ -384,10 +385,14 @@ def parse(doc: Any) -> Experiment:
     fabric = _fabric(d["fabric"])
     jobs = _jobs(d.get("jobs"), fabric, seed)
     try:
-        plan_jobs(jobs)   # ring sizes, byte counts, unique 5-tuples
+        n_conns = sum(len(p.connections) for p in plan_jobs(jobs))  # rings, bytes, 5-tuples
     except WorkloadError as e:
         raise ConfigError(str(e)) from None
     routing = _routing(d.get("routing"))
+    if len(routing) * n_conns > SOURCE_PORT_SPAN // 2:
+        raise ConfigError(f"routing: {len(routing)} routings x {n_conns} connections exceed "
+                          f"the {SOURCE_PORT_SPAN // 2} source ports runs can use without "
+                          "reusing one another's; list fewer routings or smaller jobs")
     events = _events(d.get("events"), fabric, routing)
     return Experiment(name, seed, fabric, jobs, routing, _emulation(d.get("emulation")),
                       events, d)
@@ -402,4 +407,6 @@ def load(path: str | Path) -> Experiment:
         doc = yaml.safe_load(p.read_text())
     except yaml.YAMLError as e:
         raise ConfigError(f"{p}: not valid YAML ({str(e).splitlines()[0]})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{p}: cannot be read ({e})") from None
     return parse(doc)

@@ -154,12 +154,15 @@ class Controller:
     def fire(self, event: Event, at_s: float) -> dict:
         """Apply `event` to the emulator, then reroute; record event-to-rules time."""
         t_start = time.perf_counter()
-        links = self._links_of(event)
         up = event.kind.startswith("restore")
+        after = apply_event(self.fabric, event)
+        # a restored spine brings back only the links that are not failed on their own
+        links = [(leaf, spine) for leaf, spine in self._links_of(event)
+                 if not up or after.is_live(leaf, spine)]
         for leaf, spine in links:
             self._set_link(leaf, spine, up)
         t_event = time.perf_counter()   # the element is now down (or up): the controller reacts
-        self.fabric = apply_event(self.fabric, event)
+        self.fabric = after
         self._lost = {cid for cid, s in self.assignment.items()
                       if s is not None and not self._usable(cid, s)}
         for cid in self._lost:
@@ -182,6 +185,9 @@ class Controller:
         """Active flows that had sent bytes over one of `links` (spine counters)."""
         spines = {s for _, s in links}
         counts = {s: flow_bytes_by_cookie(s) for s in spines}
+        before = self.counters_at_last_event   # only bytes since the previous event count
+        counts = {s: {k: v - before.get(s, {}).get(k, 0) for k, v in c.items()}
+                  for s, c in counts.items()}
         out = []
         for c in self.conns:
             if c.job not in self.active:

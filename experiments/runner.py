@@ -27,7 +27,6 @@ from routing.base import RoutingError, link_flow_counts, max_link_flows
 from routing.host_enforced import check_port_plan, with_source_ports
 from routing.rules import COOKIE_BASE, cookie_of
 from testbed.installer import flow_bytes_by_cookie
-from testbed.capture import SpineCapture
 from testbed.monitor import CpuMonitor
 from testbed.net import EmulatedFabric, EmulationSettings
 from traffic.collectives import Connection, JobPlan, plan_jobs, with_port_offset
@@ -98,6 +97,19 @@ def write_transfers_csv(path: Path, plans, records) -> None:
                                 f"{first - it.start_s:.6f}", f"{last - it.start_s:.6f}"])
 
 
+#: Mininet's TCLink shapes at most this rate (its bwParamMax); above it, no HTB is set up.
+MAX_EMULATED_MBPS = 1000.0
+
+
+def check_emulable(exp: Experiment) -> None:
+    """Raise ConfigError (before anything is built) for a fabric the emulator cannot shape."""
+    for key in ("host_link_mbps", "spine_link_mbps"):
+        if getattr(exp.fabric.spec, key) > MAX_EMULATED_MBPS:
+            raise ConfigError(f"fabric.{key}: the emulator shapes at most "
+                              f"{MAX_EMULATED_MBPS:g} Mbit/s per link; scale rates down for "
+                              "`run`, or use `predict` at this scale")
+
+
 def run_experiment(exp: Experiment, out_dir: Path,
                    log: Callable[[str], None] = print) -> dict:
     """Run every routing of `exp` on one emulated fabric; write and return results.json."""
@@ -114,6 +126,7 @@ def run_experiment(exp: Experiment, out_dir: Path,
                     exp.fabric, plans, rp.spine_of) for c in p.connections], rp.spine_of)
     except RoutingError as e:   # the input cannot be routed: an input error, nothing built
         raise ConfigError(f"routing: {e}") from None
+    check_emulable(exp)
     (out_dir / "config.yaml").write_text(yaml.safe_dump(exp.resolved(), sort_keys=False))
     (out_dir / "fabric.txt").write_text(exp.fabric.draw() + "\n")
     em = exp.emulation
@@ -139,7 +152,8 @@ def run_experiment(exp: Experiment, out_dir: Path,
             # each routing's connections get their own source ports (see with_port_offset)
             run_plans = with_port_offset(plans, i * len(conns))
             run = run_one_routing(exp, emu, name, routed[name], run_plans, ideal_pred,
-                                  goodput, timeout_s, out_dir / run_dir_name(name), log)
+                                  goodput, timeout_s, out_dir / run_dir_name(name), log,
+                                  port_offset=i * len(conns))
             results["runs"].append(run)
             write_json(out_dir / "results.json", results)
     write_json(out_dir / "results.json", results)
@@ -152,11 +166,11 @@ def run_experiment(exp: Experiment, out_dir: Path,
 
 def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], ideal_pred,
                     goodput: float, timeout_s: float, run_dir: Path,
-                    log: Callable[[str], None]) -> dict:
+                    log: Callable[[str], None], port_offset: int = 0) -> dict:
     """One routing on the live fabric: rules, traffic under the controller, measurements."""
     strategy, enforcement = split_routing(name)
     if enforcement == "host":
-        plans = with_source_ports(exp.fabric, plans, rp.spine_of)
+        plans = with_source_ports(exp.fabric, plans, rp.spine_of, port_offset)
         controller = Controller(emu, exp.fabric, strategy, plans, exp.seed, run_dir / "rules",
                                 static_spine_of=rp.spine_of)
         installed = controller.install_initial()
@@ -171,6 +185,7 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
     timers = [(e.at_s, lambda t, e=e: controller.fire(e, t)) for e in exp.events]
     capture = None
     if exp.emulation.capture:
+        from testbed.capture import SpineCapture  # scapy: imported only when capturing
         spine = next(s for s in exp.fabric.spines if exp.fabric.is_live(s, "leaf1"))
         capture = SpineCapture(f"{spine}-eth{exp.fabric.port(spine, 'leaf1')}",
                                run_dir / f"capture-{spine}-leaf1.pcap")
@@ -197,8 +212,9 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
     observed = {cid: o["spine"] for cid, o in seen.items()}
     # predict with the paths the flows really took (the plan, verified above, or what the
     # switches' hash chose), so that both sides compare like with like
-    pred = predict(exp.fabric, plans, {c.conn_id: observed.get(c.conn_id) for c in conns},
-                   goodput)
+    # every element that was ever live may carry a path (a restored spine, say)
+    pred = predict(controller.fabric_all, plans,
+                   {c.conn_id: observed.get(c.conn_id) for c in conns}, goodput)
     jobs = []
     for p in plans:
         rec = records[p.name]
@@ -243,7 +259,8 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
         run["after_events"] = after_events(exp, controller, plans, jobs, goodput)
     if capture is not None:
         run["capture"] = {"interface": capture.interface, "path": str(capture.path),
-                          "packets": capture.packets, "snap_bytes": capture.snap_bytes}
+                          "packets": capture.packets, "snap_bytes": capture.snap_bytes,
+                          "error": capture.error}
     log(f"[{name}] mean CCT {run['cct_mean_s']:.3f} s (predicted "
         f"{run['predicted_cct_mean_s']:.3f} s), efficiency {run['efficiency']:.3f}, "
         f"max flows per link {run['max_link_flows']}, emulator "
@@ -259,7 +276,7 @@ def after_events(exp: Experiment, controller: Controller, plans: list[JobPlan],
                  jobs: list[dict], goodput: float) -> dict:
     """Iterations that started after the last event, against the model of the degraded
     fabric: the optimizer's final paths, or for ECMP the model's hash over what is left."""
-    last = max(e["at_s"] + e["reroute_s"] for e in controller.events)
+    last = max(e["at_s"] + e["links_set_s"] + e["reroute_s"] for e in controller.events)
     degraded = controller.fabric
     conns = [c for p in plans for c in p.connections]
     if controller.strategy == "ecmp":

@@ -63,11 +63,12 @@ def spine_of_port(fabric: Fabric, port: int) -> str | None:
 
 
 def with_source_ports(fabric: Fabric, plans: list[JobPlan],
-                      spine_of: dict[int, str | None]) -> list[JobPlan]:
-    """Copies of `plans` whose inter-leaf connections carry the source port of their spine."""
+                      spine_of: dict[int, str | None], offset: int = 0) -> list[JobPlan]:
+    """Copies of `plans` whose inter-leaf connections carry the source port of their spine;
+    `offset` shifts the connection slot so that successive runs use distinct ports."""
     out = []
     for p in plans:
-        conns = [dataclasses.replace(c, src_port=source_port(fabric, c.conn_id,
+        conns = [dataclasses.replace(c, src_port=source_port(fabric, c.conn_id + offset,
                                                              spine_of[c.conn_id]))
                  if spine_of.get(c.conn_id) is not None else c
                  for c in p.connections]

@@ -8,9 +8,12 @@ next to the emulator.
 """
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from scapy.all import AsyncSniffer, PcapWriter  # noqa: F401 - scapy's public API
+
+from .ovs import TestbedError
 
 
 class SpineCapture:
@@ -23,6 +26,7 @@ class SpineCapture:
         self.packets = 0
         self._writer: PcapWriter | None = None
         self._sniffer: AsyncSniffer | None = None
+        self.error: str | None = None   # a failure while stopping, kept for the results
 
     def _write(self, pkt) -> None:
         raw = bytes(pkt)
@@ -35,15 +39,22 @@ class SpineCapture:
     def __enter__(self) -> "SpineCapture":
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._writer = PcapWriter(str(self.path), sync=False, snaplen=self.snap_bytes)
+        started = threading.Event()
         self._sniffer = AsyncSniffer(iface=self.interface, prn=self._write, store=False,
-                                     count=self.max_packets)
+                                     count=self.max_packets, started_callback=started.set)
         self._sniffer.start()
+        if not started.wait(timeout=5.0):
+            self._writer.close()
+            raise TestbedError(f"capture on {self.interface} did not start: "
+                               f"{self._sniffer.exception or 'no answer within 5 s'}")
         return self
 
     def __exit__(self, *exc) -> None:
         try:
             if self._sniffer is not None and self._sniffer.running:
                 self._sniffer.stop()
+        except Exception as e:  # noqa: BLE001 - the run's results matter more than a pcap
+            self.error = f"{type(e).__name__}: {e}"
         finally:
             if self._writer is not None:
                 self._writer.close()

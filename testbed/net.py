@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from .fabric import Fabric
 from .ovs import TestbedError, check_send_buffer, ovs_running, pick_datapath, run
-from .registry import EXTERNAL_ID, RunRecord, remove_record
+from .registry import EXTERNAL_ID, RunRecord, kept_records, remove_record
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,14 @@ class EmulatedFabric:
         if clash:
             raise TestbedError(f"OVS bridges {clash} already exist; if a crashed mlfabric run "
                                "left them, `python -m experiments clean` removes them")
+        mine = set(self.fabric.leaves + self.fabric.spines)
+        for other in kept_records():
+            if mine & (set(other.bridges) | {i.split("-eth")[0] for i in other.interfaces}):
+                raise TestbedError(
+                    f"run {other.run_id} " + ("is using this fabric's names now"
+                                              if other.owner_alive() else
+                                              "crashed and left this fabric's names; "
+                                              "`python -m experiments clean` removes them"))
         self.datapath = pick_datapath(self.settings.datapath)
         self.send_buffer_bytes = check_send_buffer() if self.datapath == "user" else None
         # written before anything exists, so that a crash at any point can be cleaned
@@ -127,11 +135,12 @@ class EmulatedFabric:
         net = Mininet(controller=None, switch=OVSSwitch, link=TCLink, build=False,
                       autoSetMacs=False, autoStaticArp=False, waitConnected=False)
         self.net = net
-        for h in f.hosts:
-            net.addHost(h, ip=f"{f.ip_of(h)}/16")
+        for h in f.hosts:   # Mininet starts each node's shell here: record it at once
+            self.record.add_pid(net.addHost(h, ip=f"{f.ip_of(h)}/16").pid)
         for sw in f.leaves + f.spines:
-            net.addSwitch(sw, dpid=f.dpid_of(sw), failMode="secure", datapath=self.datapath,
-                          protocols=OPENFLOW_PROTOCOLS)
+            self.record.add_pid(net.addSwitch(
+                sw, dpid=f.dpid_of(sw), failMode="secure", datapath=self.datapath,
+                protocols=OPENFLOW_PROTOCOLS).pid)
         for h in f.hosts:
             leaf = f.leaf_of(h)
             net.addLink(h, leaf, port1=0, port2=f.port(leaf, h), bw=f.spec.host_link_mbps)
@@ -140,8 +149,6 @@ class EmulatedFabric:
                 net.addLink(leaf, s, port1=f.port(leaf, s), port2=f.port(s, leaf),
                             bw=f.spec.spine_link_mbps)
         net.build()
-        for node in net.hosts:
-            self.record.add_pid(node.pid)
         net.start()
         for sw in f.leaves + f.spines:
             run(["ovs-vsctl", "set", "Bridge", sw, f"external_ids:{EXTERNAL_ID}={self.run_id}"])

@@ -1,4 +1,5 @@
-"""Open vSwitch on this machine: is it running, which datapath can it use, start it if asked.
+"""Open vSwitch on this machine: is it running, which datapath can it use, is its packet send
+buffer large enough (testbed/bootstrap.sh installs and starts it).
 
 Every command is an argument list; nothing is killed here.
 """

@@ -143,10 +143,23 @@ def remove_record(record: RunRecord) -> dict:
     return removed
 
 
+def kept_records() -> list[RunRecord]:
+    """Every run record on this machine (live runs, and crashed ones not yet cleaned)."""
+    if not STATE_DIR.exists():
+        return []
+    return [RunRecord.load(p) for p in sorted(STATE_DIR.glob("*.json"))]
+
+
+def _tag_is_live(tag: str) -> bool:
+    path = STATE_DIR / f"{tag}.json"
+    return path.exists() and RunRecord.load(path).owner_alive()
+
+
 def clean_all() -> dict:
     """Remove what crashed runs of this project left: each recorded run whose owner is gone,
     then any tagged bridge whose run is neither recorded nor alive."""
-    total = {"runs": 0, "processes": 0, "bridges": 0, "interfaces": 0, "skipped_live_runs": 0}
+    total = {"runs": 0, "processes": 0, "bridges": 0, "interfaces": 0, "skipped_live_runs": 0,
+             "left": []}
     live: set[str] = set()
     recorded: set[str] = set()
     if STATE_DIR.exists():
@@ -160,9 +173,11 @@ def clean_all() -> dict:
             result = remove_record(rec)
             for k in ("processes", "bridges", "interfaces"):
                 total[k] += result[k]
+            total["left"] += result["left"]
             total["runs"] += 1
     for br, tag in (bridge_tags() or {}).items():
-        if tag is not None and tag not in live and tag not in recorded:
+        # re-checked at the moment of deleting: a run may have started since the scan
+        if tag is not None and tag not in live and tag not in recorded and not _tag_is_live(tag):
             run(["ovs-vsctl", "--timeout=10", "--if-exists", "del-br", br], check=False)
             total["bridges"] += 1
     return total

@@ -156,3 +156,22 @@ def test_cli_predict_writes_link_utilization_over_time(tmp_path):
                           "--out", str(tmp_path / "x"), "--util-bin-s", "0"], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "--util-bin-s" in bad.stderr
+
+
+def test_links_faster_than_the_emulator_shapes_are_refused_before_building():
+    from experiments.runner import check_emulable
+    paper = load(ROOT / "experiments" / "configs" / "paper-1job-d2.yaml")
+    with pytest.raises(ConfigError, match="fabric.host_link_mbps"):
+        check_emulable(paper)
+    check_emulable(load(QUICKSTART))   # 5 Mbit/s: fine
+
+
+def test_too_many_routings_for_distinct_source_ports_are_refused():
+    doc = copy.deepcopy(BASE)
+    doc["jobs"] = [{"name": "a2a", "collective": "alltoall",
+                    "hosts": [f"h{i}" for i in range(1, 17)], "size_bytes": 10 ** 6}]
+    doc["fabric"]["hosts_per_leaf"] = 64           # 240 connections per run
+    doc["jobs"][0]["hosts"] = [f"h{i}" for i in range(1, 161)]   # 160 ranks: 25,440 conns
+    doc["routing"] = ["ecmp", "ilp"]
+    with pytest.raises(ConfigError, match="^routing: 2 routings"):
+        parse(doc)
