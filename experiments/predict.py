@@ -1,6 +1,7 @@
 """`predict`: the flow-level model of an experiment, per routing, at any scale and without root.
 
-config -> fabric model -> routes (routing/) -> max-min fluid simulation (traffic/predictor.py)
+config -> fabric model -> routes (routing/, recomputed at every epoch and event as the live
+controller does: experiments/routes.py) -> max-min fluid simulation (traffic/predictor.py)
 -> results in the same schema as `run`, with "mode": "predicted", plus per routing
 `fct.csv` (every transfer's mean and max FCT over iterations) and `links.csv` (each used
 directed link's time-weighted mean and max utilization of its nominal capacity).
@@ -19,6 +20,7 @@ from traffic.collectives import JobPlan, plan_jobs
 from traffic.predictor import Prediction, ideal, predict
 
 from .config import ConfigError, Experiment, run_dir_name, split_routing
+from .routes import ControllerRoutes
 from .results import fairness, job_result, run_result, table, write_json
 
 
@@ -65,11 +67,16 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
     results = {"schema_version": 1, "name": exp.name, "seed": exp.seed,
                "goodput_factor": goodput_factor, "runs": []}
     for name in exp.routing:
+        strategy, enforcement = split_routing(name)
         try:
-            rp = route(split_routing(name)[0], exp.fabric, conns, seed=exp.seed)
+            rp = route(strategy, exp.fabric, conns, seed=exp.seed)
+            # the controller's policy in model time: epochs as jobs start and finish, events
+            routes = ControllerRoutes(strategy, exp.fabric, conns, exp.seed, exp.events,
+                                      static=rp.spine_of if enforcement == "host" else None)
+            pred = predict(exp.fabric, plans, None, goodput_factor, util_bin_s=util_bin_s,
+                           router=routes)
         except RoutingError as e:
             raise ConfigError(f"routing: {e}") from None
-        pred = predict(exp.fabric, plans, rp.spine_of, goodput_factor, util_bin_s=util_bin_s)
         jobs = [job_result(p.spec, pred.jobs[p.name].cct_s, ideal_pred.jobs[p.name].mean_cct_s,
                            None, pred.jobs[p.name].conn_rates_mbps()) for p in plans]
         run = run_result(name, "predicted", jobs, max_link_flows(exp.fabric, conns, rp.spine_of),

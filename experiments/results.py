@@ -121,6 +121,7 @@ def table(results: dict) -> str:
         rows.append(row)
     rows.append("CCT: slowest job per iteration; algbw/busbw: mean over jobs (nccl-tests).")
     if emulated:
-        rows.append("pred: the flow-level model with the paths the flows took and the goodput "
-                    "factor; err = emulated / predicted - 1.")
+        rows.append("pred: the flow-level model of the same routing (the controller's epochs and "
+                    "events replayed; ECMP: the spines its hash chose) and the goodput factor; "
+                    "err = emulated / predicted - 1.")
     return "\n".join(rows)

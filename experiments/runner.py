@@ -26,7 +26,7 @@ from routing import route
 from routing.base import RoutingError, link_flow_counts, max_link_flows
 from routing.host_enforced import check_port_plan, with_source_ports
 from routing.rules import COOKIE_BASE, cookie_of
-from testbed.installer import flow_bytes_by_cookie
+from testbed.installer import flow_bytes_by_cookie, settle_flow_stats
 from testbed.monitor import CpuMonitor
 from testbed.net import EmulatedFabric, EmulationSettings
 from traffic.collectives import Connection, JobPlan, plan_jobs, with_port_offset
@@ -36,6 +36,7 @@ from traffic.predictor import ideal, predict
 
 from .config import ConfigError, Experiment, run_dir_name, split_routing
 from .controller import Controller
+from .routes import ControllerRoutes
 from .plots import emulated_vs_predicted, timeline
 from .results import (environment, fairness, job_result, run_result, slowest_per_iteration,
                       table, write_json)
@@ -51,14 +52,24 @@ class PathMismatchError(RuntimeError):
 CROSSED_MIN_FRACTION = 0.01
 
 
-def observed_spines(fabric, conns: list[Connection]) -> dict[int, dict]:
-    """Which spine each inter-leaf connection crossed, from the spines' per-flow counters."""
-    counts = {s: flow_bytes_by_cookie(s) for s in fabric.spines}
+def spine_counts(fabric) -> dict[str, dict[int, int]]:
+    """Bytes per counting-rule cookie on every spine, now."""
+    return {s: flow_bytes_by_cookie(s) for s in fabric.spines}
+
+
+def observed_spines(fabric, conns: list[Connection],
+                    counts: dict[str, dict[int, int]],
+                    before: dict[str, dict[int, int]] | None = None) -> dict[int, dict]:
+    """Which spine each inter-leaf connection crossed, from the spines' per-flow counters
+    (`counts`, minus `before` when given: the bytes between two readings)."""
     out: dict[int, dict] = {}
+    before = before or {}
     for c in conns:
         if fabric.leaf_of(c.src) == fabric.leaf_of(c.dst):
             continue
-        per_spine = {s: counts[s].get(COOKIE_BASE + c.conn_id, 0) for s in fabric.spines}
+        k = COOKIE_BASE + c.conn_id
+        per_spine = {s: counts[s].get(k, 0) - before.get(s, {}).get(k, 0)
+                     for s in fabric.spines}
         total = sum(per_spine.values())
         crossed = [s for s, b in per_spine.items()
                    if b > 0 and b >= CROSSED_MIN_FRACTION * total]
@@ -66,6 +77,15 @@ def observed_spines(fabric, conns: list[Connection]) -> dict[int, dict]:
                           "spines_with_bytes": crossed,
                           "bytes": per_spine}
     return out
+
+
+def ecmp_phases(fabric, conns: list[Connection], controller: Controller,
+                final: dict[str, dict[int, int]]) -> list[dict[int, str | None]]:
+    """Per phase between events (before the first, between each two, after the last), the
+    spine each connection's bytes went to in that phase (None: no bytes then)."""
+    readings = [{}, *controller.counters_at_events, final]
+    return [{cid: o["spine"] for cid, o in observed_spines(fabric, conns, b, a).items()}
+            for a, b in zip(readings, readings[1:])]
 
 
 def measured_conn_rates(plan: JobPlan, record: JobRecord) -> dict[int, float]:
@@ -200,21 +220,27 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
     fidelity = monitor.summary()
     write_transfers_csv(run_dir / "transfers.csv", plans, records)
 
-    seen = observed_spines(exp.fabric, conns)
+    settle_flow_stats()
+    counts = spine_counts(exp.fabric)
+    seen = observed_spines(exp.fabric, conns, counts)
     if strategy != "ecmp":
-        wrong = [(cid, sorted(controller.history.get(cid, ())), o["spines_with_bytes"])
+        wrong = [(cid, sorted(controller.history.get(cid, ())), o["bytes"])
                  for cid, o in seen.items()
                  if not set(o["spines_with_bytes"]) <= controller.history.get(cid, set())]
         if wrong:
             raise PathMismatchError(
                 f"[{name}] {len(wrong)} flows crossed a spine they were never given, e.g. "
-                f"conn {wrong[0][0]} given {wrong[0][1]}, seen on {wrong[0][2]}")
+                f"conn {wrong[0][0]} given {wrong[0][1]}, bytes per spine {wrong[0][2]}")
     observed = {cid: o["spine"] for cid, o in seen.items()}
-    # predict with the paths the flows really took (the plan, verified above, or what the
-    # switches' hash chose), so that both sides compare like with like
-    # every element that was ever live may carry a path (a restored spine, say)
-    pred = predict(controller.fabric_all, plans,
-                   {c.conn_id: observed.get(c.conn_id) for c in conns}, goodput)
+    # predict the same policy: the controller's epochs and events replayed in model time
+    # (static paths verified above), for ECMP the spines its hash really chose, per phase
+    # between events, so that both sides compare like with like
+    routes = ControllerRoutes(
+        strategy, exp.fabric, conns, exp.seed, exp.events,
+        static=rp.spine_of if enforcement == "host" else None,
+        observed_phases=(ecmp_phases(exp.fabric, conns, controller, counts)
+                         if strategy == "ecmp" else None))
+    pred = predict(exp.fabric, plans, None, goodput, router=routes)
     jobs = []
     for p in plans:
         rec = records[p.name]

@@ -2,7 +2,12 @@
 
 Step 4 of a run (config -> fabric -> routes -> **rules** -> traffic -> measure -> teardown).
 Each switch's bundle replaces all its flows and groups in one transaction, so a switch is
-never seen half-configured. The exact files and commands are saved in the run folder, and
+never seen half-configured. After the bundles, the datapath's flow cache is purged: the
+userspace datapath keeps forwarding by its cached megaflows until the revalidator threads catch
+up with the new tables (measured up to ~0.5 s, `ovs-appctl revalidator/wait`), so a flow could
+keep its old path that long; a purge (~5 ms) makes the next packet of every flow take the new
+rules. The purge drops the per-rule counts the revalidators had not yet pushed (at most one
+cycle's worth): path checks can under-count a flow's bytes, never put them on a wrong spine. The exact files and commands are saved in the run folder, and
 `dry_run=True` writes them without touching a switch.
 """
 from __future__ import annotations
@@ -35,6 +40,7 @@ def install(rules: list[Rule], out_dir: Path, dry_run: bool = False) -> dict:
     (out_dir / "commands.txt").write_text("\n".join(commands) + "\n")
     if not dry_run:
         run_parallel(cmds)
+        purge_datapath_flows()
     return {"switches": len(per_switch), "rules": len(rules),
             "install_s": time.perf_counter() - t0, "dry_run": dry_run}
 
@@ -51,8 +57,20 @@ def apply_lines(lines: dict[str, list[str]], out_dir: Path, label: str,
         cmds.append([*OFCTL, "bundle", switch, str(path)])
     with (out_dir / "commands.txt").open("a") as f:
         f.write("".join(" ".join(c) + "\n" for c in cmds))
-    if not dry_run:
+    if not dry_run and cmds:
         run_parallel(cmds)
+        purge_datapath_flows()
+
+
+def settle_flow_stats() -> None:
+    """Wait until the revalidators have pushed the datapath's counts into the OpenFlow rules
+    (one revalidation cycle, <= ~0.5 s): rule counters lag the traffic until then."""
+    run(["ovs-appctl", "revalidator/wait"])
+
+
+def purge_datapath_flows() -> None:
+    """Drop ovs-vswitchd's cached datapath flows, so that new rules apply from the next packet."""
+    run(["ovs-appctl", "revalidator/purge"])
 
 
 def run_parallel(cmds: list[list[str]], timeout_s: float = 30.0) -> None:

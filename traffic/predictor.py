@@ -30,6 +30,7 @@ from __future__ import annotations
 import heapq
 import time
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -216,15 +217,20 @@ class _Job:
         self.fct_all = np.zeros((self.iterations, n)) if keep_fcts else None
 
 
+UNROUTED = -1   # link index of a connection that crosses leaves but has no spine (yet)
+
+
 def _conn_links(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | None] | None,
-                nonblocking: bool) -> tuple[np.ndarray, dict[int, int]]:
-    """(C, PATH_LINKS) link indices per connection (pad = len(fabric.links)) and conn_id -> row."""
+                nonblocking: bool, allow_unrouted: bool = False
+                ) -> tuple[np.ndarray, dict[int, int]]:
+    """(C, PATH_LINKS) link indices per connection (pad = len(fabric.links)) and conn_id -> row.
+    allow_unrouted: an inter-leaf connection without a spine gets UNROUTED instead of an error
+    (a router gives it one when its job starts)."""
     li = fabric.link_index
     pad = len(fabric.links)
     conns = [c for p in plans for c in p.connections]
     table = np.full((len(conns), PATH_LINKS), pad, dtype=np.int64)
     row_of: dict[int, int] = {}
-    live = {(u, v) for (u, v) in fabric.links if fabric.is_live(u, v)}
     for r, c in enumerate(conns):
         if c.conn_id in row_of:
             raise PredictorError(f"connection id {c.conn_id} appears twice")
@@ -239,9 +245,12 @@ def _conn_links(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | 
             continue
         s = None if spine_of is None else spine_of.get(c.conn_id)
         if s is None:
+            if allow_unrouted:
+                table[r, 1:3] = UNROUTED
+                continue
             raise PredictorError(f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) crosses "
                                  f"{a}->{b} but has no spine in spine_of")
-        if (a, s) not in live or (s, b) not in live:
+        if s not in fabric.spines or not fabric.is_live(a, s) or not fabric.is_live(s, b):
             raise PredictorError(f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) is routed "
                                  f"via {s}, which is failed or unknown between {a} and {b}")
         table[r, 1] = li[(a, s)]
@@ -249,9 +258,32 @@ def _conn_links(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | 
     return table, row_of
 
 
+class Router(Protocol):
+    """Routes that change while the jobs run: the controller's epochs and the fabric's events
+    (experiments/routes.py adapts routing/policy.py). Every call returns conn_id -> spine for
+    at least every connection of the active jobs."""
+
+    def jobs_started(self, jobs: list[str], t: float) -> dict[int, str | None]:
+        """`jobs` begin their first iteration at t (s)."""
+        ...
+
+    def job_finished(self, job: str, t: float) -> dict[int, str | None]:
+        """`job` ended its last iteration at t (s)."""
+        ...
+
+    def event_times(self) -> list[float]:
+        """When the fabric changes (s), in order."""
+        ...
+
+    def fire(self, k: int, t: float) -> tuple[Fabric, dict[int, str | None]]:
+        """Event k happens at t: the fabric after it and the routes the controller then sets."""
+        ...
+
+
 def _simulate(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | None] | None,
               goodput_factor: float, nonblocking: bool, batch_tol_s: float,
-              util_bin_s: float | None, keep_fcts: bool) -> Prediction:
+              util_bin_s: float | None, keep_fcts: bool,
+              router: Router | None = None) -> Prediction:
     wall0 = time.perf_counter()
     if not goodput_factor > 0:
         raise PredictorError("goodput_factor must be positive")
@@ -264,13 +296,18 @@ def _simulate(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | No
     n_links = len(links)
     nominal = np.array([fabric.capacity_mbps(u, v) for (u, v) in links], dtype=float)
     cap = np.append(nominal * goodput_factor, np.inf)          # + the pad link
-    conn_table, row_of = _conn_links(fabric, plans, spine_of, nonblocking)
+    conn_table, row_of = _conn_links(fabric, plans, spine_of, nonblocking,
+                                     allow_unrouted=router is not None)
     jobs = [_Job(p, row_of, keep_fcts) for p in plans]
+    job_index = {job.name: j for j, job in enumerate(jobs)}
+    fabric_now = fabric
+    n_reroutes = 0
 
     # active flows: parallel arrays (job index, transfer index, remaining bytes, link rows)
     a_job = np.zeros(0, dtype=np.int64)
     a_tid = np.zeros(0, dtype=np.int64)
     a_rem = np.zeros(0)
+    a_row = np.zeros(0, dtype=np.int64)                       # connection row
     a_links = np.zeros((0, PATH_LINKS), dtype=np.int64)
     rates = np.zeros(0)
 
@@ -282,6 +319,23 @@ def _simulate(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | No
     for j, job in enumerate(jobs):
         heapq.heappush(timers, (job.start_s, seq, j))
         seq += 1
+    if router is not None:           # fabric events: timers with a negative "job" index
+        for k, t in enumerate(router.event_times()):
+            heapq.heappush(timers, (float(t), seq, -1 - k))
+            seq += 1
+    jobs_left = len(jobs)
+    started: list[str] = []
+    finished: list[str] = []
+
+    def reroute(spines: dict[int, str | None], new_fabric: Fabric) -> None:
+        """New routes from the router: every flow in flight follows them from now."""
+        nonlocal conn_table, a_links, fabric_now, n_reroutes
+        if list(new_fabric.links) != links:
+            raise PredictorError("a router's fabric must have the same links as the original")
+        fabric_now = new_fabric
+        conn_table, _ = _conn_links(fabric_now, plans, spines, nonblocking, allow_unrouted=True)
+        a_links = conn_table[a_row]
+        n_reroutes += 1
 
     now = 0.0
     batches = 0
@@ -314,7 +368,7 @@ def _simulate(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | No
             end_iteration(j, t)
 
     def end_iteration(j: int, t: float) -> None:
-        nonlocal seq
+        nonlocal seq, jobs_left
         job = jobs[j]
         job.ccts.append(t - job.iter_start)
         job.starts.append(job.iter_start)
@@ -327,6 +381,9 @@ def _simulate(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | No
         if job.iteration < job.iterations:
             heapq.heappush(timers, (t + job.compute_s, seq, j))
             seq += 1
+        else:
+            jobs_left -= 1
+            finished.append(job.name)
 
     while True:
         # ---- when is the next event? ------------------------------------------------------
@@ -339,7 +396,7 @@ def _simulate(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | No
             dt_flow = np.inf
         t_timer = timers[0][0] if timers else np.inf
         t_next = min(now + dt_flow, t_timer)
-        if not np.isfinite(t_next):
+        if not np.isfinite(t_next) or jobs_left == 0:
             break
         dt = t_next - now
         done_mask = left_s <= dt + batch_tol_s
@@ -368,14 +425,29 @@ def _simulate(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | No
             for f in done_idx.tolist():
                 finish(int(a_job[f]), int(a_tid[f]), now, new)
             keep = ~done_mask
-            a_job, a_tid, a_rem, a_links = a_job[keep], a_tid[keep], a_rem[keep], a_links[keep]
+            a_job, a_tid, a_rem = a_job[keep], a_tid[keep], a_rem[keep]
+            a_row, a_links = a_row[keep], a_links[keep]
             np.maximum(a_rem, 0.0, out=a_rem)
-        # ---- timers (iteration starts) -----------------------------------------------------
+        # ---- timers (iteration starts, fabric events) --------------------------------------
         while timers and timers[0][0] <= now + batch_tol_s:
             _, _, j = heapq.heappop(timers)
+            if j < 0:
+                reroute_fabric, spines = router.fire(-1 - j, now)
+                reroute(spines, reroute_fabric)
+                continue
+            if jobs[j].iteration == 0:
+                started.append(jobs[j].name)
             start_iteration(j, now, new)
             if jobs[j].n == 0:
                 end_iteration(j, now)
+        # ---- the controller's epochs: jobs that finished, then jobs that start -------------
+        if router is not None:
+            for name in finished:
+                reroute(router.job_finished(name, now), fabric_now)
+            if started:
+                reroute(router.jobs_started(started, now), fabric_now)
+        finished.clear()
+        started.clear()
         # ---- zero-byte transfers complete at once -----------------------------------------
         while True:
             zero = [(j, i) for (j, i) in new if jobs[j].size[i] <= 0]
@@ -396,7 +468,14 @@ def _simulate(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | No
             a_job = np.concatenate([a_job, nj])
             a_tid = np.concatenate([a_tid, ni])
             a_rem = np.concatenate([a_rem, sizes])
+            a_row = np.concatenate([a_row, rows])
             a_links = np.concatenate([a_links, conn_table[rows]])
+        if router is not None and a_links.size and (a_links == UNROUTED).any():
+            f = int(np.nonzero((a_links == UNROUTED).any(axis=1))[0][0])
+            t = jobs[int(a_job[f])].plan.transfers[int(a_tid[f])]
+            raise PredictorError(f"jobs.{jobs[int(a_job[f])].name}: connection {t.conn_id} "
+                                 f"carries a transfer at t={now:.6g} s but the router gave "
+                                 f"it no spine")
         rates = max_min_rates(a_links, cap)
         n_rounds += 1
 
@@ -429,13 +508,19 @@ def _simulate(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | No
         link_max_util=(util_max / nominal_pad)[:n_links], makespan_s=makespan,
         goodput_factor=goodput_factor, nonblocking=nonblocking, util_bin_s=util_bin_s,
         link_util_series=series_arr, event_batches=batches, completions=completions,
-        wall_s=time.perf_counter() - wall0, stats={"rate_recomputations": n_rounds})
+        wall_s=time.perf_counter() - wall0,
+        stats={"rate_recomputations": n_rounds, "reroutes": n_reroutes})
 
 
-def predict(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | None],
+def predict(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | None] | None,
             goodput_factor: float = 1.0, *, batch_tol_s: float = 1e-9,
-            util_bin_s: float | None = None, keep_fcts: bool = False) -> Prediction:
+            util_bin_s: float | None = None, keep_fcts: bool = False,
+            router: Router | None = None) -> Prediction:
     """Predict every job's per-iteration CCT when connection c is routed via spine_of[c].
+
+    With a `router`, routes change as the controller changes them: spine_of then holds the
+    routes before the first epoch (may be None or empty), the router is asked again whenever
+    jobs start or finish and at each of its fabric events, and flows in flight move at once.
 
     spine_of maps conn_id -> spine name (None for connections within one leaf), as in
     RoutingPlan.spine_of (a spine given for a connection within one leaf is ignored: such a
@@ -444,7 +529,7 @@ def predict(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | None
     utilization per time bin of that width. keep_fcts: keep every iteration's FCTs.
     Raises PredictorError for a missing or failed route."""
     return _simulate(fabric, plans, spine_of, goodput_factor, False, batch_tol_s,
-                     util_bin_s, keep_fcts)
+                     util_bin_s, keep_fcts, router)
 
 
 def ideal(fabric: Fabric, plans: list[JobPlan], goodput_factor: float = 1.0, *,

@@ -283,3 +283,98 @@ def test_metrics_efficiency_and_fairness():
     assert close(min(fb.layer2[0]), 1 / n)              # packed flows run at B/n
     assert compare_fairness(fg, fb) == 1 and compare_fairness(fb, fg) == -1
     assert compare_fairness(fg, fg) == 0
+
+
+# ---- routes that change while jobs run (the controller's epochs and events) ---------------
+class ScriptedRouter:
+    """Routes by script: per job start/finish and per fabric event, as a controller would."""
+
+    def __init__(self, on_start, on_finish=None, events=()):
+        self.on_start, self.on_finish, self.events = on_start, on_finish or {}, list(events)
+        self.calls: list[tuple] = []
+        self.routes: dict[int, str | None] = {}
+
+    def jobs_started(self, jobs, t):
+        self.calls.append(("start", tuple(sorted(jobs)), t))
+        for j in jobs:
+            self.routes.update(self.on_start.get(j, {}))
+        return dict(self.routes)
+
+    def job_finished(self, job, t):
+        self.calls.append(("finish", job, t))
+        self.routes.update(self.on_finish.get(job, {}))
+        return dict(self.routes)
+
+    def event_times(self):
+        return [t for t, _, _ in self.events]
+
+    def fire(self, k, t):
+        self.calls.append(("event", k, t))
+        _, fab, routes = self.events[k]
+        self.routes.update(routes)
+        return fab, dict(self.routes)
+
+
+def test_router_moves_a_flow_in_flight_when_another_job_finishes():
+    """a and b share spine1 until a short job c ends; the controller then moves b to spine2.
+    b: 50 Mbit/s until c ends at t_c, then alone on spine2 at 100."""
+    fab = fabric(spines=2, hosts=3)                        # h1..h3 on leaf1, h4..h6 on leaf2
+    S = 2_000_000
+    plans = plan_jobs([p2p("a", h(1), h(4), S), p2p("b", h(2), h(5), S),
+                       p2p("c", h(3), h(6), 500_000)])
+    cid = {p.name: p.connections[0].conn_id for p in plans}
+    r = ScriptedRouter(on_start={"a": {cid["a"]: "spine1"}, "b": {cid["b"]: "spine1"},
+                                 "c": {cid["c"]: "spine2"}},
+                       on_finish={"c": {cid["b"]: "spine2"}})
+    pr = predict(fab, plans, None, router=r)
+    t_c = 500_000 * 8 / 100e6                              # c alone on spine2
+    left = S - 50e6 / 8 * t_c                              # b's bytes after c ends
+    assert close(pr.jobs["c"].cct_s[0], t_c)
+    assert close(pr.jobs["b"].cct_s[0], t_c + left * 8 / 100e6)
+    assert close(pr.jobs["a"].cct_s[0], t_c + left * 8 / 100e6)   # a alone on spine1 too
+    # one call for the jobs that start together; finishes one by one, in time order
+    assert r.calls[0] == ("start", ("a", "b", "c"), 0.0)
+    assert [c[:2] for c in r.calls[1:]] == [("finish", "c"), ("finish", "a"), ("finish", "b")]
+    # with the plan fixed (no router) b would share all the way: 2S at 100
+    fixed = predict(fab, plans, {cid["a"]: "spine1", cid["b"]: "spine1", cid["c"]: "spine2"})
+    assert close(fixed.jobs["b"].cct_s[0], 2 * S * 8 / 100e6)
+
+
+def test_router_event_fails_a_spine_and_reroutes():
+    """a on spine1, b on spine2, 100 Mbit/s each; spine2 fails at t and the controller moves
+    b onto spine1, where both then get 50. A flow left on the dead spine is a typed error."""
+    fab = fabric(spines=2)
+    S = 1_000_000
+    plans = plan_jobs([p2p("a", h(1), h(2), S), p2p("b", h(1), h(2), S, start_s=0.0)])
+    ca, cb = (p.connections[0].conn_id for p in plans)
+    failed = build_fabric(FabricSpec(2, 2, 1, 1000.0, 100.0, failed_spines=("spine2",)))
+    t = 0.02
+    r = ScriptedRouter(on_start={"a": {ca: "spine1"}, "b": {cb: "spine2"}},
+                       events=[(t, failed, {cb: "spine1"})])
+    pr = predict(fab, plans, None, router=r)
+    # both at 100 (separate spines, 1000 Mbit/s host link shared: 500 each > 100) until t,
+    # then both on spine1 at 50 each
+    left = S - 100e6 / 8 * t
+    assert close(pr.jobs["a"].cct_s[0], t + 2 * left * 8 / 100e6)
+    assert ("event", 0, t) in [(c[0], c[1], round(c[2], 9)) for c in r.calls]
+    bad = ScriptedRouter(on_start={"a": {ca: "spine1"}, "b": {cb: "spine2"}},
+                         events=[(t, failed, {})])
+    with pytest.raises(PredictorError, match="spine2"):
+        predict(fab, plans, None, router=bad)
+
+
+def test_router_must_route_every_active_flow():
+    fab = fabric(spines=2)
+    plans = plan_jobs([p2p("a", h(1), h(2), 1000)])
+    with pytest.raises(PredictorError, match="no spine"):
+        predict(fab, plans, None, router=ScriptedRouter(on_start={}))
+
+
+def test_events_after_the_last_job_do_not_stretch_the_makespan():
+    fab = fabric(spines=2)
+    plans = plan_jobs([p2p("a", h(1), h(2), 1_000_000)])
+    ca = plans[0].connections[0].conn_id
+    failed = build_fabric(FabricSpec(2, 2, 1, 1000.0, 100.0, failed_spines=("spine2",)))
+    r = ScriptedRouter(on_start={"a": {ca: "spine1"}}, events=[(100.0, failed, {})])
+    pr = predict(fab, plans, None, router=r)
+    assert close(pr.makespan_s, 1_000_000 * 8 / 100e6)

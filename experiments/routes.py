@@ -1,0 +1,69 @@
+"""Routes over time for the predictor: the controller's policy replayed in model time.
+
+An emulated run's controller recomputes routes at every epoch (jobs start or finish) and event
+(failures, repairs). `ControllerRoutes` makes the predictor (traffic/predictor.py `Router`)
+follow the same policy (routing/policy.py) at the model's own epoch times, so that `predict`
+and the prediction beside every `run` model what the controller does, not a single plan:
+
+- optimizing strategies: the policy's assignment of the active flows, epoch by epoch;
+- host-enforced plans: fixed;
+- ECMP: the model's hash over the live spines, or, for an emulated run, the spine each flow's
+  bytes really went to between two events (`observed_phases`, from the spine counters).
+"""
+from __future__ import annotations
+
+from routing import route
+from routing.policy import EpochPolicy
+from testbed.fabric import Fabric
+from traffic.collectives import Connection
+
+from .config import Event, apply_event
+
+
+class ControllerRoutes:
+    """A `Router` for traffic.predictor.predict."""
+
+    def __init__(self, strategy: str, fabric: Fabric, conns: list[Connection], seed: int,
+                 events: list[Event] = (), static: dict[int, str | None] | None = None,
+                 observed_phases: list[dict[int, str | None]] | None = None):
+        """`observed_phases[k]`: ECMP only, conn_id -> spine seen between event k-1 and event
+        k (phase 0 before the first event); flows not seen in a phase take the model hash."""
+        self.policy = EpochPolicy(strategy, fabric, conns, seed, static=static)
+        self.conns, self.seed, self.events = conns, seed, list(events)
+        self.observed = observed_phases
+        self.phase = 0
+        self._hashed = self._ecmp() if strategy == "ecmp" else {}
+
+    def _ecmp(self) -> dict[int, str | None]:
+        fabric = self.policy.fabric
+        spines = dict(route("ecmp", fabric, self.conns, seed=self.seed).spine_of)
+        if self.observed and self.phase < len(self.observed):
+            for cid, s in self.observed[self.phase].items():
+                if s is not None and self.policy.usable(cid, s):
+                    spines[cid] = s
+        return spines
+
+    def _routes(self) -> dict[int, str | None]:
+        if self.policy.strategy == "ecmp":
+            return self._hashed
+        return dict(self.policy.assignment)
+
+    # -- traffic.predictor.Router -------------------------------------------------------------
+    def jobs_started(self, jobs: list[str], t: float) -> dict[int, str | None]:
+        self.policy.start(jobs)
+        return self._routes()
+
+    def job_finished(self, job: str, t: float) -> dict[int, str | None]:
+        self.policy.finish(job)
+        return self._routes()
+
+    def event_times(self) -> list[float]:
+        return [e.at_s for e in self.events]
+
+    def fire(self, k: int, t: float) -> tuple[Fabric, dict[int, str | None]]:
+        after = apply_event(self.policy.fabric, self.events[k])
+        self.policy.change_fabric(after)
+        self.phase = k + 1
+        if self.policy.strategy == "ecmp":
+            self._hashed = self._ecmp()
+        return after, self._routes()

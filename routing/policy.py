@@ -1,0 +1,107 @@
+"""The central controller's routing decisions over time, without switches.
+
+Pure code. The paper's controller does not route once: it recomputes whenever the set of active
+flows or the fabric changes. `EpochPolicy` holds that state (active jobs, the live fabric, each
+active flow's spine) and answers three calls:
+
+- `start(jobs)`: jobs begin their first iteration, an epoch;
+- `finish(job)`: a job ended its last iteration, an epoch;
+- `change_fabric(fabric)`: an element failed or came back; flows on a dead spine are lost and
+  rerouted with the rest.
+
+Each call recomputes the active flows' spines with the configured strategy, starting from the
+previous assignment (low churn, routing/epochs.py). ECMP decides nothing here (the switches
+hash); a host-enforced plan (`static`) is fixed for the whole run. The live controller
+(experiments/controller.py) turns the assignment into rules; the predictor
+(traffic/predictor.py) replays the same decisions in model time, so emulated and predicted runs
+follow one policy.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from testbed.fabric import Fabric
+from traffic.collectives import Connection
+
+from .epochs import recompute
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One recomputation: solver time (s) and how many flows changed spine (None: the
+    strategy does not place flows, e.g. ECMP)."""
+    solve_s: float
+    moved: int | None
+
+
+class EpochPolicy:
+    """Which spine each active inter-leaf flow takes, epoch by epoch."""
+
+    def __init__(self, strategy: str, fabric: Fabric, conns: list[Connection], seed: int = 0,
+                 static: dict[int, str | None] | None = None):
+        self.strategy, self.fabric, self.seed = strategy, fabric, seed
+        self.conns = list(conns)
+        self.static = static
+        self.active: set[str] = set()
+        self.assignment: dict[int, str | None] = {}   # active flows (every flow when static)
+        self.history: dict[int, set[str]] = {}        # every spine a flow was ever given
+        self._last: dict[int, str | None] = {}        # finished flows: their last spine
+        self._by_id = {c.conn_id: c for c in self.conns}
+        if static is not None:
+            self.assignment = dict(static)
+            for cid, s in static.items():
+                if s is not None:
+                    self.history.setdefault(cid, set()).add(s)
+
+    @property
+    def places_flows(self) -> bool:
+        """False for ECMP and fixed host-enforced plans: epochs change no route."""
+        return self.strategy != "ecmp" and self.static is None
+
+    def start(self, jobs: list[str]) -> Decision:
+        self.active.update(jobs)
+        return self._reroute(lost=set())
+
+    def finish(self, job: str) -> Decision:
+        self.active.discard(job)
+        if self.places_flows:
+            for c in self.conns:
+                if c.job == job and c.conn_id in self.assignment:
+                    self._last[c.conn_id] = self.assignment.pop(c.conn_id)
+        return self._reroute(lost=set())
+
+    def change_fabric(self, fabric: Fabric) -> Decision:
+        """The fabric after a failure or repair: flows whose spine died are rerouted."""
+        self.fabric = fabric
+        lost = {cid for cid, s in self.assignment.items()
+                if s is not None and not self.usable(cid, s)}
+        if self.places_flows:
+            for cid in lost:
+                self.assignment.pop(cid)
+        return self._reroute(lost)
+
+    def usable(self, cid: int, spine: str) -> bool:
+        c = self._by_id[cid]
+        return spine in self.fabric.usable_spines(self.fabric.leaf_of(c.src),
+                                                  self.fabric.leaf_of(c.dst))
+
+    def final_spine(self, cid: int) -> str | None:
+        """The spine a flow has now, or the last it had (finished jobs)."""
+        if cid in self.assignment:
+            return self.assignment[cid]
+        return self._last.get(cid)
+
+    def _reroute(self, lost: set[int]) -> Decision:
+        if not self.places_flows:
+            return Decision(0.0, None)
+        active = [c for c in self.conns if c.job in self.active]
+        previous = dict(self.assignment)
+        result = recompute(self.strategy, self.fabric, active, previous, seed=self.seed)
+        self.assignment = {c.conn_id: result.plan.spine_of[c.conn_id] for c in active}
+        for cid, s in self.assignment.items():
+            if s is not None:
+                self.history.setdefault(cid, set()).add(s)
+        moved = sum(1 for c in active if c.conn_id in previous
+                    and previous[c.conn_id] != self.assignment[c.conn_id])
+        moved += sum(1 for cid in lost if self.assignment.get(cid) is not None)
+        return Decision(result.plan.stats.time_s, moved)

@@ -1,0 +1,115 @@
+"""The controller's routing policy over epochs and events, and its replay in the predictor."""
+from __future__ import annotations
+
+import pytest
+
+from experiments.config import Event, load
+from experiments.routes import ControllerRoutes
+from routing.base import max_link_flows
+from routing.policy import EpochPolicy
+from testbed.fabric import FabricSpec, build_fabric
+from traffic.collectives import Collective, Connection, JobSpec, plan_jobs
+from traffic.predictor import predict
+
+
+def fabric(spines=2, leaves=2, hpl=4, failed_spines=()):
+    return build_fabric(FabricSpec(spines, leaves, hpl, 100.0, 100.0, tuple(failed_spines)))
+
+
+def conn(i, src, dst, job):
+    return Connection(i, job, src, dst, 20000 + i, 5001)
+
+
+# h1..h4 on leaf1, h5..h8 on leaf2; two jobs of two flows each, four flows over two spines
+CONNS = [conn(0, "h1", "h5", "a"), conn(1, "h2", "h6", "a"),
+         conn(2, "h3", "h7", "b"), conn(3, "h4", "h8", "b")]
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "ilp", "edge-coloring"])
+def test_epochs_route_only_the_active_flows_and_remember_the_rest(strategy):
+    f = fabric()
+    p = EpochPolicy(strategy, f, CONNS, seed=1)
+    p.start(["a"])
+    assert set(p.assignment) == {0, 1}
+    assert max_link_flows(f, CONNS[:2], p.assignment) == 1      # one flow per spine
+    d = p.start(["b"])
+    assert set(p.assignment) == {0, 1, 2, 3}
+    assert max_link_flows(f, CONNS, p.assignment) == 2
+    assert d.moved is not None and d.moved >= 0
+    spine_of_a = {cid: p.assignment[cid] for cid in (0, 1)}
+    p.finish("a")
+    assert set(p.assignment) == {2, 3}
+    assert max_link_flows(f, CONNS[2:], p.assignment) == 1      # b re-spread over both spines
+    assert {cid: p.final_spine(cid) for cid in (0, 1)} == spine_of_a
+    for cid in range(4):
+        assert p.final_spine(cid) in p.history[cid]
+
+
+def test_a_failure_reroutes_the_lost_flows_and_counts_them_moved():
+    f = fabric(spines=3)
+    p = EpochPolicy("greedy", f, CONNS, seed=1)
+    p.start(["a", "b"])
+    on_2 = [cid for cid, s in p.assignment.items() if s == "spine2"]
+    assert on_2
+    d = p.change_fabric(fabric(spines=3, failed_spines=("spine2",)))
+    assert "spine2" not in p.assignment.values()
+    assert d.moved >= len(on_2)
+
+
+def test_ecmp_and_host_enforced_plans_place_nothing():
+    f = fabric()
+    e = EpochPolicy("ecmp", f, CONNS)
+    assert e.start(["a", "b"]).moved is None and e.assignment == {}
+    static = {0: "spine1", 1: "spine2", 2: "spine1", 3: "spine2"}
+    h = EpochPolicy("ilp", f, CONNS, static=static)
+    h.start(["a"])
+    h.finish("a")
+    assert h.assignment == static                                 # fixed for the whole run
+    assert not h.places_flows
+
+
+def test_prediction_follows_the_epochs_not_a_single_plan():
+    """Job b runs twice as long as a. Routed once (all flows), two flows share each spine for
+    good; replayed by epochs, b's flows spread over both spines when a finishes, and b's
+    second half runs twice as fast."""
+    f = fabric()
+    S = 1_000_000
+    specs = [JobSpec("a", Collective.PIPELINE, [["h1", "h5"], ["h2", "h6"]], S),
+             JobSpec("b", Collective.PIPELINE, [["h3", "h7"], ["h4", "h8"]], S, iterations=2)]
+    plans = plan_jobs(specs)
+    conns = [c for p in plans for c in p.connections]
+    routes = ControllerRoutes("greedy", f, conns, seed=1)
+    pr = predict(f, plans, None, router=routes)
+    t = S * 8 / 50e6                                   # two flows on a 100 Mbit/s spine link
+    assert pr.jobs["a"].cct_s[0] == pytest.approx(t, rel=1e-3)
+    assert pr.jobs["b"].cct_s == pytest.approx([t, t / 2], rel=1e-3)
+    assert pr.stats["reroutes"] == 3                   # start a,b; finish a; finish b
+
+
+def test_ecmp_replay_uses_the_observed_spine_of_each_phase():
+    f = fabric(spines=3)
+    specs = [JobSpec("a", Collective.PIPELINE, [["h1", "h5"]], 1_000_000)]
+    plans = plan_jobs(specs)
+    conns = [c for p in plans for c in p.connections]
+    cid = conns[0].conn_id
+    events = [Event(0.01, "fail_spine", ("spine3",))]
+    routes = ControllerRoutes("ecmp", f, conns, 0, events,
+                              observed_phases=[{cid: "spine3"}, {cid: "spine1"}])
+    assert routes.jobs_started(["a"], 0.0)[cid] == "spine3"
+    after, r = routes.fire(0, 0.01)
+    assert r[cid] == "spine1" and not after.is_live("leaf1", "spine3")
+    # an observed spine the fabric no longer has falls back to the model's hash
+    routes = ControllerRoutes("ecmp", f, conns, 0, events,
+                              observed_phases=[{cid: "spine3"}, {cid: "spine3"}])
+    routes.jobs_started(["a"], 0.0)
+    assert routes.fire(0, 0.01)[1][cid] in ("spine1", "spine2")
+
+
+def test_predict_command_models_the_failover_events():
+    exp = load("experiments/configs/failover.yaml")
+    plans = plan_jobs(exp.jobs)
+    conns = [c for p in plans for c in p.connections]
+    routes = ControllerRoutes("ilp", exp.fabric, conns, exp.seed, exp.events)
+    pr = predict(exp.fabric, plans, None, router=routes)
+    assert routes.policy.fabric.spec.failed_spines == ("spine2",)  # the last state
+    assert pr.stats["reroutes"] == len(exp.events) + 4           # 2 starts, 2 finishes
