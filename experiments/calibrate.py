@@ -30,6 +30,7 @@ from traffic.goodput import (CALIBRATION_FILE, calibration_key, store_calibratio
 from .config import Experiment
 from .results import environment, write_json
 
+IPERF_CLIENT_PORT_BASE = 40000
 IPERF_PORT = 5201
 
 
@@ -49,10 +50,12 @@ def _iperf(emu, pairs: list[tuple[str, str]], duration_s: float, tcp_cc: str) ->
             emu.track_pid(srv.pid, cmd)
             servers.append(srv)
         time.sleep(0.5)  # iperf3 -s has no readiness signal; clients below also retry
-        for src, dst in pairs:
+        for i, (src, dst) in enumerate(pairs):
+            # consecutive client ports, as mlfabric's own connections have: under the fair
+            # link scheduler each flow gets its own bucket (testbed/shaping.py)
             cmd = ["iperf3", "-c", emu.fabric.ip_of(dst), "-p", str(IPERF_PORT), "-B",
-                   emu.fabric.ip_of(src), "-t", f"{duration_s:g}", "-J", "-C", tcp_cc,
-                   "--connect-timeout", "3000"]
+                   emu.fabric.ip_of(src), "--cport", str(IPERF_CLIENT_PORT_BASE + i),
+                   "-t", f"{duration_s:g}", "-J", "-C", tcp_cc, "--connect-timeout", "3000"]
             cli = emu.host(src).popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True)
             emu.track_pid(cli.pid, cmd)
@@ -118,14 +121,19 @@ def calibrate(exp: Experiment, out_dir: Path, duration_s: float = 8.0,
     out_dir.mkdir(parents=True, exist_ok=True)
     size = int(rate * 1e6 / 8 * duration_s)
     with EmulatedFabric(f, f"cal-{os.getpid()}-{int(time.time())}",
-                        EmulationSettings(em.datapath, em.mtu_bytes, em.queue_packets)) as emu:
+                        EmulationSettings(em.datapath, em.mtu_bytes, em.queue_packets,
+                                          em.link_scheduler)) as emu:
         install(base_rules(f) + pair_rules(f, shared, spine), out_dir / "rules")
         log(f"one flow {one[0][0]}->{one[0][1]} via {spine} at {rate:g} Mbit/s, "
             f"{duration_s:g} s each")
+        # each test starts on empty queues: a previous test's backlog would share the link
         iperf_one = _iperf(emu, one, duration_s, em.tcp_cc)
+        emu.wait_until_drained()
         agent_one = _agents(emu, one, size, em.tcp_cc, exp.seed, out_dir / "logs-one")
+        emu.wait_until_drained()
         log(f"{k} flows sharing {'leaf1'}->{spine}")
         iperf_k = _iperf(emu, shared, duration_s, em.tcp_cc)
+        emu.wait_until_drained()
         agent_k = _agents(emu, shared, size // k, em.tcp_cc, exp.seed, out_dir / "logs-shared")
         env = environment(emu.datapath, em.tcp_cc, exp.seed, em.mtu_bytes)
         env["ovs_send_buffer_bytes"] = emu.send_buffer_bytes
@@ -144,10 +152,10 @@ def calibrate(exp: Experiment, out_dir: Path, duration_s: float = 8.0,
     }
     write_json(out_dir / "calibration.json", result)
     if store:
-        store_calibration(env["datapath"], em.mtu_bytes, em.tcp_cc,
+        store_calibration(env["datapath"], em.mtu_bytes, em.tcp_cc, em.link_scheduler,
                           {"goodput_factor": factor, "measured_at": result["measured_at"],
                            "link_rate_mbps": rate})
-    key = calibration_key(env["datapath"], em.mtu_bytes, em.tcp_cc)
+    key = calibration_key(env["datapath"], em.mtu_bytes, em.tcp_cc, em.link_scheduler)
     log(f"one flow: iperf3 {iperf_one[0]:.2f} Mbit/s ({iperf_one[0] / rate:.1%}), agent "
         f"{agent_one[0]:.2f} Mbit/s ({factor:.1%}); theory "
         f"{theoretical_goodput_factor(em.mtu_bytes):.1%}")

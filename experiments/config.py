@@ -19,6 +19,7 @@ import yaml
 
 from routing import STRATEGIES
 from testbed.fabric import Fabric, FabricError, FabricSpec, build_fabric
+from testbed.shaping import MAX_MTU_BYTES, SCHEDULERS, auto_mtu_bytes
 from traffic.collectives import (SOURCE_PORT_SPAN, Collective, JobSpec, WorkloadError,
                                  plan_jobs)
 
@@ -35,7 +36,8 @@ EXPLICIT_JOB_KEYS = {"name", "collective", "hosts", "size_bytes", "iterations", 
                      "start_s"}
 MODEL_JOB_KEYS = {"name", "model", "dp", "placement", "iterations", "compute_s",
                   "start_s", "scale_bytes"}
-EMULATION_KEYS = {"datapath", "tcp_cc", "mtu_bytes", "queue_packets", "iteration_timeout_s",
+EMULATION_KEYS = {"datapath", "tcp_cc", "mtu_bytes", "queue_packets", "link_scheduler",
+                  "iteration_timeout_s",
                   "capture"}
 TCP_CCS = ("cubic", "bbr", "reno")
 
@@ -46,8 +48,10 @@ class EmulationConfig:
 
     datapath: str = "auto"          # auto | kernel | user
     tcp_cc: str = "cubic"           # set per socket by the agents, recorded in results
-    mtu_bytes: int = 9000           # jumbo frames, as ML fabrics use: 6x fewer packets to switch
-    queue_packets: int = 100        # drop-tail queue per shaped link direction (packets)
+    mtu_bytes: int = 9000           # resolved from "auto" (the default): testbed/shaping.py
+    mtu_auto: bool = True           # mtu_bytes chosen from the link rates
+    queue_packets: int = 100        # drop-tail queue per HTB leaf class (packets)
+    link_scheduler: str = "fair"    # fair: per-flow round robin in each link; fifo: drop-tail
     iteration_timeout_s: float | None = None  # None: 20 x ideal CCT + 30 s
     capture: bool = False           # scapy pcap of one spine port per routing (testbed/capture.py)
 
@@ -352,7 +356,7 @@ def _events(v: Any, fabric: Fabric, routing: list[str]) -> list[Event]:
     return sorted(events, key=lambda e: e.at_s)
 
 
-def _emulation(d: Any) -> EmulationConfig:
+def _emulation(d: Any, fabric: Fabric) -> EmulationConfig:
     d = _check_keys(d or {}, EMULATION_KEYS, "emulation")
     e = EmulationConfig()
     e.datapath = _str(d, "datapath", "emulation", e.datapath)
@@ -362,10 +366,18 @@ def _emulation(d: Any) -> EmulationConfig:
     if e.tcp_cc not in TCP_CCS:
         raise ConfigError(f"emulation.tcp_cc: choose from {', '.join(TCP_CCS)} "
                           "(dctcp is not in this kernel)")
-    e.mtu_bytes = _int(d, "mtu_bytes", "emulation", e.mtu_bytes, minimum=576)
-    if e.mtu_bytes > 9000:
-        raise ConfigError("emulation.mtu_bytes: at most 9000")
+    slowest = min(fabric.spec.host_link_mbps, fabric.spec.spine_link_mbps)
+    if d.get("mtu_bytes", "auto") == "auto":
+        e.mtu_bytes, e.mtu_auto = auto_mtu_bytes(slowest), True
+    else:
+        e.mtu_bytes = _int(d, "mtu_bytes", "emulation", e.mtu_bytes, minimum=576)
+        e.mtu_auto = False
+        if e.mtu_bytes > MAX_MTU_BYTES:
+            raise ConfigError(f"emulation.mtu_bytes: at most {MAX_MTU_BYTES}, or auto")
     e.queue_packets = _int(d, "queue_packets", "emulation", e.queue_packets, minimum=2)
+    e.link_scheduler = _str(d, "link_scheduler", "emulation", e.link_scheduler)
+    if e.link_scheduler not in SCHEDULERS:
+        raise ConfigError(f"emulation.link_scheduler: choose {' or '.join(SCHEDULERS)}")
     if "capture" in d:
         if not isinstance(d["capture"], bool):
             raise ConfigError(f"emulation.capture: expected true or false, got {d['capture']!r}")
@@ -394,7 +406,7 @@ def parse(doc: Any) -> Experiment:
                           f"the {SOURCE_PORT_SPAN // 2} source ports runs can use without "
                           "reusing one another's; list fewer routings or smaller jobs")
     events = _events(d.get("events"), fabric, routing)
-    return Experiment(name, seed, fabric, jobs, routing, _emulation(d.get("emulation")),
+    return Experiment(name, seed, fabric, jobs, routing, _emulation(d.get("emulation"), fabric),
                       events, d)
 
 

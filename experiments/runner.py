@@ -156,7 +156,7 @@ def run_experiment(exp: Experiment, out_dir: Path,
     run_id = f"{os.getpid()}-{int(time.time())}"
     results = {"schema_version": 1, "name": exp.name, "seed": exp.seed, "runs": []}
     settings = EmulationSettings(datapath=em.datapath, mtu_bytes=em.mtu_bytes,
-                                 queue_packets=em.queue_packets)
+                                 queue_packets=em.queue_packets, scheduler=em.link_scheduler)
 
     log(f"building {exp.fabric.spec.leaves}x{exp.fabric.spec.spines} leaf-spine, "
         f"{len(exp.fabric.hosts)} hosts")
@@ -164,7 +164,9 @@ def run_experiment(exp: Experiment, out_dir: Path,
         env = environment(emu.datapath, em.tcp_cc, exp.seed, em.mtu_bytes)
         env["ovs_send_buffer_bytes"] = emu.send_buffer_bytes
         env["queue_packets"] = em.queue_packets
-        goodput, source = goodput_factor(emu.datapath, em.mtu_bytes, em.tcp_cc)
+        env["link_scheduler"] = em.link_scheduler
+        goodput, source = goodput_factor(emu.datapath, em.mtu_bytes, em.tcp_cc,
+                                        em.link_scheduler)
         env["goodput_factor"], env["goodput_factor_source"] = goodput, source
         results["environment"] = env
         write_json(out_dir / "environment.json", env)

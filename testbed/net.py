@@ -4,8 +4,8 @@ Step 2 of a run (config -> **fabric** -> routes -> rules -> traffic -> measure -
 
         spine1 ... spineS        OVSSwitch: failMode=secure, no controller, OpenFlow 1.3 (+1.4
           |  \\  /  |             for atomic bundles), explicit DPIDs, userspace datapath where
-        leaf1 ... leafL          the kernel has no openvswitch module; every link a TCLink
-        /  |  \\                  shaped by HTB (no netem on these machines); MTU 9000 by default
+        leaf1 ... leafL          the kernel has no openvswitch module; every link shaped by
+        /  |  \\                  HTB, per-flow fair by default (testbed/shaping.py); jumbo MTU
       h1 .. hH ...               hosts: static ARP, IPv6 off, NIC offloads off (TCP through the
                                  userspace datapath needs real checksums)
 
@@ -18,11 +18,13 @@ from __future__ import annotations
 import logging
 import signal
 import subprocess
+import time
 from dataclasses import dataclass
 
 from .fabric import Fabric
 from .ovs import TestbedError, check_send_buffer, ovs_running, pick_datapath, run
 from .registry import EXTERNAL_ID, RunRecord, kept_records, remove_record
+from .shaping import Shaping, tc_batch
 
 log = logging.getLogger(__name__)
 
@@ -36,20 +38,31 @@ OPENFLOW_PROTOCOLS = "OpenFlow13,OpenFlow14"
 class EmulationSettings:
     datapath: str = "auto"          # auto | kernel | user
     mtu_bytes: int = 9000           # on every interface of the fabric, hosts and switch ports
-    queue_packets: int | None = None  # drop-tail queue under each HTB shaper; None: txqueuelen
+    queue_packets: int = 100        # drop-tail queue of each HTB leaf class (packets)
+    scheduler: str = "fair"         # testbed/shaping.py: fair (per-flow round robin) | fifo
 
 
-def _drop_htb_quantum_warning(record: logging.LogRecord) -> bool:
-    """Mininet prints any tc output as an error; HTB's "quantum of class is big" (rates above
-    ~16 Mbit/s with r2q 10) is harmless: the quantum only sets round-robin granularity."""
-    return "quantum of class" not in record.getMessage()
+def backlog_packets(tc_show: str, devices: set[str]) -> int:
+    """Packets queued in the root qdiscs of `devices`, from `tc -s qdisc show` output
+    (each qdisc's block ends with a line "backlog <size>b <packets>p requeues <n>")."""
+    total, current = 0, None
+    for line in tc_show.splitlines():
+        words = line.split()
+        if line.startswith("qdisc "):
+            dev = words[words.index("dev") + 1] if "dev" in words else None
+            current = dev if dev in devices and "root" in words else None
+        elif current and words[:1] == ["backlog"] and len(words) > 2:
+            total += int(words[2].rstrip("p"))
+            current = None
+    return total
 
 
-def ns_run(node, args: list[str], timeout_s: float = 15.0) -> str:
+def ns_run(node, args: list[str], timeout_s: float = 15.0, input_text: str | None = None) -> str:
     """Run an argument list inside a Mininet node's namespace; raise TestbedError on failure."""
-    proc = node.popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = node.popen(args, stdin=subprocess.PIPE if input_text is not None else None,
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        out, err = proc.communicate(timeout=timeout_s)
+        out, err = proc.communicate(input=input_text, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
@@ -124,15 +137,14 @@ class EmulatedFabric:
 
     # -- build -------------------------------------------------------------------------------
     def _build(self) -> None:
-        from mininet.link import TCLink
-        from mininet.log import lg, setLogLevel
+        from mininet.link import Link
+        from mininet.log import setLogLevel
         from mininet.net import Mininet
         from mininet.node import OVSSwitch
 
         setLogLevel("warning")
-        lg.addFilter(_drop_htb_quantum_warning)
         f = self.fabric
-        net = Mininet(controller=None, switch=OVSSwitch, link=TCLink, build=False,
+        net = Mininet(controller=None, switch=OVSSwitch, link=Link, build=False,
                       autoSetMacs=False, autoStaticArp=False, waitConnected=False)
         self.net = net
         for h in f.hosts:   # Mininet starts each node's shell here: record it at once
@@ -143,31 +155,30 @@ class EmulatedFabric:
                 protocols=OPENFLOW_PROTOCOLS).pid)
         for h in f.hosts:
             leaf = f.leaf_of(h)
-            net.addLink(h, leaf, port1=0, port2=f.port(leaf, h), bw=f.spec.host_link_mbps)
+            net.addLink(h, leaf, port1=0, port2=f.port(leaf, h))
         for leaf in f.leaves:
             for s in f.spines:
-                net.addLink(leaf, s, port1=f.port(leaf, s), port2=f.port(s, leaf),
-                            bw=f.spec.spine_link_mbps)
+                net.addLink(leaf, s, port1=f.port(leaf, s), port2=f.port(s, leaf))
         net.build()
         net.start()
         for sw in f.leaves + f.spines:
             run(["ovs-vsctl", "set", "Bridge", sw, f"external_ids:{EXTERNAL_ID}={self.run_id}"])
         mtu = str(self.settings.mtu_bytes)
-        queue = (["tc", "qdisc", "replace", "dev", "IF", "parent", "5:1", "handle", "10:",
-                  "pfifo", "limit", str(self.settings.queue_packets)]
-                 if self.settings.queue_packets else None)
-        for intf in self.record.interfaces:
-            run(["ip", "link", "set", "dev", intf, "mtu", mtu])
-            run(["ovs-vsctl", "set", "Interface", intf, f"mtu_request={mtu}"])
-            if queue:
-                run([intf if a == "IF" else a for a in queue])
+        batch = []
+        for u, v in f.links:
+            if f.graph.nodes[u]["role"] != "host":
+                intf = f"{u}-eth{f.port(u, v)}"
+                run(["ip", "link", "set", "dev", intf, "mtu", mtu])
+                run(["ovs-vsctl", "set", "Interface", intf, f"mtu_request={mtu}"])
+                batch += tc_batch(intf, self._shaping(f.capacity_mbps(u, v)))
+        run(["tc", "-batch", "-"], input_text="\n".join(batch) + "\n")
         for h in f.hosts:
             node = net.get(h)
             intf = f"{h}-eth0"
             ns_run(node, ["ethtool", "-K", intf, *HOST_OFFLOADS_OFF])
             ns_run(node, ["ip", "link", "set", "dev", intf, "mtu", mtu])
-            if queue:
-                ns_run(node, [intf if a == "IF" else a for a in queue])
+            ns_run(node, ["tc", "-batch", "-"], input_text="\n".join(
+                tc_batch(intf, self._shaping(f.capacity_mbps(h, f.leaf_of(h))))) + "\n")
             ns_run(node, ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"])
         net.staticArp()
         for leaf, s in f.links:
@@ -175,9 +186,32 @@ class EmulatedFabric:
                     and not f.is_live(leaf, s)):
                 net.configLinkStatus(leaf, s, "down")
 
+    def _shaping(self, rate_mbps: float) -> Shaping:
+        st = self.settings
+        return Shaping(rate_mbps, st.mtu_bytes, st.queue_packets, st.scheduler)
+
     # -- access ------------------------------------------------------------------------------
     def host(self, name: str):
         return self.net.get(name)
+
+    def queued_packets(self) -> int:
+        """Packets waiting in the shapers' queues now, over every interface of the fabric."""
+        total = backlog_packets(run(["tc", "-s", "qdisc", "show"]).stdout,
+                                set(self.record.interfaces))
+        for h in self.fabric.hosts:
+            total += backlog_packets(ns_run(self.host(h), ["tc", "-s", "qdisc", "show"]),
+                                     {f"{h}-eth0"})
+        return total
+
+    def wait_until_drained(self, timeout_s: float = 60.0) -> float:
+        """Wait until no shaper holds a queued packet (an earlier test's backlog would share
+        the links with the next one); returns the seconds waited."""
+        t0 = time.monotonic()
+        while self.queued_packets() > 0:
+            if time.monotonic() - t0 > timeout_s:
+                raise TestbedError(f"the fabric's queues did not drain in {timeout_s:g} s")
+            time.sleep(0.2)
+        return time.monotonic() - t0
 
     def track_pid(self, pid: int, cmdline: list[str]) -> None:
         """Record a process we started inside the fabric (`cmdline`: the command it runs) so

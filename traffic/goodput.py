@@ -3,8 +3,8 @@
 Pure code. HTB shapes the bytes of each Ethernet frame without preamble or FCS (MTU + 14 B)
 while the payload of a full segment is MTU - 52 B (IPv4 20, TCP 20, timestamps 12), so in theory
 goodput / rate = (MTU - 52) / (MTU + 14): 0.9927 at MTU 9000, 0.9564 at 1500. `python -m
-experiments calibrate` measures it on the fabric and stores the value here, per datapath, MTU
-and TCP congestion control; a stored measurement wins over the theory.
+experiments calibrate` measures it on the fabric and stores the value here, per datapath, MTU,
+TCP congestion control and link scheduler; a stored measurement wins over the theory.
 """
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ def theoretical_goodput_factor(mtu_bytes: int) -> float:
     return (mtu_bytes - 52) / (mtu_bytes + 14)
 
 
-def calibration_key(datapath: str, mtu_bytes: int, tcp_cc: str) -> str:
-    return f"{datapath}/mtu{mtu_bytes}/{tcp_cc}"
+def calibration_key(datapath: str, mtu_bytes: int, tcp_cc: str, scheduler: str) -> str:
+    return f"{datapath}/mtu{mtu_bytes}/{tcp_cc}/{scheduler}"
 
 
 def load_calibrations(path: Path = CALIBRATION_FILE) -> dict:
@@ -31,19 +31,19 @@ def load_calibrations(path: Path = CALIBRATION_FILE) -> dict:
         return {}
 
 
-def goodput_factor(datapath: str, mtu_bytes: int, tcp_cc: str,
+def goodput_factor(datapath: str, mtu_bytes: int, tcp_cc: str, scheduler: str,
                    path: Path = CALIBRATION_FILE) -> tuple[float, str]:
     """(factor, source): a stored calibration if there is one, else the theory."""
-    entry = load_calibrations(path).get(calibration_key(datapath, mtu_bytes, tcp_cc))
+    entry = load_calibrations(path).get(calibration_key(datapath, mtu_bytes, tcp_cc, scheduler))
     if entry and 0 < entry.get("goodput_factor", 0) <= 1.0:
         return float(entry["goodput_factor"]), f"calibrated {entry.get('measured_at', '')}".strip()
     return theoretical_goodput_factor(mtu_bytes), "theory: (MTU - 52) / (MTU + 14)"
 
 
-def store_calibration(datapath: str, mtu_bytes: int, tcp_cc: str, entry: dict,
+def store_calibration(datapath: str, mtu_bytes: int, tcp_cc: str, scheduler: str, entry: dict,
                       path: Path = CALIBRATION_FILE) -> None:
     data = load_calibrations(path)
-    data[calibration_key(datapath, mtu_bytes, tcp_cc)] = entry
+    data[calibration_key(datapath, mtu_bytes, tcp_cc, scheduler)] = entry
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=2) + "\n")

@@ -41,6 +41,7 @@ def test_quickstart_parses_and_resolves_defaults():
     assert len(exp.jobs) == 4 and all(len(j.hosts) == 4 for j in exp.jobs)
     r = exp.resolved()
     assert r["emulation"]["tcp_cc"] == "cubic" and r["emulation"]["mtu_bytes"] == 9000
+    assert r["emulation"]["mtu_auto"] and r["emulation"]["link_scheduler"] == "fair"
     assert r["jobs"][0]["compute_s"] == 0.0
 
 
@@ -61,6 +62,9 @@ def test_quickstart_parses_and_resolves_defaults():
     ("routing", ["ecmp", "magic"], "routing"),
     ("routing", [], "routing"),
     ("emulation", {"tcp_cc": "dctcp"}, "emulation.tcp_cc"),
+    ("emulation", {"link_scheduler": "sfq"}, "emulation.link_scheduler"),
+    ("emulation", {"mtu_bytes": 65000}, "emulation.mtu_bytes"),
+    ("emulation", {"mtu_bytes": "big"}, "emulation.mtu_bytes"),
 ])
 def test_bad_input_names_the_key(path, value, key):
     with pytest.raises(ConfigError) as e:
@@ -175,3 +179,14 @@ def test_too_many_routings_for_distinct_source_ports_are_refused():
     doc["routing"] = ["ecmp", "ilp"]
     with pytest.raises(ConfigError, match="^routing: 2 routings"):
         parse(doc)
+
+
+def test_auto_mtu_follows_the_slowest_link_and_an_explicit_one_wins():
+    fast = with_("fabric.host_link_mbps", 60)
+    fast["fabric"]["spine_link_mbps"] = 60
+    assert parse(fast).emulation.mtu_bytes == 64000
+    fast["fabric"]["spine_link_mbps"] = 20                  # the slowest link decides
+    assert parse(fast).emulation.mtu_bytes == 25000
+    fast["emulation"] = {"mtu_bytes": 1500, "link_scheduler": "fifo"}
+    e = parse(fast).emulation
+    assert (e.mtu_bytes, e.mtu_auto, e.link_scheduler) == (1500, False, "fifo")
