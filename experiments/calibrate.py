@@ -39,8 +39,10 @@ def jain_index(xs: list[float]) -> float:
     return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs)) if xs else float("nan")
 
 
-def _iperf(emu, pairs: list[tuple[str, str]], duration_s: float, tcp_cc: str) -> list[float]:
-    """Run one iperf3 client per (src, dst) pair at once; receiver goodputs in Mbit/s."""
+def _iperf(emu, pairs: list[tuple[str, str]], duration_s: float, tcp_cc: str,
+           window_bytes: int = 0) -> list[float]:
+    """Run one iperf3 client per (src, dst) pair at once; receiver goodputs in Mbit/s.
+    window_bytes: iperf3 -w (socket buffers, both ends), as the agents' window bound."""
     servers, clients = [], []
     try:
         for _, dst in pairs:
@@ -55,7 +57,8 @@ def _iperf(emu, pairs: list[tuple[str, str]], duration_s: float, tcp_cc: str) ->
             # link scheduler each flow gets its own bucket (testbed/shaping.py)
             cmd = ["iperf3", "-c", emu.fabric.ip_of(dst), "-p", str(IPERF_PORT), "-B",
                    emu.fabric.ip_of(src), "--cport", str(IPERF_CLIENT_PORT_BASE + i),
-                   "-t", f"{duration_s:g}", "-J", "-C", tcp_cc, "--connect-timeout", "3000"]
+                   "-t", f"{duration_s:g}", "-J", "-C", tcp_cc, "--connect-timeout", "3000",
+                   *(["-w", str(window_bytes)] if window_bytes else [])]
             cli = emu.host(src).popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True)
             emu.track_pid(cli.pid, cmd)
@@ -122,17 +125,18 @@ def calibrate(exp: Experiment, out_dir: Path, duration_s: float = 8.0,
     size = int(rate * 1e6 / 8 * duration_s)
     with EmulatedFabric(f, f"cal-{os.getpid()}-{int(time.time())}",
                         EmulationSettings(em.datapath, em.mtu_bytes, em.queue_packets,
-                                          em.link_scheduler)) as emu:
+                                          em.link_scheduler, em.window_frames)) as emu:
         install(base_rules(f) + pair_rules(f, shared, spine), out_dir / "rules")
         log(f"one flow {one[0][0]}->{one[0][1]} via {spine} at {rate:g} Mbit/s, "
             f"{duration_s:g} s each")
         # each test starts on empty queues: a previous test's backlog would share the link
-        iperf_one = _iperf(emu, one, duration_s, em.tcp_cc)
+        window = emu.settings.window_clamp_bytes
+        iperf_one = _iperf(emu, one, duration_s, em.tcp_cc, window)
         emu.wait_until_drained()
         agent_one = _agents(emu, one, size, em.tcp_cc, exp.seed, out_dir / "logs-one")
         emu.wait_until_drained()
         log(f"{k} flows sharing {'leaf1'}->{spine}")
-        iperf_k = _iperf(emu, shared, duration_s, em.tcp_cc)
+        iperf_k = _iperf(emu, shared, duration_s, em.tcp_cc, window)
         emu.wait_until_drained()
         agent_k = _agents(emu, shared, size // k, em.tcp_cc, exp.seed, out_dir / "logs-shared")
         env = environment(emu.datapath, em.tcp_cc, exp.seed, em.mtu_bytes)

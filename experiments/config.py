@@ -37,7 +37,7 @@ EXPLICIT_JOB_KEYS = {"name", "collective", "hosts", "size_bytes", "iterations", 
 MODEL_JOB_KEYS = {"name", "model", "dp", "placement", "iterations", "compute_s",
                   "start_s", "scale_bytes"}
 EMULATION_KEYS = {"datapath", "tcp_cc", "mtu_bytes", "queue_packets", "link_scheduler",
-                  "iteration_timeout_s",
+                  "window_frames", "iteration_timeout_s",
                   "capture"}
 TCP_CCS = ("cubic", "bbr", "reno")
 
@@ -52,6 +52,7 @@ class EmulationConfig:
     mtu_auto: bool = True           # mtu_bytes chosen from the link rates
     queue_packets: int = 100        # drop-tail queue per HTB leaf class (packets)
     link_scheduler: str = "fair"    # fair: per-flow round robin in each link; fifo: drop-tail
+    window_frames: int = 16         # TCP receive window bound (frames); 0: kernel autotuning
     iteration_timeout_s: float | None = None  # None: 20 x ideal CCT + 30 s
     capture: bool = False           # scapy pcap of one spine port per routing (testbed/capture.py)
 
@@ -375,6 +376,10 @@ def _emulation(d: Any, fabric: Fabric) -> EmulationConfig:
         if e.mtu_bytes > MAX_MTU_BYTES:
             raise ConfigError(f"emulation.mtu_bytes: at most {MAX_MTU_BYTES}, or auto")
     e.queue_packets = _int(d, "queue_packets", "emulation", e.queue_packets, minimum=2)
+    e.window_frames = _int(d, "window_frames", "emulation", e.window_frames, minimum=0)
+    if 0 < e.window_frames < 4 or e.window_frames > e.queue_packets:
+        raise ConfigError(f"emulation.window_frames: 0 (no bound) or 4..queue_packets "
+                          f"({e.queue_packets}), so that a window fits its queue")
     e.link_scheduler = _str(d, "link_scheduler", "emulation", e.link_scheduler)
     if e.link_scheduler not in SCHEDULERS:
         raise ConfigError(f"emulation.link_scheduler: choose {' or '.join(SCHEDULERS)}")

@@ -156,7 +156,8 @@ def run_experiment(exp: Experiment, out_dir: Path,
     run_id = f"{os.getpid()}-{int(time.time())}"
     results = {"schema_version": 1, "name": exp.name, "seed": exp.seed, "runs": []}
     settings = EmulationSettings(datapath=em.datapath, mtu_bytes=em.mtu_bytes,
-                                 queue_packets=em.queue_packets, scheduler=em.link_scheduler)
+                                 queue_packets=em.queue_packets, scheduler=em.link_scheduler,
+                                 window_frames=em.window_frames)
 
     log(f"building {exp.fabric.spec.leaves}x{exp.fabric.spec.spines} leaf-spine, "
         f"{len(exp.fabric.hosts)} hosts")
@@ -165,6 +166,7 @@ def run_experiment(exp: Experiment, out_dir: Path,
         env["ovs_send_buffer_bytes"] = emu.send_buffer_bytes
         env["queue_packets"] = em.queue_packets
         env["link_scheduler"] = em.link_scheduler
+        env["tcp_window_clamp_bytes"] = settings.window_clamp_bytes
         goodput, source = goodput_factor(emu.datapath, em.mtu_bytes, em.tcp_cc,
                                         em.link_scheduler)
         env["goodput_factor"], env["goodput_factor_source"] = goodput, source
@@ -249,6 +251,7 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
         j = job_result(p.spec, [it.cct_s for it in rec.iterations],
                        ideal_pred.jobs[p.name].mean_cct_s, rec.verified,
                        measured_conn_rates(p, rec))
+        j["tcp_retrans_segments"] = rec.iterations[-1].retrans_segments if rec.iterations else 0
         j["iteration_start_s"] = [it.start_s - driver.t0 for it in rec.iterations]
         j["iteration_end_s"] = [it.end_s - driver.t0 for it in rec.iterations]
         j["predicted_cct_s"] = pred.jobs[p.name].cct_s
@@ -256,6 +259,7 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
         j["prediction_error"] = j["cct_mean_s"] / j["predicted_cct_mean_s"] - 1
         jobs.append(j)
     predicted_cct = slowest_per_iteration([j["predicted_cct_s"] for j in jobs])
+    fidelity["tcp_retrans_segments"] = sum(j["tcp_retrans_segments"] for j in jobs)
     loads = link_flow_counts(exp.fabric, conns, observed)
     run = run_result(
         name, "emulated", jobs, max_link_flows(exp.fabric, conns, observed),
@@ -293,7 +297,8 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
         f"{run['predicted_cct_mean_s']:.3f} s), efficiency {run['efficiency']:.3f}, "
         f"max flows per link {run['max_link_flows']}, emulator "
         f"{'ok' if fidelity['ok'] else 'SATURATED'} (ovs-vswitchd max "
-        f"{fidelity['vswitchd_max_pct']:.0f}% of a core)")
+        f"{fidelity['vswitchd_max_pct']:.0f}% of a core), "
+        f"{fidelity['tcp_retrans_segments']} TCP segments retransmitted")
     for ev in controller.events:
         log(f"[{name}] {ev['kind']} {'/'.join(ev['target'])} at {ev['at_s']:.2f} s: rules "
             f"in {ev['reroute_s'] * 1000:.0f} ms, flows moved {ev['flows_moved']}")

@@ -40,6 +40,15 @@ class EmulationSettings:
     mtu_bytes: int = 9000           # on every interface of the fabric, hosts and switch ports
     queue_packets: int = 100        # drop-tail queue of each HTB leaf class (packets)
     scheduler: str = "fair"         # testbed/shaping.py: fair (per-flow round robin) | fifo
+    window_frames: int = 16         # receive window bound per connection, in frames; 0: none
+
+    @property
+    def window_clamp_bytes(self) -> int:
+        """TCP_WINDOW_CLAMP for every connection: a flow never queues more than this, so
+        queues of `queue_packets` >= window_frames never drop (a lossless fabric, as ML
+        fabrics are). 0: kernel autotuning, whose windows grow with the queueing delay until
+        a queue overflows (RTO stalls of seconds at these rates)."""
+        return self.window_frames * self.mtu_bytes
 
 
 def backlog_packets(tc_show: str, devices: set[str]) -> int:

@@ -50,6 +50,7 @@ class Plan:
     incoming: list[dict]   # {conn_id, src_ip, src_port}
     sends: list[dict]      # {tid, conn_id, size_bytes, deps}
     recvs: list[dict]      # {tid, conn_id, size_bytes}, in order per connection
+    window_clamp_bytes: int = 0   # receive window bound per connection; 0: kernel autotuning
 
 
 def emit(event: dict) -> None:
@@ -60,7 +61,19 @@ def emit(event: dict) -> None:
 def _configure(sock: socket.socket, plan: Plan) -> None:
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, plan.tcp_cc.encode())
+    if plan.window_clamp_bytes:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_WINDOW_CLAMP, plan.window_clamp_bytes)
     sock.settimeout(plan.timeout_s)
+
+
+TCP_INFO_TOTAL_RETRANS_OFFSET = 100   # struct tcp_info.tcpi_total_retrans (u32), linux/tcp.h
+
+
+def total_retrans(sock: socket.socket) -> int:
+    """Segments this socket has retransmitted since it opened (TCP_INFO)."""
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    off = TCP_INFO_TOTAL_RETRANS_OFFSET
+    return int.from_bytes(info[off:off + 4], sys.byteorder) if len(info) >= off + 4 else 0
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
@@ -217,6 +230,7 @@ class Agent:
         return {"event": "done", "iteration": iteration, "start_s": start_s,
                 "recv": [[tid, a, b] for tid, (a, b) in sorted(recv_times.items())],
                 "bytes_received": counters["received"], "bytes_sent": counters["sent"],
+                "retrans_segments": sum(total_retrans(s) for s in self.out_socks.values()),
                 "verified": True}
 
 

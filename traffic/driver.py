@@ -36,6 +36,7 @@ class IterationRecord:
     end_s: float            # last byte verified by any rank
     bytes_received: int
     transfers: list[list] = field(default_factory=list)   # [tid, first_byte_s, last_byte_s]
+    retrans_segments: int = 0   # TCP retransmissions of the job's connections since they opened
 
     @property
     def cct_s(self) -> float:
@@ -50,7 +51,7 @@ class JobRecord:
 
 
 def agent_plans(fabric: Fabric, plan: JobPlan, seed: int, tcp_cc: str,
-                timeout_s: float) -> dict[str, dict]:
+                timeout_s: float, window_clamp_bytes: int = 0) -> dict[str, dict]:
     """The JSON plan of every rank of one job, keyed by host."""
     conns = {c.conn_id: c for c in plan.connections}
     out: dict[str, dict] = {}
@@ -58,7 +59,7 @@ def agent_plans(fabric: Fabric, plan: JobPlan, seed: int, tcp_cc: str,
         out[h] = {
             "host": h, "job_index": plan.index, "ip": fabric.ip_of(h),
             "listen_port": plan.listen_port, "seed": seed, "timeout_s": timeout_s,
-            "tcp_cc": tcp_cc,
+            "tcp_cc": tcp_cc, "window_clamp_bytes": window_clamp_bytes,
             "outgoing": [{"conn_id": c.conn_id, "dst_ip": fabric.ip_of(c.dst),
                           "dst_port": c.dst_port, "src_port": c.src_port}
                          for c in plan.connections if c.src == h],
@@ -105,7 +106,8 @@ class TrafficDriver:
         env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
         for plan in self.plans:
             for host, aplan in agent_plans(self.emu.fabric, plan, self.seed, self.tcp_cc,
-                                           self.timeout_s).items():
+                                           self.timeout_s,
+                                           self.emu.settings.window_clamp_bytes).items():
                 path = self.log_dir / f"plan-{plan.name}-{host}.json"
                 path.write_text(json.dumps(aplan))
                 err = open(self.log_dir / f"agent-{plan.name}-{host}.log", "wb")
@@ -248,7 +250,8 @@ class TrafficDriver:
                         start_s=min(e["start_s"] for e in evs),
                         end_s=max(t[2] for t in transfers),
                         bytes_received=sum(e["bytes_received"] for e in evs),
-                        transfers=transfers)
+                        transfers=transfers,
+                        retrans_segments=sum(e.get("retrans_segments", 0) for e in evs))
                     if rec.bytes_received != expected_bytes[agent.job] or not all(
                             e["verified"] for e in evs):
                         raise TrafficError(
