@@ -79,7 +79,10 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
             raise ConfigError(f"routing: {e}") from None
         jobs = [job_result(p.spec, pred.jobs[p.name].cct_s, ideal_pred.jobs[p.name].mean_cct_s,
                            None, pred.jobs[p.name].conn_rates_mbps()) for p in plans]
-        run = run_result(name, "predicted", jobs, max_link_flows(exp.fabric, conns, rp.spine_of),
+        # the busiest link over the controller's epochs (ECMP and fixed plans: the one plan)
+        peak = (routes.policy.peak_link_flows if routes.policy.places_flows
+                else max_link_flows(exp.fabric, conns, rp.spine_of))
+        run = run_result(name, "predicted", jobs, peak,
                          rp.stats.as_dict(),
                          fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),
                          predict_wall_s=pred.wall_s)

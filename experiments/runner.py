@@ -262,7 +262,11 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
     fidelity["tcp_retrans_segments"] = sum(j["tcp_retrans_segments"] for j in jobs)
     loads = link_flow_counts(exp.fabric, conns, observed)
     run = run_result(
-        name, "emulated", jobs, max_link_flows(exp.fabric, conns, observed),
+        name, "emulated", jobs,
+        # the busiest link: over the controller's epochs (its paths verified above), or for
+        # ECMP and fixed plans over the paths the spine counters saw
+        (controller.policy.peak_link_flows if controller.policy.places_flows
+         else max_link_flows(exp.fabric, conns, observed)),
         rp.stats.as_dict(),
         enforcement=enforcement if strategy != "ecmp" else "switch-hash",
         fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),

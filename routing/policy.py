@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from testbed.fabric import Fabric
 from traffic.collectives import Connection
 
+from .base import RoutingError, max_link_flows
 from .epochs import recompute
 
 
@@ -47,6 +48,7 @@ class EpochPolicy:
         self.history: dict[int, set[str]] = {}        # every spine a flow was ever given
         self._last: dict[int, str | None] = {}        # finished flows: their last spine
         self._by_id = {c.conn_id: c for c in self.conns}
+        self.peak_link_flows = 0                      # busiest link over all epochs so far
         if static is not None:
             self.assignment = dict(static)
             for cid, s in static.items():
@@ -71,10 +73,14 @@ class EpochPolicy:
         return self._reroute(lost=set())
 
     def change_fabric(self, fabric: Fabric) -> Decision:
-        """The fabric after a failure or repair: flows whose spine died are rerouted."""
+        """The fabric after a failure or repair: flows whose spine died are rerouted
+        (a fixed host-enforced plan cannot be: RoutingError)."""
         self.fabric = fabric
         lost = {cid for cid, s in self.assignment.items()
                 if s is not None and not self.usable(cid, s)}
+        if lost and self.static is not None:
+            raise RoutingError(f"host-enforced plan: {len(lost)} flows lost their spine and "
+                               "fixed source ports cannot be rerouted")
         if self.places_flows:
             for cid in lost:
                 self.assignment.pop(cid)
@@ -104,4 +110,6 @@ class EpochPolicy:
         moved = sum(1 for c in active if c.conn_id in previous
                     and previous[c.conn_id] != self.assignment[c.conn_id])
         moved += sum(1 for cid in lost if self.assignment.get(cid) is not None)
+        self.peak_link_flows = max(self.peak_link_flows,
+                                   max_link_flows(self.fabric, active, self.assignment))
         return Decision(result.plan.stats.time_s, moved)

@@ -11,13 +11,17 @@ share it::
 ``fair``: per-flow round robin inside the link's rate, the sharing the flow-level model assumes
 (max-min). HTB's own deficit round robin serves BUCKETS leaf classes with equal quanta (one
 frame); a u32 hash filter puts each TCP flow in the bucket of its source port's low bits.
-mlfabric gives every connection its own consecutive source port, so up to BUCKETS flows on a
-link never share a bucket::
+mlfabric gives connections consecutive source ports (from 20000; host-enforced ports keep the
+connection index in their low bits too), so flows on one link share a bucket only when their
+ports are equal modulo BUCKETS. Segments from ports below 16384 (the agents' listen ports,
+hence every ACK stream, and iperf3's server) go to a class of their own::
 
-    5: htb (default 100) -- 5:1 rate R -+- 5:100 rate R/B ceil R -- pfifo (queue_packets)
+    5: htb (default 100) -- 5:1 rate R -+- 5:2   rate R/B ceil R -- pfifo   (ACK streams)
+                                        +- 5:100 rate R/B ceil R -- pfifo (queue_packets)
                                         +- 5:101 ...
                                         +- 5:1NN   (NN < BUCKETS, hex)
-    filter: tcp source port & (BUCKETS-1) -> 5:100 + that
+    filters: prio 1  tcp source port < 16384     -> 5:2
+             prio 2  tcp source port & (BUCKETS-1) -> 5:100 + that
 
 Why fair is the default: at emulation scale (links of 5-100 Mbit/s, sub-millisecond RTTs,
 jumbo frames) a TCP flow's window is a few packets and drop-tail sharing is coarse (four iperf3
@@ -30,6 +34,7 @@ from dataclasses import dataclass
 SCHEDULERS = ("fair", "fifo")
 BUCKETS = 64                      # u32 hash tables hold at most 256 buckets; a power of two
 TCP_PORTS_OFFSET = 20             # source port (high 16 bits) of the word at IP offset 20
+ACK_CLASS = "5:2"                 # segments from ports below 16384: the receivers' ACKs
 MIN_BURST_BYTES = 15_000          # Mininet's TCLink default; at least 2 frames below
 MAX_MTU_BYTES = 64_000            # veth allows 65535; OVS's userspace datapath carried 64000
 
@@ -63,21 +68,23 @@ def tc_batch(dev: str, s: Shaping) -> list[str]:
                 f"qdisc add dev {dev} parent 5:1 handle 10: pfifo limit {s.queue_packets}"]
     lines = [f"qdisc replace dev {dev} root handle 5: htb default {0x100:x}",
              f"class add dev {dev} parent 5: classid 5:1 htb rate {rate} {burst} {quantum}"]
-    share = f"{s.rate_mbps * 1000 / BUCKETS:.3f}kbit"
-    for b in range(BUCKETS):
-        minor = f"{0x100 + b:x}"
+    share = f"{s.rate_mbps * 1000 / (BUCKETS + 1):.3f}kbit"
+    for minor in ["2"] + [f"{0x100 + b:x}" for b in range(BUCKETS)]:
         lines += [f"class add dev {dev} parent 5:1 classid 5:{minor} htb rate {share} "
                   f"ceil {rate} {burst} {quantum}",
                   f"qdisc add dev {dev} parent 5:{minor} handle {minor}: pfifo "
                   f"limit {s.queue_packets}"]
-    lines += [f"filter add dev {dev} parent 5: prio 1 protocol ip u32",
-              f"filter add dev {dev} parent 5: prio 1 handle 2: protocol ip u32 "
+    lines += [f"filter add dev {dev} parent 5: prio 1 protocol ip u32 "
+              f"match ip protocol 6 0xff match u32 0x00000000 0xc0000000 "
+              f"at {TCP_PORTS_OFFSET} flowid {ACK_CLASS}",
+              f"filter add dev {dev} parent 5: prio 2 protocol ip u32",
+              f"filter add dev {dev} parent 5: prio 2 handle 3: protocol ip u32 "
               f"divisor {BUCKETS}",
-              f"filter add dev {dev} parent 5: prio 1 protocol ip u32 ht 800:: "
+              f"filter add dev {dev} parent 5: prio 2 protocol ip u32 ht 801:: "
               f"match ip protocol 6 0xff hashkey mask 0x{(BUCKETS - 1) << 16:08x} "
-              f"at {TCP_PORTS_OFFSET} link 2:"]
+              f"at {TCP_PORTS_OFFSET} link 3:"]
     for b in range(BUCKETS):
-        lines.append(f"filter add dev {dev} parent 5: prio 1 protocol ip u32 ht 2:{b:x}: "
+        lines.append(f"filter add dev {dev} parent 5: prio 2 protocol ip u32 ht 3:{b:x}: "
                      f"match u32 0 0 flowid 5:{0x100 + b:x}")
     return lines
 

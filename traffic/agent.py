@@ -97,6 +97,12 @@ class Agent:
     def listen(self) -> socket.socket:
         lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if self.plan.window_clamp_bytes:
+            # a fixed receive buffer (inherited by accepted sockets) stops the kernel's
+            # autotuning; the kernel doubles it for overhead and advertises a share of that
+            # (its measured payload/truesize ratio, < 1), so half the bound caps the window
+            lsock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF,
+                             self.plan.window_clamp_bytes // 2)
         lsock.bind((self.plan.ip, self.plan.listen_port))
         lsock.listen(64)
         lsock.settimeout(self.plan.timeout_s)

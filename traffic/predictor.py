@@ -440,14 +440,6 @@ def _simulate(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | No
             start_iteration(j, now, new)
             if jobs[j].n == 0:
                 end_iteration(j, now)
-        # ---- the controller's epochs: jobs that finished, then jobs that start -------------
-        if router is not None:
-            for name in finished:
-                reroute(router.job_finished(name, now), fabric_now)
-            if started:
-                reroute(router.jobs_started(started, now), fabric_now)
-        finished.clear()
-        started.clear()
         # ---- zero-byte transfers complete at once -----------------------------------------
         while True:
             zero = [(j, i) for (j, i) in new if jobs[j].size[i] <= 0]
@@ -456,6 +448,14 @@ def _simulate(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | No
             new = [(j, i) for (j, i) in new if jobs[j].size[i] > 0]
             for j, i in zero:
                 finish(j, i, now, new)
+        # ---- the controller's epochs: jobs that start, then jobs that finished -------------
+        if router is not None:
+            if started:
+                reroute(router.jobs_started(started, now), fabric_now)
+            for name in finished:
+                reroute(router.job_finished(name, now), fabric_now)
+        finished.clear()
+        started.clear()
         # ---- admit new flows, recompute rates ----------------------------------------------
         if new:
             nj = np.fromiter((j for j, _ in new), dtype=np.int64, count=len(new))

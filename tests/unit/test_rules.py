@@ -98,9 +98,13 @@ def test_host_enforced_ports_select_the_planned_spine():
     assert len(rules) == 2                                   # live spines only
     for r in rules:
         value, mask = (int(x, 16) for x in r.match.split("tp_src=")[1].split("/"))
-        spine = f.spines[value & ~PLANNED_PORT_FLAG]
+        spine = f.spines[(value & ~PLANNED_PORT_FLAG) >> 13]   # 2 spine bits: 15 - 2
         assert r.actions == f"output:{f.port('leaf1', spine)}"
-        assert mask == PLANNED_PORT_FLAG | 0b11
+        assert mask == PLANNED_PORT_FLAG | 0b11 << 13
+    # the connection index is in the low bits: the fair scheduler separates the flows
+    from testbed.shaping import bucket_of
+    planned = [c for c in new_conns if plan.spine_of[c.conn_id] is not None]
+    assert len({bucket_of(c.src_port) for c in planned}) == len(planned)
 
 
 def test_installer_dry_run_writes_bundles_and_commands_only(tmp_path):

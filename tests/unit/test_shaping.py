@@ -21,16 +21,19 @@ def test_fair_has_one_leaf_per_bucket_and_a_source_port_hash():
     s = Shaping(5.0, 9000, 50, "fair")
     lines = tc_batch("h1-eth0", s)
     leaves = [ln for ln in lines if ln.startswith("class add") and "parent 5:1 " in ln]
-    assert len(leaves) == BUCKETS
-    # each leaf is guaranteed 1/BUCKETS of the link and may borrow all of it, equal quanta
+    assert len(leaves) == BUCKETS + 1                    # + the class of the ACK streams
+    # each leaf is guaranteed an equal share of the link, may borrow all of it, equal quanta
     for ln in leaves:
-        assert f"rate {5000 / BUCKETS:.3f}kbit ceil 5mbit" in ln and "quantum 9014" in ln
-    assert sum(ln.endswith("pfifo limit 50") for ln in lines) == BUCKETS
+        assert f"rate {5000 / (BUCKETS + 1):.3f}kbit ceil 5mbit" in ln and "quantum 9014" in ln
+    assert sum(ln.endswith("pfifo limit 50") for ln in lines) == BUCKETS + 1
+    # ports below 16384 (listen ports: the ACK streams) first, to their own class
+    acks = next(ln for ln in lines if "prio 1" in ln)
+    assert "match u32 0x00000000 0xc0000000 at 20 flowid 5:2" in acks
     # the hash takes the low bits of the TCP source port (high half of the word at IP+20)
     link = next(ln for ln in lines if "hashkey" in ln)
     mask = int(re.search(r"hashkey mask (0x[0-9a-f]+) at 20", link).group(1), 16)
     assert mask == (BUCKETS - 1) << 16
-    buckets = [ln for ln in lines if " ht 2:" in ln]
+    buckets = [ln for ln in lines if " ht 3:" in ln]
     assert len(buckets) == BUCKETS
     assert buckets[bucket_of(20001)].endswith(f"flowid 5:{0x100 + bucket_of(20001):x}")
     # consecutive source ports (mlfabric's connections) never share a bucket
