@@ -35,7 +35,7 @@ SCHEDULERS = ("fair", "fifo")
 BUCKETS = 64                      # u32 hash tables hold at most 256 buckets; a power of two
 TCP_PORTS_OFFSET = 20             # source port (high 16 bits) of the word at IP offset 20
 ACK_CLASS = "5:2"                 # segments from ports below 16384: the receivers' ACKs
-MIN_BURST_BYTES = 15_000          # Mininet's TCLink default; at least 2 frames below
+BURST_MIN_S = 0.001               # the shortest burst, in time at the link rate
 MAX_MTU_BYTES = 64_000            # veth allows 65535; OVS's userspace datapath carried 64000
 
 
@@ -52,7 +52,9 @@ class Shaping:
 
     @property
     def burst_bytes(self) -> int:
-        return max(MIN_BURST_BYTES, 2 * self.frame_bytes)
+        """One frame, or 1 ms of the link where that is more (HTB's timers): every idle start
+        lets a flow run ahead of the rate by this much, so it is kept as small as works."""
+        return max(self.frame_bytes, int(self.rate_mbps * 1e6 / 8 * BURST_MIN_S))
 
 
 def tc_batch(dev: str, s: Shaping) -> list[str]:

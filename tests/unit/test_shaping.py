@@ -38,9 +38,11 @@ def test_fair_has_one_leaf_per_bucket_and_a_source_port_hash():
     assert buckets[bucket_of(20001)].endswith(f"flowid 5:{0x100 + bucket_of(20001):x}")
     # consecutive source ports (mlfabric's connections) never share a bucket
     assert len({bucket_of(20000 + i) for i in range(BUCKETS)}) == BUCKETS
-    # every burst holds at least two frames, also with the largest MTU
+    # every burst holds one frame (HTB must pass a whole frame), not more, at slow rates
     big = tc_batch("x", Shaping(60.0, 64000, 20, "fair"))
-    assert all(int(b) >= 2 * 64014 for b in re.findall(r"burst (\d+)", " ".join(big)))
+    assert set(re.findall(r"burst (\d+)", " ".join(big))) == {"64014"}
+    # and at least 1 ms of the link at fast ones (HTB's timer resolution)
+    assert Shaping(1000.0, 1500, 20).burst_bytes == 125_000
 
 
 def test_unknown_scheduler_is_refused():
