@@ -190,3 +190,8 @@ def test_auto_mtu_follows_the_slowest_link_and_an_explicit_one_wins():
     fast["emulation"] = {"mtu_bytes": 1500, "link_scheduler": "fifo"}
     e = parse(fast).emulation
     assert (e.mtu_bytes, e.mtu_auto, e.link_scheduler) == (1500, False, "fifo")
+    assert e.window_frames == 0                              # auto: no bound in one FIFO
+    assert parse(with_("emulation", {})).emulation.window_frames == 16   # auto, fair
+    fast["emulation"]["window_frames"] = 2
+    with pytest.raises(ConfigError, match="^emulation.window_frames"):
+        parse(fast)
