@@ -117,7 +117,8 @@ def write_transfers_csv(path: Path, plans, records) -> None:
                                 f"{first - it.start_s:.6f}", f"{last - it.start_s:.6f}"])
 
 
-#: Mininet's TCLink shapes at most this rate (its bwParamMax); above it, no HTB is set up.
+#: The fastest link `run` accepts: the whole emulator carried about 1.3 Gbit/s of host traffic
+#: on 2 cores (fidelity benchmark), so one link faster than this could never be honoured.
 MAX_EMULATED_MBPS = 1000.0
 
 
