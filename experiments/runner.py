@@ -29,6 +29,7 @@ from routing.rules import COOKIE_BASE, cookie_of
 from testbed.installer import flow_bytes_by_cookie, settle_flow_stats
 from testbed.monitor import CpuMonitor
 from testbed.net import EmulatedFabric, EmulationSettings
+from testbed.shaping import BUCKETS, Shaping
 from traffic.collectives import Connection, JobPlan, plan_jobs, with_port_offset
 from traffic.driver import JobRecord, TrafficDriver
 from traffic.goodput import goodput_factor
@@ -168,6 +169,13 @@ def run_experiment(exp: Experiment, out_dir: Path,
         env["queue_packets"] = em.queue_packets
         env["link_scheduler"] = em.link_scheduler
         env["tcp_window_clamp_bytes"] = settings.window_clamp_bytes
+        env["htb"] = {  # the shapers as built (testbed/shaping.py), per link kind
+            kind: {"rate_mbps": rate, "burst_bytes": sh.burst_bytes,
+                   "quantum_bytes": sh.frame_bytes,
+                   "leaf_classes": BUCKETS + 1 if sh.scheduler == "fair" else 1}
+            for kind, rate in (("host_link", exp.fabric.spec.host_link_mbps),
+                               ("spine_link", exp.fabric.spec.spine_link_mbps))
+            for sh in [Shaping(rate, em.mtu_bytes, em.queue_packets, em.link_scheduler)]}
         goodput, source = goodput_factor(emu.datapath, em.mtu_bytes, em.tcp_cc,
                                         em.link_scheduler)
         env["goodput_factor"], env["goodput_factor_source"] = goodput, source

@@ -28,7 +28,10 @@ def test_allreduce_under_ecmp_and_ilp(tmp_path):
     saved = json.loads((tmp_path / "results.json").read_text())
     assert saved["runs"] == json.loads(json.dumps(res["runs"]))
     assert (tmp_path / "config.yaml").exists() and (tmp_path / "environment.json").exists()
-    assert saved["environment"]["tcp_congestion_control"] == "cubic"
+    env = saved["environment"]
+    assert env["tcp_congestion_control"] == "cubic" and env["link_scheduler"] == "fair"
+    assert env["htb"]["host_link"]["burst_bytes"] >= env["mtu_bytes"]
+    assert env["tcp_window_clamp_bytes"] == 16 * env["mtu_bytes"]
     for run in res["runs"]:
         assert run["mode"] == "emulated"
         assert len(run["cct_s"]) == 2
