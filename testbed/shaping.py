@@ -16,8 +16,8 @@ connection index in their low bits too), so flows on one link share a bucket onl
 ports are equal modulo BUCKETS. Segments from ports below 16384 (the agents' listen ports,
 hence every ACK stream, and iperf3's server) go to a class of their own::
 
-    5: htb (default 100) -- 5:1 rate R -+- 5:2   rate R/B ceil R -- pfifo   (ACK streams)
-                                        +- 5:100 rate R/B ceil R -- pfifo (queue_packets)
+    5: htb (default 100) -- 5:1 rate R -+- 5:2   rate R/(B+1) ceil R -- pfifo (ACK streams)
+                                        +- 5:100 rate R/(B+1) ceil R -- pfifo (queue_packets)
                                         +- 5:101 ...
                                         +- 5:1NN   (NN < BUCKETS, hex)
     filters: prio 1  tcp source port < 16384     -> 5:2

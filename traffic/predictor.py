@@ -2,15 +2,17 @@
 
 Pure code (numpy), no root. Between two events every active transfer moves at a constant rate:
 the max-min fair allocation over the directed link capacities (progressive filling, vectorized
-over an active-flows x links incidence given as index arrays). Events are transfer completions
-and iteration starts; every event within `batch_tol_s` of the earliest is processed in the same
-batch, and rates are recomputed once per batch.
+over an active-flows x links incidence given as index arrays). Events are transfer completions,
+iteration starts and, with a `router`, fabric events (failures, repairs); every event within
+`batch_tol_s` of the earliest is processed in the same batch, and rates are recomputed once per
+batch. With a router, routes also change when jobs start or finish (the controller's epochs).
 
 Semantics (exactly those of traffic/collectives.py and the emulated agents):
 
 * a transfer starts when every transfer in its `deps` is complete AND the previous transfer on
   the same connection (list order) is complete; it then carries `size_bytes` over its
-  connection's path (host -> leaf [-> spine -> leaf] -> host, the spine from `spine_of`);
+  connection's path (host -> leaf [-> spine -> leaf] -> host, the spine from `spine_of`, or
+  from the router's latest routes);
 * a job's first iteration starts at `start_s`; an iteration ends when all of its transfers are
   complete (CCT = end - start); the job then computes for `compute_s` and starts the next one.
 
@@ -21,7 +23,8 @@ bytes of active flows); outputs are per-iteration CCTs, per-transfer FCT summari
 max over iterations; every iteration's FCTs only with keep_fcts=True) and per-link utilization
 (time-weighted mean and max, optionally a series in bins of `util_bin_s`).
 
-Entry points: `predict(fabric, plans, spine_of, goodput_factor=1.0) -> Prediction` and
+Entry points: `predict(fabric, plans, spine_of, goodput_factor=1.0, *, router=None,
+util_bin_s=None, keep_fcts=False, batch_tol_s=1e-9) -> Prediction` and
 `ideal(fabric, plans, goodput_factor=1.0) -> Prediction` (the same workload on a non-blocking
 fabric, where only the host links limit). `max_min_rates` is the water-filling kernel.
 """
