@@ -195,3 +195,11 @@ def test_auto_mtu_follows_the_slowest_link_and_an_explicit_one_wins():
     fast["emulation"]["window_frames"] = 2
     with pytest.raises(ConfigError, match="^emulation.window_frames"):
         parse(fast)
+
+
+def test_the_readme_yaml_example_parses():
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = text[text.index("## The experiment YAML"):].split("```yaml\n", 1)[1].split("```")[0]
+    exp = parse(yaml.safe_load(block))
+    assert exp.routing and exp.events and exp.emulation.link_scheduler == "fair"
