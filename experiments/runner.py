@@ -301,7 +301,7 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
         link_flows=[{"link": list(k), "flows": v} for k, v in sorted(loads.items())])
     run["prediction_error"] = run["cct_mean_s"] / run["predicted_cct_mean_s"] - 1
     if controller.events:
-        run["after_events"] = after_events(exp, controller, plans, jobs, goodput)
+        run["after_events"] = after_events(exp, controller, plans, jobs, goodput, counts)
     if capture is not None:
         run["capture"] = {"interface": capture.interface, "path": str(capture.path),
                           "packets": capture.packets, "snap_bytes": capture.snap_bytes,
@@ -319,7 +319,8 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
 
 
 def after_events(exp: Experiment, controller: Controller, plans: list[JobPlan],
-                 jobs: list[dict], goodput: float) -> dict:
+                 jobs: list[dict], goodput: float,
+                 final_counts: dict[str, dict[int, int]]) -> dict:
     """Iterations that started after the last event, against the model of the degraded
     fabric: the optimizer's final paths, or for ECMP the model's hash over what is left."""
     last = max(e["at_s"] + e["links_set_s"] + e["reroute_s"] for e in controller.events)
@@ -328,7 +329,7 @@ def after_events(exp: Experiment, controller: Controller, plans: list[JobPlan],
     if controller.strategy == "ecmp":
         # the spine each flow's bytes went to after the last event (OVS's own hash)
         before = controller.counters_at_last_event
-        after = {s: flow_bytes_by_cookie(s) for s in degraded.spines}
+        after = final_counts   # the spine counters read at the end of the run
         paths = {}
         for c in conns:
             if degraded.leaf_of(c.src) == degraded.leaf_of(c.dst):
