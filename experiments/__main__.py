@@ -12,12 +12,7 @@ import sys
 from pathlib import Path
 
 
-class Terminated(BaseException):
-    """SIGTERM arrived: unwind like Ctrl-C so that every `with`/`finally` tears down."""
-
-
-def _on_sigterm(signum, frame):  # noqa: ARG001 - signal handler signature
-    raise Terminated()
+from testbed.signals import Terminated, raise_terminated
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -112,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     from traffic.predictor import PredictorError
     from .runner import PathMismatchError
 
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGTERM, raise_terminated)
     try:
         return {"run": _cmd_run, "predict": _cmd_predict, "calibrate": _cmd_calibrate,
                 "clean": _cmd_clean}[args.command](args)

@@ -48,8 +48,7 @@ def _iperf(emu, pairs: list[tuple[str, str]], duration_s: float, tcp_cc: str,
         for _, dst in pairs:
             ip = emu.fabric.ip_of(dst)
             cmd = ["iperf3", "-s", "-1", "-B", ip, "-p", str(IPERF_PORT)]
-            srv = emu.host(dst).popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            emu.track_pid(srv.pid, cmd)
+            srv = emu.popen(dst, cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             servers.append(srv)
         time.sleep(0.5)  # iperf3 -s has no readiness signal; clients below also retry
         for i, (src, dst) in enumerate(pairs):
@@ -59,9 +58,7 @@ def _iperf(emu, pairs: list[tuple[str, str]], duration_s: float, tcp_cc: str,
                    emu.fabric.ip_of(src), "--cport", str(IPERF_CLIENT_PORT_BASE + i),
                    "-t", f"{duration_s:g}", "-J", "-C", tcp_cc, "--connect-timeout", "3000",
                    *(["-w", str(window_bytes)] if window_bytes else [])]
-            cli = emu.host(src).popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True)
-            emu.track_pid(cli.pid, cmd)
+            cli = emu.popen(src, cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             clients.append(cli)
         out = []
         for cli in clients:

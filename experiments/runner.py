@@ -310,7 +310,7 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
         f"{run['predicted_cct_mean_s']:.3f} s), efficiency {run['efficiency']:.3f}, "
         f"max flows per link {run['max_link_flows']}, emulator "
         f"{'ok' if fidelity['ok'] else 'SATURATED'} (ovs-vswitchd max "
-        f"{fidelity['vswitchd_max_pct']:.0f}% of a core), "
+        f"{fidelity['vswitchd_max_pct'] or 0:.0f}% of a core), "
         f"{fidelity['tcp_retrans_segments']} TCP segments retransmitted")
     for ev in controller.events:
         log(f"[{name}] {ev['kind']} {'/'.join(ev['target'])} at {ev['at_s']:.2f} s: rules "

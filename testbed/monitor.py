@@ -59,7 +59,8 @@ class CpuMonitor:
                 proc.cpu_percent()
             except psutil.Error:
                 proc = None
-        while not self._stop.wait(self.interval_s):
+        while True:   # the last sample covers the time since the one before: a run
+            stopped = self._stop.wait(self.interval_s)   # shorter than one interval has one
             cores = psutil.cpu_percent(percpu=True)
             vs = 0.0
             if proc is not None:
@@ -68,6 +69,8 @@ class CpuMonitor:
                 except psutil.Error:
                     proc = None
             self.samples.append((time.monotonic(), cores, vs))
+            if stopped:
+                return
 
     def summary(self) -> dict:
         """{"ok", "cpu_max_pct", "cpu_mean_pct", "vswitchd_max_pct", "vswitchd_mean_pct",

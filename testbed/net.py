@@ -10,21 +10,22 @@ Step 2 of a run (config -> **fabric** -> routes -> rules -> traffic -> measure -
                                  userspace datapath needs real checksums)
 
 `EmulatedFabric` is a context manager: whatever happens inside the `with` (an exception,
-Ctrl-C, SIGTERM turned into SystemExit), `__exit__` stops the agents it was told about, the
-Mininet hosts, links and bridges, and deletes the run's registry record.
+Ctrl-C, SIGTERM), `__exit__` stops the agents it was told about, the Mininet hosts, links and
+bridges, and deletes the run's registry record; signals arriving during teardown are held
+until it has finished (testbed/signals.py), then end the process with their usual code.
 """
 from __future__ import annotations
 
 import logging
-import signal
 import subprocess
 import time
 from dataclasses import dataclass
 
 from .fabric import Fabric
 from .ovs import TestbedError, check_send_buffer, ovs_running, pick_datapath, run
-from .registry import EXTERNAL_ID, RunRecord, kept_records, remove_record
+from .registry import EXTERNAL_ID, RunRecord, remove_record, reserve
 from .shaping import Shaping, tc_batch
+from .signals import deferred
 
 log = logging.getLogger(__name__)
 
@@ -97,28 +98,16 @@ class EmulatedFabric:
     def __enter__(self) -> "EmulatedFabric":
         if not ovs_running():
             raise TestbedError("Open vSwitch is not running; run `make setup` (it starts it)")
-        clash = [s for s in self.fabric.leaves + self.fabric.spines
-                 if run(["ovs-vsctl", "br-exists", s], check=False).returncode == 0]
-        if clash:
-            raise TestbedError(f"OVS bridges {clash} already exist; if a crashed mlfabric run "
-                               "left them, `python -m experiments clean` removes them")
-        mine = set(self.fabric.leaves + self.fabric.spines)
-        for other in kept_records():
-            if mine & (set(other.bridges) | {i.split("-eth")[0] for i in other.interfaces}):
-                raise TestbedError(
-                    f"run {other.run_id} " + ("is using this fabric's names now"
-                                              if other.owner_alive() else
-                                              "crashed and left this fabric's names; "
-                                              "`python -m experiments clean` removes them"))
         self.datapath = pick_datapath(self.settings.datapath)
         self.send_buffer_bytes = check_send_buffer() if self.datapath == "user" else None
-        # written before anything exists, so that a crash at any point can be cleaned
-        self.record.claim()
+        # written before anything exists, so that a crash at any point can be cleaned; the
+        # name check and the save are one step under the registry's lock (two runs started
+        # at the same instant: the second one refuses, naming the first)
         self.record.bridges = self.fabric.leaves + self.fabric.spines
         self.record.interfaces = [f"{u}-eth{self.fabric.port(u, v)}"
                                   for u, v in self.fabric.links
                                   if self.fabric.graph.nodes[u]["role"] != "host"]
-        self.record.save()
+        reserve(self.record, set(self.record.bridges))
         try:
             self._build()
         except BaseException:
@@ -127,22 +116,22 @@ class EmulatedFabric:
         return self
 
     def __exit__(self, *exc) -> None:
-        # a second Ctrl-C or SIGTERM must not cut the teardown short: hold them until done
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-        try:
+        # a second Ctrl-C or SIGTERM must not cut the teardown short: held until it is done
+        with deferred():
             net, self.net = self.net, None
-            if net is not None:
-                try:
+            try:
+                if net is not None:
                     net.stop()
-                except Exception as e:  # keep tearing down; what is left goes by the record
-                    log.warning("mininet stop: %s", e)
-            # anything Mininet did not remove (a partial build) goes by the record, which is
-            # kept (for `python -m experiments clean`) if something could not be removed
-            left = remove_record(self.record)["left"]
-            if left:
-                log.warning("teardown left %s; `python -m experiments clean` retries", left)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            except Exception as e:  # keep tearing down; what is left goes by the record
+                log.warning("mininet stop: %s", e)
+            finally:
+                # anything Mininet did not remove (a partial build) goes by the record, which
+                # is kept (for `python -m experiments clean`) if something could not go
+                left = remove_record(self.record)["left"]
+                if left:
+                    left = remove_record(self.record)["left"]   # once more: a step cut short
+                if left:
+                    log.warning("teardown left %s; `python -m experiments clean` retries", left)
 
     # -- build -------------------------------------------------------------------------------
     def _build(self) -> None:
@@ -157,11 +146,14 @@ class EmulatedFabric:
                       autoSetMacs=False, autoStaticArp=False, waitConnected=False)
         self.net = net
         for h in f.hosts:   # Mininet starts each node's shell here: record it at once
-            self.record.add_pid(net.addHost(h, ip=f"{f.ip_of(h)}/16").pid)
+            with deferred():    # (a signal between the start and the record would lose it)
+                self.record.add_pid(net.addHost(h, ip=f"{f.ip_of(h)}/16").pid,
+                                    stop_signal="SIGHUP")
         for sw in f.leaves + f.spines:
-            self.record.add_pid(net.addSwitch(
-                sw, dpid=f.dpid_of(sw), failMode="secure", datapath=self.datapath,
-                protocols=OPENFLOW_PROTOCOLS).pid)
+            with deferred():
+                self.record.add_pid(net.addSwitch(
+                    sw, dpid=f.dpid_of(sw), failMode="secure", datapath=self.datapath,
+                    protocols=OPENFLOW_PROTOCOLS).pid, stop_signal="SIGHUP")
         for h in f.hosts:
             leaf = f.leaf_of(h)
             net.addLink(h, leaf, port1=0, port2=f.port(leaf, h))
@@ -222,7 +214,10 @@ class EmulatedFabric:
             time.sleep(0.2)
         return time.monotonic() - t0
 
-    def track_pid(self, pid: int, cmdline: list[str]) -> None:
-        """Record a process we started inside the fabric (`cmdline`: the command it runs) so
-        that teardown, or `clean` after a crash, ends it."""
-        self.record.add_pid(pid, cmdline)
+    def popen(self, host: str, cmd: list[str], **kwargs) -> subprocess.Popen:
+        """Start `cmd` (an argument list) in `host`'s namespace and record it at once, so that
+        teardown, or `clean` after a crash, ends it; signals wait until it is recorded."""
+        with deferred():
+            proc = self.host(host).popen(cmd, **kwargs)
+            self.record.add_pid(proc.pid, cmd)
+        return proc

@@ -21,8 +21,10 @@ def run(cmd: list[str], timeout_s: float = 30.0, check: bool = True,
         input_text: str | None = None) -> subprocess.CompletedProcess:
     """Run one command (argument list), capture its output, raise TestbedError on failure."""
     try:
+        # in a session of its own: a Ctrl-C at the terminal (sent to the whole foreground
+        # process group) must not kill a teardown step halfway
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
-                              input=input_text)
+                              input=input_text, start_new_session=True)
     except FileNotFoundError as e:
         raise TestbedError(f"{cmd[0]} is not installed; run `make setup` first") from e
     except subprocess.TimeoutExpired as e:

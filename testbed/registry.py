@@ -1,35 +1,56 @@
 """What a run created on this machine, written down before it is created, so that teardown and
 `python -m experiments clean` remove exactly that and nothing else.
 
-One JSON file per live run in STATE_DIR: {"run_id", "owner": {pid, cmdline}, "bridges",
-"interfaces", "pids": [{pid, cmdline}]}. Every OVS bridge a run makes also carries
-external_ids:mlfabric_run=<run_id> once it exists. Processes are ended by the PIDs recorded, and
-only when their command line still matches; `clean` leaves alone any run whose owner (the
-process that made it) is still alive.
+One JSON file per live run in STATE_DIR: {"run_id", "owner": {pid, started, cmdline},
+"bridges", "interfaces", "pids": [{pid, started, cmdline, stop_signal}]}. Every OVS bridge a run
+makes also carries external_ids:mlfabric_run=<run_id> once it exists. A process is identified by
+its PID and its start time (`started`, s since the epoch, fixed at fork: a PID reused by another
+program has another one, and a child read before its exec is still the same process); processes
+are ended by the PIDs recorded, all at once, and only while that identity holds. `clean` leaves
+alone any run whose owner (the process that made it) is still alive. `reserve` checks a new run's
+names against every record and saves its record under one exclusive lock, so that two runs
+started at the same instant cannot both pass the check.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
+import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import psutil
 
-from .ovs import run
+from .ovs import TestbedError, run
 
 STATE_DIR = Path(os.environ.get("MLFABRIC_STATE_DIR", "/run/mlfabric"))
 EXTERNAL_ID = "mlfabric_run"
+#: Two start times closer than this are the same process (the kernel counts in 10 ms ticks).
+SAME_START_S = 0.05
+
+
+class RunClash(TestbedError):
+    """Another run (live, or crashed and not yet cleaned) holds names this run needs."""
+
+
+def identity(pid: int) -> dict | None:
+    """{"pid", "started"} of a live process, or None if there is no such process."""
+    try:
+        return {"pid": pid, "started": psutil.Process(pid).create_time()}
+    except psutil.Error:
+        return None
 
 
 @dataclass
 class RunRecord:
     run_id: str
-    owner: dict = field(default_factory=dict)                  # {"pid", "cmdline"} of the run
+    owner: dict = field(default_factory=dict)         # {"pid", "started", "cmdline"} of the run
     bridges: list[str] = field(default_factory=list)
     interfaces: list[str] = field(default_factory=list)      # root-namespace interface names
-    pids: list[dict] = field(default_factory=list)            # {"pid": int, "cmdline": [..]}
+    pids: list[dict] = field(default_factory=list)    # {"pid", "started", "cmdline", "stop_signal"}
 
     @property
     def path(self) -> Path:
@@ -41,15 +62,13 @@ class RunRecord:
         tmp.write_text(json.dumps(asdict(self), indent=1))
         tmp.replace(self.path)
 
-    def add_pid(self, pid: int, cmdline: list[str] | None = None) -> None:
-        """Record a process we started; `cmdline` is the command it runs (the tail of its
-        command line: a Mininet popen execs it after `mnexec -da PID`), else read now."""
-        if cmdline is None:
-            try:
-                cmdline = psutil.Process(pid).cmdline()
-            except psutil.Error:
-                cmdline = []
-        self.pids.append({"pid": pid, "cmdline": list(cmdline)})
+    def add_pid(self, pid: int, cmdline: list[str] | None = None,
+                stop_signal: str = "SIGTERM") -> None:
+        """Record a process we started, by PID and start time, right after starting it;
+        `cmdline` (what it runs) is kept for reading only. `stop_signal` ends it (SIGHUP for
+        Mininet's node shells: an interactive bash ignores SIGTERM)."""
+        ident = identity(pid) or {"pid": pid, "started": None}
+        self.pids.append({**ident, "cmdline": list(cmdline or []), "stop_signal": stop_signal})
         self.save()
 
     @classmethod
@@ -58,39 +77,91 @@ class RunRecord:
 
     def claim(self) -> None:
         """Mark the calling process as this run's owner."""
-        self.owner = {"pid": os.getpid(), "cmdline": psutil.Process().cmdline()}
+        self.owner = {**identity(os.getpid()), "cmdline": psutil.Process().cmdline()}
 
     def owner_alive(self) -> bool:
-        return bool(self.owner) and _is_process(self.owner["pid"], self.owner["cmdline"])
+        return bool(self.owner) and live_process(self.owner) is not None
+
+    def describe_owner(self) -> str:
+        o = self.owner or {}
+        when = (time.strftime("%H:%M:%S", time.localtime(o["started"]))
+                if o.get("started") else "?")
+        return f"pid {o.get('pid', '?')}, started {when}"
 
 
-def _is_process(pid: int, cmdline: list[str]) -> bool:
-    """Is `pid` still the process whose command line ends with `cmdline`?"""
-    if not cmdline:
-        return False
+def live_process(entry: dict) -> psutil.Process | None:
+    """The process `entry` ({"pid", "started"} or, in older records, {"pid", "cmdline"})
+    names, if it still runs; None if it is gone or its PID now belongs to another program."""
     try:
-        current = psutil.Process(pid).cmdline()
+        proc = psutil.Process(entry["pid"])
+        if entry.get("started") is not None:
+            same = abs(proc.create_time() - entry["started"]) < SAME_START_S
+        else:   # records written before start times were kept: the tail of the command
+            want = entry.get("cmdline") or []
+            same = bool(want) and proc.cmdline()[-len(want):] == want
+        return proc if same and proc.status() != psutil.STATUS_ZOMBIE else None
     except psutil.Error:
-        return False
-    return current[-len(cmdline):] == cmdline
+        return None
 
 
-def end_process(pid: int, cmdline: list[str], grace_s: float = 2.0) -> bool:
-    """SIGTERM then SIGKILL `pid`, only if it is still the process we started: its command line
-    ends with the recorded one (a PID reused by another program is left alone)."""
-    if not _is_process(pid, cmdline):
-        return False   # gone, reused by another program, or never identified: leave it
-    try:
-        proc = psutil.Process(pid)
-        proc.send_signal(signal.SIGTERM)
+def end_processes(entries: list[dict], grace_s: float = 2.0) -> int:
+    """Signal every recorded process that still runs (its `stop_signal`, SIGTERM by default)
+    at once, wait at most `grace_s` for all of them together, then SIGKILL what is left.
+    Returns how many were ended; a PID reused by another program is left alone."""
+    procs = []
+    for e in entries:
+        proc = live_process(e)
+        if proc is None:
+            continue
         try:
-            proc.wait(timeout=grace_s)
-        except psutil.TimeoutExpired:
+            proc.send_signal(getattr(signal, e.get("stop_signal", "SIGTERM")))
+            procs.append(proc)
+        except psutil.Error:
+            pass
+    _, alive = psutil.wait_procs(procs, timeout=grace_s)
+    for proc in alive:
+        try:
             proc.kill()
-            proc.wait(timeout=grace_s)
-        return True
-    except psutil.Error:
-        return False
+        except psutil.Error:
+            pass
+    psutil.wait_procs(alive, timeout=grace_s)
+    return len(procs)
+
+
+@contextmanager
+def registry_lock():
+    """Exclusive across processes (flock on STATE_DIR/.lock; released if the holder dies)."""
+    STATE_DIR.mkdir(parents=True, exist_ok=True)
+    with open(STATE_DIR / ".lock", "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def reserve(record: RunRecord, names: set[str]) -> None:
+    """Save `record`, owned by the calling process, unless another record holds one of
+    `names` (bridge or interface prefixes) or such an OVS bridge exists: then raise RunClash
+    naming the run. Check and save happen under one lock."""
+    with registry_lock():
+        for other in kept_records():
+            theirs = set(other.bridges) | {i.split("-eth")[0] for i in other.interfaces}
+            clash = sorted(names & theirs)
+            if not clash:
+                continue
+            if other.owner_alive():
+                raise RunClash(f"run {other.run_id} ({other.describe_owner()}) is using "
+                               f"{', '.join(clash[:3])}{' ...' if len(clash) > 3 else ''} "
+                               "now; wait until it ends")
+            raise RunClash(f"run {other.run_id} crashed and left {clash[0]}; "
+                           "`python -m experiments clean` removes it")
+        existing = sorted(b for b in (bridge_tags() or {}) if b in names)
+        if existing:
+            raise RunClash(f"OVS bridges {existing[:3]} already exist and no mlfabric run "
+                           "recorded them; remove them (ovs-vsctl del-br) or rename")
+        record.claim()
+        record.save()
 
 
 def bridge_tags() -> dict[str, str | None] | None:
@@ -118,19 +189,21 @@ def remove_record(record: RunRecord) -> dict:
     """Remove what `record` lists: its processes, its bridges (tagged by this run, or untagged:
     a run only names bridges that did not exist when it started), its interfaces. The record
     is deleted only when nothing of it is left; returns counts and what remains."""
-    removed = {"processes": 0, "bridges": 0, "interfaces": 0}
-    for entry in reversed(record.pids):
-        removed["processes"] += end_process(entry["pid"], entry.get("cmdline", []))
+    removed = {"processes": end_processes(record.pids), "bridges": 0, "interfaces": 0}
     tags = bridge_tags()
     if tags is not None:
-        for br in record.bridges:
-            if br in tags and tags[br] in (None, record.run_id):
-                run(["ovs-vsctl", "--timeout=10", "--if-exists", "del-br", br], check=False)
-                removed["bridges"] += 1
-    for intf in record.interfaces:
-        if Path(f"/sys/class/net/{intf}").exists():
-            run(["ip", "link", "del", intf], check=False)
-            removed["interfaces"] += 1
+        mine = [br for br in record.bridges if br in tags and tags[br] in (None, record.run_id)]
+        if mine:   # one ovs-vsctl transaction for all of them
+            cmd = ["ovs-vsctl", "--timeout=20"]
+            for br in mine:
+                cmd += ["--", "--if-exists", "del-br", br]
+            run(cmd, check=False)
+            removed["bridges"] = len(mine)
+    present = [i for i in record.interfaces if Path(f"/sys/class/net/{i}").exists()]
+    if present:   # one `ip` for all of them; -force goes on past a peer already gone
+        run(["ip", "-force", "-batch", "-"], check=False,
+            input_text="".join(f"link del {i}\n" for i in present))
+        removed["interfaces"] = len(present)
     tags = bridge_tags()
     left = ([] if tags is None else [b for b in record.bridges
                                      if b in tags and tags[b] in (None, record.run_id)])
@@ -162,19 +235,19 @@ def clean_all() -> dict:
              "left": []}
     live: set[str] = set()
     recorded: set[str] = set()
-    if STATE_DIR.exists():
-        for path in sorted(STATE_DIR.glob("*.json")):
-            rec = RunRecord.load(path)
-            recorded.add(rec.run_id)
-            if rec.owner_alive():
-                live.add(rec.run_id)
-                total["skipped_live_runs"] += 1
-                continue
-            result = remove_record(rec)
-            for k in ("processes", "bridges", "interfaces"):
-                total[k] += result[k]
-            total["left"] += result["left"]
-            total["runs"] += 1
+    with registry_lock():   # a run that is saving its record now finishes first
+        records = kept_records()
+    for rec in records:
+        recorded.add(rec.run_id)
+        if rec.owner_alive():
+            live.add(rec.run_id)
+            total["skipped_live_runs"] += 1
+            continue
+        result = remove_record(rec)
+        for k in ("processes", "bridges", "interfaces"):
+            total[k] += result[k]
+        total["left"] += result["left"]
+        total["runs"] += 1
     for br, tag in (bridge_tags() or {}).items():
         # re-checked at the moment of deleting: a run may have started since the scan
         if tag is not None and tag not in live and tag not in recorded and not _tag_is_live(tag):

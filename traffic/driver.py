@@ -108,15 +108,14 @@ class TrafficDriver:
             for host, aplan in agent_plans(self.emu.fabric, plan, self.seed, self.tcp_cc,
                                            self.timeout_s,
                                            self.emu.settings.window_clamp_bytes).items():
-                path = self.log_dir / f"plan-{plan.name}-{host}.json"
+                # absolute: the agent runs in the repository's folder, not the caller's
+                path = (self.log_dir / f"plan-{plan.name}-{host}.json").resolve()
                 path.write_text(json.dumps(aplan))
                 err = open(self.log_dir / f"agent-{plan.name}-{host}.log", "wb")
                 cmd = [sys.executable, "-m", "traffic.agent", str(path)]
-                proc = self.emu.host(host).popen(
-                    cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env,
-                    cwd=str(REPO_ROOT))
+                proc = self.emu.popen(host, cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=err, env=env, cwd=str(REPO_ROOT))
                 err.close()
-                self.emu.track_pid(proc.pid, cmd)
                 agent = _AgentProc(plan.name, host, proc)
                 os.set_blocking(proc.stdout.fileno(), False)
                 self.sel.register(proc.stdout, selectors.EVENT_READ, agent)

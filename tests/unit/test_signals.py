@@ -1,0 +1,72 @@
+"""Signals are held during a step that must not be cut, then acted on with their usual code."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from testbed.signals import Terminated, deferred, raise_terminated
+
+
+@pytest.fixture
+def sigterm_raises():
+    old = signal.signal(signal.SIGTERM, raise_terminated)
+    yield
+    signal.signal(signal.SIGTERM, old)
+
+
+def test_a_signal_during_the_block_is_raised_after_it(sigterm_raises):
+    done = []
+    with pytest.raises(Terminated):
+        with deferred() as got:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)
+            done.append("finished")        # not cut short
+            assert got == [signal.SIGTERM]
+    assert done == ["finished"]
+
+
+def test_a_signal_delivered_to_another_thread_is_held_too(sigterm_raises):
+    """The outside pass's cause: pthread_sigmask blocked the main thread only; the kernel gave
+    the signal to a second thread and Python raised it in the main thread anyway."""
+    steps = []
+    stop = threading.Event()
+    worker = threading.Thread(target=stop.wait)
+    worker.start()
+    try:
+        with pytest.raises(Terminated):
+            with deferred():
+                signal.pthread_kill(worker.ident, signal.SIGTERM)
+                for i in range(5):
+                    time.sleep(0.02)
+                    steps.append(i)
+        assert steps == [0, 1, 2, 3, 4]
+    finally:
+        stop.set()
+        worker.join()
+
+
+def test_a_process_interrupted_mid_block_exits_with_the_signals_code():
+    code = textwrap.dedent("""
+        import os, signal, sys, time
+        from testbed.signals import deferred
+        with deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.1)
+            print("teardown finished", flush=True)
+    """)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=root, timeout=30)
+    assert "teardown finished" in out.stdout
+    assert "KeyboardInterrupt" in out.stderr and out.returncode == -signal.SIGINT
+
+
+def test_without_signals_nothing_is_raised():
+    with deferred() as got:
+        pass
+    assert got == []
