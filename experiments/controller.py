@@ -129,7 +129,7 @@ class Controller:
         for leaf, spine in links:
             self._set_link(leaf, spine, up)
         t_event = time.perf_counter()   # the element is now down (or up): the controller reacts
-        decision = self.policy.change_fabric(after)
+        decision = self.policy.change_fabric(after, f"{event.kind} {'/'.join(event.target)}")
         rec = self._epoch(at_s, f"{event.kind} {'/'.join(event.target)}", decision)
         reroute_s = time.perf_counter() - t_event
         moved = rec["flows_moved"]

@@ -18,7 +18,7 @@ def emulated_vs_predicted(results: dict, path: Path) -> None:
         if not pred:
             continue
         ax.scatter(pred, run["cct_s"], label=f"{run['routing']} "
-                   f"(error {run['prediction_error']:+.1%})", s=28)
+                   f"(error {run['prediction_error_fraction']:+.1%})", s=28)
         hi = max(hi, *pred, *run["cct_s"])
     hi *= 1.08
     ax.plot([0, hi], [0, hi], color="grey", lw=1, ls="--", label="y = x")

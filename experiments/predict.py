@@ -21,7 +21,8 @@ from traffic.predictor import Prediction, ideal, predict
 
 from .config import ConfigError, Experiment, run_dir_name, split_routing
 from .routes import ControllerRoutes
-from .results import fairness, job_result, run_result, table, write_json
+from .results import (SCHEMA_VERSION, fairness, job_result, run_result, solve_block, table,
+                      write_json)
 
 
 def write_prediction_csvs(run_dir: Path, plans: list[JobPlan], pred: Prediction) -> None:
@@ -64,12 +65,15 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
     plans = plan_jobs(exp.jobs)
     conns = [c for p in plans for c in p.connections]
     ideal_pred = ideal(exp.fabric, plans)
-    results = {"schema_version": 1, "name": exp.name, "seed": exp.seed,
+    results = {"schema_version": SCHEMA_VERSION, "name": exp.name, "seed": exp.seed,
                "goodput_factor": goodput_factor, "runs": []}
     for name in exp.routing:
         strategy, enforcement = split_routing(name)
         try:
-            rp = route(strategy, exp.fabric, conns, seed=exp.seed)
+            # one plan before the run: ECMP's hash, or the fixed host-enforced plan; the other
+            # strategies are solved at every epoch by the policy
+            rp = (route(strategy, exp.fabric, conns, seed=exp.seed)
+                  if strategy == "ecmp" or enforcement == "host" else None)
             # the controller's policy in model time: epochs as jobs start and finish, events
             routes = ControllerRoutes(strategy, exp.fabric, conns, exp.seed, exp.events,
                                       static=rp.spine_of if enforcement == "host" else None)
@@ -83,13 +87,17 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
         peak = (routes.policy.peak_link_flows if routes.policy.places_flows
                 else max_link_flows(exp.fabric, conns, rp.spine_of))
         run = run_result(name, "predicted", jobs, peak,
-                         rp.stats.as_dict(),
+                         solve_block(rp.stats.as_dict() if rp else {}, routes.policy.solves),
                          fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),
                          predict_wall_s=pred.wall_s)
         write_prediction_csvs(out_dir / run_dir_name(name), plans, pred)
         results["runs"].append(run)
-        log(f"[{name}] solved in {rp.stats.time_s:.3f} s ({rp.stats.status}); predicted in "
-            f"{pred.wall_s:.2f} s")
+        solve = run["solve"]
+        log(f"[{name}] " + (f"solved {solve['count']} epochs in {solve['time_s']:.3f} s "
+                            f"(max {solve['time_s_max']:.3f} s, {solve['status']})"
+                            if solve["scope"] == "epochs" else
+                            f"one plan in {solve['time_s']:.3f} s ({solve['status']})")
+            + f"; predicted in {pred.wall_s:.2f} s")
     write_json(out_dir / "results.json", results)
     log(table(results))
     log(f"results: {out_dir / 'results.json'}")

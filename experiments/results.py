@@ -2,11 +2,15 @@
 
 Pure code; emulated and predicted runs go through the same functions. Units live in key names.
 
-- `cct_s[t]`: iteration t of the slowest job; `ideal_cct_s`: the slowest job's CCT on a
-  non-blocking fabric (only host links limit, at the configured rate, from the flow-level
-  model); `efficiency` = ideal_cct_s / cct_mean_s.
-- `network_efficiency`: the mean over jobs of each job's ideal / mean CCT (each job counts
-  once), and `fairness`: the 2-layered max-min vector (see traffic/metrics.py; our reading).
+- per job: `efficiency` = its ideal CCT (on a non-blocking fabric: only host links limit, at
+  the configured rate, from the flow-level model) / its mean CCT.
+- per run: `cct_s[t]`: iteration t of the slowest job; `ideal_cct_s`: the largest of the jobs'
+  ideal CCTs (no iteration's slowest job can beat it); `efficiency`: the LOWEST per-job
+  efficiency (`efficiency_job` names that job), so that one job's ideal is never divided by
+  another job's time; `network_efficiency`: the mean of the per-job efficiencies (each job
+  counts once); `fairness`: the 2-layered max-min vector (see traffic/metrics.py; our reading).
+- `solve`: what the routing solver did for the run (`solve_block`): per epoch, and their
+  max and sum, for strategies that re-solve at every epoch; the one plan otherwise.
 - per job, algbw and busbw follow nccl-tests: algbw = size / time, busbw = algbw x 2(n-1)/n
   for all-reduce, x (n-1)/n for all-gather, reduce-scatter and all-to-all.
 """
@@ -23,7 +27,7 @@ from pathlib import Path
 
 from traffic.collectives import JobSpec, bus_factor
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2   # 2: run efficiency = lowest per-job efficiency; prediction_error_fraction; solve per epoch
 
 
 def job_result(spec: JobSpec, cct_s: list[float], ideal: float,
@@ -63,12 +67,36 @@ def run_result(routing: str, mode: str, jobs: list[dict], max_link_flows: int,
                solve: dict, **extra) -> dict:
     """Aggregate per-job results into one run (one routing) of the results schema."""
     cct = slowest_per_iteration([j["cct_s"] for j in jobs])
-    mean = statistics.fmean(cct)
-    ideal = max(j["ideal_cct_s"] for j in jobs)
-    return {"routing": routing, "mode": mode, "cct_s": cct, "cct_mean_s": mean,
-            "ideal_cct_s": ideal, "efficiency": ideal / mean,
+    worst = min(jobs, key=lambda j: (j["efficiency"], j["name"]))
+    return {"routing": routing, "mode": mode, "cct_s": cct, "cct_mean_s": statistics.fmean(cct),
+            "ideal_cct_s": max(j["ideal_cct_s"] for j in jobs),
+            "efficiency": worst["efficiency"], "efficiency_job": worst["name"],
             "network_efficiency": statistics.fmean(j["efficiency"] for j in jobs),
             "max_link_flows": max_link_flows, "solve": solve, **extra, "jobs": jobs}
+
+
+def solve_block(one_plan: dict, epoch_solves: list[dict] | None) -> dict:
+    """The run's `solve`. A strategy that places flows re-solves at every epoch (job start or
+    finish, failure, repair): every solve, then their count, sum and max time, the statuses
+    seen, the largest gap and bound, and whether CBC ran in any. ECMP and fixed host-enforced
+    plans: the one plan computed before the run (`one_plan`, a SolveStats dict)."""
+    if not epoch_solves:
+        return {"scope": "one plan", **one_plan}
+    times = [s["time_s"] for s in epoch_solves]
+    statuses = sorted({s["status"] for s in epoch_solves})
+    gaps = [s["gap"] for s in epoch_solves if s.get("gap") is not None]
+    bounds = [s["lower_bound_link_flows"] for s in epoch_solves
+              if s.get("lower_bound_link_flows") is not None]
+    ran = [s["solver_ran"] for s in epoch_solves if s.get("solver_ran") is not None]
+    calls = [s["solver_calls"] for s in epoch_solves if s.get("solver_calls") is not None]
+    return {"scope": "epochs", "count": len(epoch_solves),
+            "time_s": sum(times), "time_s_max": max(times),
+            "status": statuses[0] if len(statuses) == 1 else "mixed: " + ", ".join(statuses),
+            "gap": max(gaps) if gaps else None,
+            "lower_bound_link_flows": max(bounds) if bounds else None,
+            "solver_ran": any(ran) if ran else None,
+            "solver_calls": sum(calls) if calls else None,
+            "epochs": epoch_solves}
 
 
 def _version(pkg: str) -> str | None:
@@ -116,10 +144,11 @@ def table(results: dict) -> str:
                f"{r['max_link_flows']:>15d}{algbw:>11.2f}{busbw:>11.2f}")
         if emulated:
             ok = r.get("fidelity", {}).get("ok", True)
-            row += (f"{r['predicted_cct_mean_s']:>13.3f}{r['prediction_error']:>+9.1%}  "
+            row += (f"{r['predicted_cct_mean_s']:>13.3f}{r['prediction_error_fraction']:>+9.1%}  "
                     f"{'ok' if ok else 'SATURATED: emulator was the bottleneck'}")
         rows.append(row)
-    rows.append("CCT: slowest job per iteration; algbw/busbw: mean over jobs (nccl-tests).")
+    rows.append("CCT: slowest job per iteration; ideal: the largest job's ideal; efficiency: the "
+                "lowest job's ideal / mean CCT; algbw/busbw: mean over jobs (nccl-tests).")
     if emulated:
         rows.append("pred: the flow-level model of the same routing (the controller's epochs and "
                     "events replayed; ECMP: the spines its hash chose) and the goodput factor; "

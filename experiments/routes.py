@@ -61,8 +61,9 @@ class ControllerRoutes:
         return [e.at_s for e in self.events]
 
     def fire(self, k: int, t: float) -> tuple[Fabric, dict[int, str | None]]:
-        after = apply_event(self.policy.fabric, self.events[k])
-        self.policy.change_fabric(after)
+        event = self.events[k]
+        after = apply_event(self.policy.fabric, event)
+        self.policy.change_fabric(after, f"{event.kind} {'/'.join(event.target)}")
         self.phase = k + 1
         if self.policy.strategy == "ecmp":
             self._hashed = self._ecmp()

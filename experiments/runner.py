@@ -39,8 +39,8 @@ from .config import ConfigError, Experiment, run_dir_name, split_routing
 from .controller import Controller
 from .routes import ControllerRoutes
 from .plots import emulated_vs_predicted, timeline
-from .results import (environment, fairness, job_result, run_result, slowest_per_iteration,
-                      table, write_json)
+from .results import (SCHEMA_VERSION, environment, fairness, job_result, run_result,
+                      slowest_per_iteration, solve_block, table, write_json)
 
 
 class PathMismatchError(RuntimeError):
@@ -156,7 +156,7 @@ def run_experiment(exp: Experiment, out_dir: Path,
     slowest_ideal_s = max(j.mean_cct_s for j in ideal_pred.jobs.values())
     timeout_s = em.iteration_timeout_s or 20 * slowest_ideal_s + 30.0
     run_id = f"{os.getpid()}-{int(time.time())}"
-    results = {"schema_version": 1, "name": exp.name, "seed": exp.seed, "runs": []}
+    results = {"schema_version": SCHEMA_VERSION, "name": exp.name, "seed": exp.seed, "runs": []}
     settings = EmulationSettings(datapath=em.datapath, mtu_bytes=em.mtu_bytes,
                                  queue_packets=em.queue_packets, scheduler=em.link_scheduler,
                                  window_frames=em.window_frames)
@@ -265,7 +265,7 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
         j["iteration_end_s"] = [it.end_s - driver.t0 for it in rec.iterations]
         j["predicted_cct_s"] = pred.jobs[p.name].cct_s
         j["predicted_cct_mean_s"] = pred.jobs[p.name].mean_cct_s
-        j["prediction_error"] = j["cct_mean_s"] / j["predicted_cct_mean_s"] - 1
+        j["prediction_error_fraction"] = j["cct_mean_s"] / j["predicted_cct_mean_s"] - 1
         jobs.append(j)
     predicted_cct = slowest_per_iteration([j["predicted_cct_s"] for j in jobs])
     fidelity["tcp_retrans_segments"] = sum(j["tcp_retrans_segments"] for j in jobs)
@@ -276,7 +276,7 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
         # ECMP and fixed plans over the paths the spine counters saw
         (controller.policy.peak_link_flows if controller.policy.places_flows
          else max_link_flows(exp.fabric, conns, observed)),
-        rp.stats.as_dict(),
+        solve_block(rp.stats.as_dict(), controller.policy.solves),
         enforcement=enforcement if strategy != "ecmp" else "switch-hash",
         fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),
         fidelity=fidelity,
@@ -299,7 +299,7 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
                 "spine_bytes": seen.get(c.conn_id, {}).get("bytes")}
                for c in conns],
         link_flows=[{"link": list(k), "flows": v} for k, v in sorted(loads.items())])
-    run["prediction_error"] = run["cct_mean_s"] / run["predicted_cct_mean_s"] - 1
+    run["prediction_error_fraction"] = run["cct_mean_s"] / run["predicted_cct_mean_s"] - 1
     if controller.events:
         run["after_events"] = after_events(exp, controller, plans, jobs, goodput, counts)
     if capture is not None:
@@ -364,5 +364,5 @@ def after_events(exp: Experiment, controller: Controller, plans: list[JobPlan],
             pred_s = pred.jobs[j["name"]].mean_cct_s
             out["jobs"].append({"name": j["name"], "iterations": len(after),
                                 "cct_mean_s": emu_s, "predicted_cct_mean_s": pred_s,
-                                "prediction_error": emu_s / pred_s - 1})
+                                "prediction_error_fraction": emu_s / pred_s - 1})
     return out

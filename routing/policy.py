@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from testbed.fabric import Fabric
 from traffic.collectives import Connection
 
-from .base import RoutingError, max_link_flows
+from .base import RoutingError
 from .epochs import recompute
 
 
@@ -49,6 +49,7 @@ class EpochPolicy:
         self._last: dict[int, str | None] = {}        # finished flows: their last spine
         self._by_id = {c.conn_id: c for c in self.conns}
         self.peak_link_flows = 0                      # busiest link over all epochs so far
+        self.solves: list[dict] = []                  # one per recomputation (results' solve)
         if static is not None:
             self.assignment = dict(static)
             for cid, s in static.items():
@@ -62,7 +63,7 @@ class EpochPolicy:
 
     def start(self, jobs: list[str]) -> Decision:
         self.active.update(jobs)
-        return self._reroute(lost=set())
+        return self._reroute(lost=set(), reason="start " + ",".join(sorted(jobs)))
 
     def finish(self, job: str) -> Decision:
         self.active.discard(job)
@@ -70,9 +71,9 @@ class EpochPolicy:
             for c in self.conns:
                 if c.job == job and c.conn_id in self.assignment:
                     self._last[c.conn_id] = self.assignment.pop(c.conn_id)
-        return self._reroute(lost=set())
+        return self._reroute(lost=set(), reason=f"finish {job}")
 
-    def change_fabric(self, fabric: Fabric) -> Decision:
+    def change_fabric(self, fabric: Fabric, reason: str = "fabric change") -> Decision:
         """The fabric after a failure or repair: flows whose spine died are rerouted
         (a fixed host-enforced plan cannot be: RoutingError)."""
         self.fabric = fabric
@@ -84,7 +85,7 @@ class EpochPolicy:
         if self.places_flows:
             for cid in lost:
                 self.assignment.pop(cid)
-        return self._reroute(lost)
+        return self._reroute(lost, reason)
 
     def usable(self, cid: int, spine: str) -> bool:
         c = self._by_id[cid]
@@ -97,7 +98,7 @@ class EpochPolicy:
             return self.assignment[cid]
         return self._last.get(cid)
 
-    def _reroute(self, lost: set[int]) -> Decision:
+    def _reroute(self, lost: set[int], reason: str) -> Decision:
         if not self.places_flows:
             return Decision(0.0, None)
         active = [c for c in self.conns if c.job in self.active]
@@ -110,6 +111,8 @@ class EpochPolicy:
         moved = sum(1 for c in active if c.conn_id in previous
                     and previous[c.conn_id] != self.assignment[c.conn_id])
         moved += sum(1 for cid in lost if self.assignment.get(cid) is not None)
-        self.peak_link_flows = max(self.peak_link_flows,
-                                   max_link_flows(self.fabric, active, self.assignment))
+        self.peak_link_flows = max(self.peak_link_flows, result.max_link_flows)
+        self.solves.append({"reason": reason, "flows": len(active),
+                            "max_link_flows": result.max_link_flows,
+                            **result.plan.stats.as_dict()})
         return Decision(result.plan.stats.time_s, moved)

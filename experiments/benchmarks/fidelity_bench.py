@@ -61,7 +61,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             cal = calibrate(exp, Path(tmp) / "cal", duration_s=5.0, log=quiet, store=True)
             res = run_experiment(exp, Path(tmp) / "run", log=quiet)
-        errs = {r["routing"]: r["prediction_error"] for r in res["runs"]}
+        errs = {r["routing"]: r["prediction_error_fraction"] for r in res["runs"]}
         ok_cpu = all(r["fidelity"]["ok"] for r in res["runs"])
         vs = max(r["fidelity"]["vswitchd_max_pct"] or 0 for r in res["runs"])
         one = min(cal["one_flow"]["agent_fraction"], cal["one_flow"]["iperf3_fraction"])

@@ -44,7 +44,7 @@ def test_spine_failure_mid_allreduce_keeps_every_byte(tmp_path, routing):
     after = run["after_events"]
     assert after["jobs"], "some iterations must start after the failure"
     for j in after["jobs"]:
-        assert abs(j["prediction_error"]) < 0.5
+        assert abs(j["prediction_error_fraction"]) < 0.5
     if routing == "ilp":
         for p in run["paths"]:
             assert p["final_spine"] != "spine1", p          # rerouted off the failed spine

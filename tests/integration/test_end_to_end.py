@@ -51,7 +51,7 @@ def test_allreduce_under_ecmp_and_ilp(tmp_path):
             assert max(p["spine_bytes"].values()) >= 2 * 150_000
         # the model with the same paths must land near the emulation (tight bounds are the
         # fidelity benchmark's job; this catches unit or path mix-ups)
-        assert abs(run["prediction_error"]) < 0.5
+        assert abs(run["prediction_error_fraction"]) < 0.5
         assert set(run["fidelity"]) >= {"ok", "cpu_max_pct", "saturated_s"}
     assert (tmp_path / "emulated_vs_predicted.png").stat().st_size > 0
     ilp = res["runs"][1]
