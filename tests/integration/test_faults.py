@@ -131,3 +131,30 @@ def test_two_runs_started_at_the_same_instant(runs):
     lines = [l for l in err.splitlines() if l.strip()]
     assert len(lines) == 1 and "is using" in lines[0] and "(pid" in lines[0], err
     assert leftovers() == NOTHING
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_signal_at_a_random_moment_leaves_nothing(runs, seed):
+    """Anywhere from the config check to the end: build, rules, traffic, teardown, plots."""
+    rng = random.Random(seed)
+    r = runs(small_config(["ecmp", "ilp"], iterations=2))
+    time.sleep(rng.uniform(0.0, 8.0))
+    sig = rng.choice([signal.SIGINT, signal.SIGTERM])
+    if r.proc.poll() is None:
+        os.kill(r.proc.pid, sig)
+    code, err, took = r.end(timeout_s=60)
+    assert code in (CODES[sig], 0), err
+    assert took < 15, f"took {took:.1f} s to exit"
+    assert leftovers() == NOTHING, err
+
+
+def test_a_run_from_another_folder_with_a_relative_out(tmp_path):
+    """Outside pass: agents died (`TrafficError: agent ring-b/h4 exited (1)`) when the run was
+    started elsewhere with the project on PYTHONPATH and a relative --out."""
+    (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(small_config(["ilp"], iterations=1)))
+    out = subprocess.run([sys.executable, "-m", "experiments", "run", "cfg.yaml", "--out",
+                          "rel-out"], cwd=tmp_path, capture_output=True, text=True, timeout=180,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "rel-out" / "results.json").exists()
+    assert leftovers() == NOTHING
