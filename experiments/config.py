@@ -1,9 +1,11 @@
 """Step 1 of a run: read and validate the experiment YAML into typed objects.
 
-Pure code. Every problem is a ConfigError whose message names the key and the fix, e.g.
-`jobs[0].hosts: unknown host 'h99' (this fabric has h1..h16)`; the CLI prints it on one line
-and exits 2 before anything is built. `Experiment.resolved()` is the config with every default
-filled in, saved beside the results.
+Pure code. Every problem is a ConfigError whose message is one line that names the key and
+the fix, e.g. `jobs[0].hosts: unknown host 'h99' (this fabric has h1..h16)`; the CLI prints it
+and exits 2 before anything is built or written. Every number has a bound this machine can
+honour (the LIMITS below, tabled in the README); values are quoted by at most a short prefix
+(`quote`). `Experiment.resolved()` is the config with every default filled in, saved beside
+the results as config.yaml, which loads again to the same experiment.
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import dataclasses
 import math
 import random
 import re
+import reprlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +26,7 @@ from testbed.shaping import MAX_MTU_BYTES, SCHEDULERS, auto_mtu_bytes
 
 DEFAULT_WINDOW_FRAMES = 16
 from traffic.collectives import (SOURCE_PORT_SPAN, Collective, JobSpec, WorkloadError,
-                                 plan_jobs)
+                                 ideal_cct_s, plan_jobs)
 
 
 class ConfigError(ValueError):
@@ -34,14 +37,99 @@ TOP_KEYS = {"name", "seed", "fabric", "jobs", "routing", "emulation", "events"}
 EVENT_KINDS = ("fail_spine", "restore_spine", "fail_link", "restore_link")
 FABRIC_KEYS = {"spines", "leaves", "hosts_per_leaf", "host_link_mbps", "spine_link_mbps",
                "failed_spines", "failed_links"}
-EXPLICIT_JOB_KEYS = {"name", "collective", "hosts", "size_bytes", "iterations", "compute_s",
-                     "start_s"}
+EXPLICIT_JOB_KEYS = {"name", "collective", "hosts", "groups", "size_bytes", "iterations",
+                     "compute_s", "start_s"}
 MODEL_JOB_KEYS = {"name", "model", "dp", "placement", "iterations", "compute_s",
                   "start_s", "scale_bytes"}
 EMULATION_KEYS = {"datapath", "tcp_cc", "mtu_bytes", "queue_packets", "link_scheduler",
                   "window_frames", "iteration_timeout_s",
                   "capture"}
 TCP_CCS = ("cubic", "bbr", "reno")
+
+# -- limits (README, "The experiment YAML": every one is tabled there with its reason) -------
+#: A config file larger than this is refused unread: the paper's configs are < 1 kB, a resolved
+#: paper-scale config.yaml (every host listed) ~40 kB, and the largest experiment the limits
+#: allow (22,768 connections, so at most 45,536 hosts in jobs) resolves to well under 1 MB.
+MAX_CONFIG_BYTES = 1_000_000
+#: Mappings and lists nested deeper than this are refused (a config needs 5 levels).
+MAX_DEPTH = 32
+#: The paper's fabric is 64 leaves x 32 spines x 32 hosts; these allow 8x its spines and ~4x
+#: its leaves, and keep the graph at most 2 x (250 x 256 + 62,500) = 253,000 directed links
+#: (built in ~2 s, ~110 MB). Leaves and hosts per leaf stop at 250 because host addresses are
+#: 10.0.<leaf>.<slot> (testbed/fabric.py).
+MAX_SPINES = 256
+MAX_LEAVES = 250
+MAX_HOSTS_PER_LEAF = 250
+MAX_HOSTS = 65_536
+#: Link rates, Mbit/s: 1 kbit/s .. 1 Tbit/s for `predict` (`run` shapes at most 1,000:
+#: experiments/runner.py check_emulable).
+MIN_RATE_MBPS = 0.001
+MAX_RATE_MBPS = 1_000_000.0
+#: One job's collective size: 1 TiB (GPT-3 175B's fp32 gradient is 700 GB).
+MAX_SIZE_BYTES = 2 ** 40
+#: Iterations per job: the predictor takes ~10 us per transfer per iteration.
+MAX_ITERATIONS = 10_000
+#: Any one time in the YAML (start_s, compute_s, at_s, iteration_timeout_s): 1 day. The
+#: iteration timeout also reaches the agents' socket timeouts, which overflow past 24.8 days.
+MAX_SECONDS = 86_400.0
+#: The whole experiment, even on a non-blocking fabric (each job's start_s + iterations x
+#: (ideal CCT + compute_s)): 1 week. Below 2^20 s the model's clock still resolves 1e-9 s.
+MAX_DURATION_S = 7 * 86_400.0
+MAX_SEED = 2 ** 32 - 1
+#: Per-link drop-tail queue (frames): 10,000 x 64,000 B = 640 MB, still a C int for the
+#: window clamp (window_frames <= queue_packets).
+MAX_QUEUE_PACKETS = 10_000
+#: Jobs and events per experiment; every event rebuilds the fabric and re-solves every
+#: routing (up to ~1.5 s per rebuild at the largest fabric).
+MAX_JOBS = 1_000
+MAX_EVENTS = 100
+#: Data-parallel copies of a model job (at most 62,500 hosts / 48 GPUs per copy = 1,302).
+MAX_DP = 1_024
+#: Multiplier of a model's gradient bytes (the result must still be <= MAX_SIZE_BYTES).
+MAX_SCALE_BYTES = 1_000.0
+#: Transfers of one iteration of all jobs together (each ~200 B in memory, ~10 us to predict),
+#: and over all iterations: ~17 min of prediction per routing at most.
+MAX_TRANSFERS = 1_000_000
+MAX_TRANSFER_RUNS = 100_000_000
+#: predict --util-bin-s: at least 1 ms, and at most this many bins x links (12 B each in the
+#: predictor, one CSV row per used link and bin), counted over a duration no prediction of the
+#: config can exceed (`duration_upper_bound_s`).
+MIN_UTIL_BIN_S = 0.001
+MAX_UTIL_CELLS = 20_000_000
+#: run's default iteration timeout: 20 x the slowest ideal CCT + 30 s (experiments/runner.py).
+TIMEOUT_FACTOR, TIMEOUT_SLACK_S = 20.0, 30.0
+
+
+# -- quoting user values -----------------------------------------------------------------------
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 2
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = _REPR.maxfrozenset = 3
+_REPR.maxstring = _REPR.maxlong = _REPR.maxother = 40
+QUOTE_CHARS = 40
+
+
+def quote(v: Any) -> str:
+    """At most QUOTE_CHARS characters of repr(v), computed without expanding big or deeply
+    nested values (reprlib), on one line."""
+    try:
+        s = _REPR.repr(v)
+    except Exception:  # noqa: BLE001 - a value whose repr fails is still quoted by its type
+        s = f"<{type(v).__name__}>"
+    s = s.replace("\n", " ")
+    return s if len(s) <= QUOTE_CHARS else s[:QUOTE_CHARS - 3] + "..."
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_.@-]{1,40}")
+
+
+def _key(k: Any) -> str:
+    """A key as it appears in a message: plain names as they are, anything else quoted."""
+    return k if isinstance(k, str) and _PLAIN_KEY.fullmatch(k) else quote(k)
+
+
+def _one_line(s: str, limit: int = 200) -> str:
+    s = " ".join(str(s).split())
+    return s if len(s) <= limit else s[:limit - 3] + "..."
 
 
 @dataclass
@@ -58,6 +146,15 @@ class EmulationConfig:
                                     # "auto" (default): 16 with the fair scheduler, 0 with fifo
     iteration_timeout_s: float | None = None  # None: 20 x ideal CCT + 30 s
     capture: bool = False           # scapy pcap of one spine port per routing (testbed/capture.py)
+
+    def resolved(self) -> dict:
+        """As the YAML says it: `mtu_bytes: auto` when it was chosen from the link rates (it
+        then resolves to the same number again), window_frames as the number it resolved to."""
+        return {"datapath": self.datapath, "tcp_cc": self.tcp_cc,
+                "mtu_bytes": "auto" if self.mtu_auto else self.mtu_bytes,
+                "queue_packets": self.queue_packets, "link_scheduler": self.link_scheduler,
+                "window_frames": self.window_frames,
+                "iteration_timeout_s": self.iteration_timeout_s, "capture": self.capture}
 
 
 @dataclass(frozen=True)
@@ -85,7 +182,8 @@ class Experiment:
     raw: dict = field(default_factory=dict)
 
     def resolved(self) -> dict:
-        """The config as run: every default filled in, model jobs expanded to their hosts."""
+        """The config as run: every default filled in, model jobs expanded to their rings
+        (`groups`). It loads again (`parse`) to the same experiment and the same resolved()."""
         s = self.fabric.spec
         return {
             "name": self.name, "seed": self.seed,
@@ -95,53 +193,195 @@ class Experiment:
                        "failed_spines": list(s.failed_spines),
                        "failed_links": [list(p) for p in s.failed_links]},
             "jobs": [{"name": j.name, "collective": j.collective.value,
-                      "groups": j.groups, "size_bytes": j.size_bytes,
+                      **({"hosts": list(j.groups[0])} if len(j.groups) == 1
+                         else {"groups": [list(g) for g in j.groups]}),
+                      "size_bytes": j.size_bytes,
                       "iterations": j.iterations, "compute_s": j.compute_s,
                       "start_s": j.start_s} for j in self.jobs],
             "routing": list(self.routing),
-            "emulation": vars(self.emulation).copy(),
+            "emulation": self.emulation.resolved(),
             "events": [e.as_dict() for e in self.events],
         }
+
+
+# -- the YAML itself -------------------------------------------------------------------------
+class _Refused(yaml.MarkedYAMLError):
+    """Valid YAML that a config may not contain (aliases, duplicate or non-string keys)."""
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that refuses anchors and aliases (no alias bombs), keys that are not
+    strings, keys given twice in one mapping, merge keys, and nesting deeper than MAX_DEPTH."""
+
+    _depth = 0
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            raise _Refused(problem="aliases (*name) are not allowed in a config; write the "
+                                   "value out", problem_mark=event.start_mark)
+        if getattr(event, "anchor", None) is not None:
+            raise _Refused(problem="anchors (&name) are not allowed in a config; write the "
+                                   "value out", problem_mark=event.start_mark)
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise _Refused(problem=f"nested more than {MAX_DEPTH} levels deep",
+                               problem_mark=event.start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            first: dict[str, Any] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    raise _Refused(problem="merge keys (<<) are not allowed in a config",
+                                   problem_mark=key_node.start_mark)
+                key = self.construct_object(key_node, deep=True)
+                if not isinstance(key, str):
+                    raise _Refused(problem=f"key {quote(key)} is not a string; keys are names "
+                                           "like spines or at_s",
+                                   problem_mark=key_node.start_mark)
+                if key in first:
+                    raise _Refused(problem=f"key {_key(key)} is given twice in one mapping "
+                                           f"(first on line {first[key].line + 1}); keep one",
+                                   problem_mark=key_node.start_mark)
+                first[key] = key_node.start_mark
+        return super().construct_mapping(node, deep=deep)
+
+
+def _shown(p: Path) -> str:
+    s = str(p)
+    return s if len(s) <= 200 and s.isprintable() else quote(s)
+
+
+def read_yaml(path: str | Path) -> Any:
+    """The document of a config file; ConfigError (one line, `file:line:column: ...` for
+    YAML problems) when it is missing, too big, not YAML, or uses what a config may not."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{_shown(p)}: no such config file")
+    try:
+        with p.open("rb") as f:
+            data = f.read(MAX_CONFIG_BYTES + 1)
+    except OSError as e:
+        raise ConfigError(f"{_shown(p)}: cannot be read ({_one_line(e.strerror or e)})") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{_shown(p)}: larger than {MAX_CONFIG_BYTES:,} bytes; a config is "
+                          "a few kB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{_shown(p)}: not UTF-8 text (byte {e.start})") from None
+    loader = _Loader(text)
+    try:
+        return loader.get_single_data()
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f"{_shown(p)}:{mark.line + 1}:{mark.column + 1}" if mark else _shown(p)
+        what = "" if isinstance(e, _Refused) else "not valid YAML: "
+        ctx = f" ({_one_line(e.context, 80)})" if e.context and not isinstance(e, _Refused) \
+            else ""
+        raise ConfigError(f"{where}: {what}{_one_line(e.problem or e)}{ctx}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{_shown(p)}: not valid YAML ({_one_line(e)})") from None
+    except RecursionError:
+        raise ConfigError(f"{_shown(p)}: nested too deeply") from None
+    except (ValueError, OverflowError) as e:   # e.g. an integer of more than 4,300 digits
+        raise ConfigError(f"{_shown(p)}: a value cannot be read ({_one_line(e, 80)})") from None
+    finally:
+        loader.dispose()
+
+
+def _check_tree(doc: Any) -> None:
+    """Keys anywhere must be strings, nesting at most MAX_DEPTH deep (for documents that did
+    not come through read_yaml). Each container is visited once, so shared ones cost nothing."""
+    stack: list[tuple[Any, str, int]] = [(doc, "", 0)]
+    seen: set[int] = set()
+    while stack:
+        v, where, depth = stack.pop()
+        if not isinstance(v, (dict, list)) or id(v) in seen:
+            continue
+        seen.add(id(v))
+        if depth > MAX_DEPTH:
+            raise ConfigError(f"{where or 'config'}: nested more than {MAX_DEPTH} levels deep")
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if not isinstance(k, str):
+                    raise ConfigError(f"{where or 'config'}: key {quote(k)} is not a string; "
+                                      "keys are names like spines or at_s")
+                stack.append((x, f"{where}.{_key(k)}" if where else _key(k), depth + 1))
+        else:
+            for i, x in enumerate(v):
+                stack.append((x, f"{where}[{i}]", depth + 1))
 
 
 # -- small typed readers ---------------------------------------------------------------------
 def _check_keys(d: Any, allowed: set[str], where: str) -> dict:
     if not isinstance(d, dict):
         raise ConfigError(f"{where}: expected a mapping of keys, got {type(d).__name__}")
-    unknown = sorted(set(d) - allowed)
+    unknown = sorted(k for k in d if k not in allowed)
     if unknown:
-        raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed keys are "
+        raise ConfigError(f"{where}.{_key(unknown[0])}: unknown key; allowed keys are "
                           f"{', '.join(sorted(allowed))}")
     return d
 
 
-def _int(d: dict, key: str, where: str, default: int | None = None, minimum: int = 1) -> int:
+def _section(d: dict, key: str) -> dict:
+    """An optional mapping: absent or null means the defaults; anything else must be one."""
+    v = d.get(key)
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise ConfigError(f"{key}: expected a mapping of keys (or nothing, for the defaults), "
+                          f"got {type(v).__name__} {quote(v)}")
+    return v
+
+
+def _int(d: dict, key: str, where: str, default: int | None = None, minimum: int = 1,
+         maximum: int = 2 ** 31 - 1, why: str = "") -> int:
     if key not in d:
         if default is None:
-            raise ConfigError(f"{where}.{key}: required; give an integer >= {minimum}")
+            raise ConfigError(f"{where}.{key}: required; give an integer from {minimum:,} to "
+                              f"{maximum:,}")
         return default
     v = d[key]
     if isinstance(v, bool) or not isinstance(v, int):
-        raise ConfigError(f"{where}.{key}: expected an integer, got {v!r}")
-    if v < minimum:
-        raise ConfigError(f"{where}.{key}: must be >= {minimum}, got {v}")
+        raise ConfigError(f"{where}.{key}: expected an integer from {minimum:,} to "
+                          f"{maximum:,}, got {quote(v)}")
+    if not minimum <= v <= maximum:
+        raise ConfigError(f"{where}.{key}: must be from {minimum:,} to {maximum:,}"
+                          f"{' (' + why + ')' if why else ''}, got {quote(v)}")
     return v
 
 
 def _num(d: dict, key: str, where: str, default: float | None = None,
-         positive: bool = True) -> float:
+         positive: bool = True, maximum: float = MAX_SECONDS, minimum: float = 0.0,
+         why: str = "") -> float:
+    """A finite number in [minimum, maximum]; with `positive`, also > 0."""
     if key not in d:
         if default is None:
             raise ConfigError(f"{where}.{key}: required; give a number")
         return default
     v = d[key]
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise ConfigError(f"{where}.{key}: expected a finite number, got {v!r}")
-    if positive and not v > 0:
-        raise ConfigError(f"{where}.{key}: must be > 0, got {v}")
-    if not positive and v < 0:
-        raise ConfigError(f"{where}.{key}: must be >= 0, got {v}")
-    return float(v)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ConfigError(f"{where}.{key}: expected a number, got {quote(v)}")
+    try:
+        f = float(v)
+    except OverflowError:
+        f = math.inf
+    if not math.isfinite(f):
+        raise ConfigError(f"{where}.{key}: expected a finite number, got {quote(v)}")
+    if positive and not f > 0:
+        raise ConfigError(f"{where}.{key}: must be > 0, got {quote(v)}")
+    if not positive and f < 0:
+        raise ConfigError(f"{where}.{key}: must be >= 0, got {quote(v)}")
+    if f < minimum or f > maximum:
+        raise ConfigError(f"{where}.{key}: must be from {minimum:g} to {maximum:,g}"
+                          f"{' (' + why + ')' if why else ''}, got {quote(v)}")
+    return f
 
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -151,8 +391,8 @@ def _name(d: dict, key: str, where: str) -> str:
     """A name that becomes part of file names: letters, digits, '.', '_', '-'."""
     v = _str(d, key, where)
     if not NAME_RE.fullmatch(v):
-        raise ConfigError(f"{where}.{key}: {v!r} must be 1-64 letters, digits, '.', '_' or '-'"
-                          " (it names files of the run)")
+        raise ConfigError(f"{where}.{key}: {quote(v)} must be 1-64 letters, digits, '.', '_' "
+                          "or '-', starting with a letter or digit (it names files of the run)")
     return v
 
 
@@ -163,26 +403,58 @@ def _str(d: dict, key: str, where: str, default: str | None = None) -> str:
         return default
     v = d[key]
     if not isinstance(v, str) or not v:
-        raise ConfigError(f"{where}.{key}: expected a non-empty string, got {v!r}")
+        raise ConfigError(f"{where}.{key}: expected a non-empty string, got {quote(v)}")
+    return v
+
+
+def _choice(d: dict, key: str, where: str, choices, default: str | None = None,
+            hint: str = "") -> str:
+    v = _str(d, key, where, default)
+    if v not in choices:
+        raise ConfigError(f"{where}.{key}: unknown {quote(v)}; choose from "
+                          f"{', '.join(choices)}{hint}")
     return v
 
 
 # -- sections --------------------------------------------------------------------------------
+def _name_list(d: dict, key: str, where: str) -> list:
+    v = d.get(key)
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise ConfigError(f"{where}.{key}: expected a list, got {type(v).__name__} {quote(v)}")
+    return v
+
+
 def _fabric(d: Any) -> Fabric:
     d = _check_keys(d, FABRIC_KEYS, "fabric")
-    failed_spines = d.get("failed_spines", []) or []
-    if not isinstance(failed_spines, list) or not all(isinstance(s, str) for s in failed_spines):
-        raise ConfigError("fabric.failed_spines: expected a list of spine names, e.g. [spine3]")
-    failed_links = d.get("failed_links", []) or []
-    if not isinstance(failed_links, list) or not all(
-            isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
-            for p in failed_links):
-        raise ConfigError("fabric.failed_links: expected a list of [leafX, spineY] pairs")
+    spines = _int(d, "spines", "fabric", maximum=MAX_SPINES, why="8x the paper's 32")
+    leaves = _int(d, "leaves", "fabric", maximum=MAX_LEAVES,
+                  why="host addresses are 10.0.<leaf>.<slot>")
+    per_leaf = _int(d, "hosts_per_leaf", "fabric", maximum=MAX_HOSTS_PER_LEAF,
+                    why="host addresses are 10.0.<leaf>.<slot>")
+    if leaves * per_leaf > MAX_HOSTS:
+        raise ConfigError(f"fabric.hosts_per_leaf: {leaves} leaves x {per_leaf} hosts exceed "
+                          f"{MAX_HOSTS:,} hosts")
+    rates = {k: _num(d, k, "fabric", minimum=MIN_RATE_MBPS, maximum=MAX_RATE_MBPS,
+                     why="Mbit/s; `run` shapes at most 1000")
+             for k in ("host_link_mbps", "spine_link_mbps")}
+    spine_names = {f"spine{i}" for i in range(1, spines + 1)}
+    leaf_names = {f"leaf{i}" for i in range(1, leaves + 1)}
+    failed_spines = _name_list(d, "failed_spines", "fabric")
+    for s in failed_spines:
+        if s not in spine_names:
+            raise ConfigError(f"fabric.failed_spines: unknown spine {quote(s)} "
+                              f"(spine1..spine{spines}), e.g. [spine3]")
+    failed_links = _name_list(d, "failed_links", "fabric")
+    for p in failed_links:
+        if (not isinstance(p, list) or len(p) != 2 or p[0] not in leaf_names
+                or p[1] not in spine_names):
+            raise ConfigError(f"fabric.failed_links: {quote(p)} is not a [leafX, spineY] pair "
+                              f"of this fabric (leaf1..leaf{leaves}, spine1..spine{spines})")
     spec = FabricSpec(
-        spines=_int(d, "spines", "fabric"), leaves=_int(d, "leaves", "fabric"),
-        hosts_per_leaf=_int(d, "hosts_per_leaf", "fabric"),
-        host_link_mbps=_num(d, "host_link_mbps", "fabric"),
-        spine_link_mbps=_num(d, "spine_link_mbps", "fabric"),
+        spines=spines, leaves=leaves, hosts_per_leaf=per_leaf,
+        host_link_mbps=rates["host_link_mbps"], spine_link_mbps=rates["spine_link_mbps"],
         failed_spines=tuple(failed_spines),
         failed_links=tuple(tuple(p) for p in failed_links))
     try:
@@ -192,28 +464,41 @@ def _fabric(d: Any) -> Fabric:
 
 
 def _hosts(v: Any, where: str, fabric: Fabric) -> list[str]:
-    if not isinstance(v, list) or not v or not all(isinstance(h, str) for h in v):
-        raise ConfigError(f"{where}: expected a list of host names, e.g. [h1, h5]")
-    known = set(fabric.hosts)
+    if not isinstance(v, list) or not v:
+        raise ConfigError(f"{where}: expected a list of host names, e.g. [h1, h5], "
+                          f"got {quote(v)}")
+    n = len(fabric.hosts)
     for h in v:
-        if h not in known:
-            raise ConfigError(f"{where}: unknown host {h!r} (this fabric has "
-                              f"h1..h{len(fabric.hosts)})")
+        if not isinstance(h, str) or not fabric.graph.has_node(h) \
+                or fabric.graph.nodes[h].get("role") != "host":
+            raise ConfigError(f"{where}: unknown host {quote(h)} (this fabric has h1..h{n})")
     return list(v)
+
+
+def _groups(d: dict, where: str, fabric: Fabric) -> list[list[str]]:
+    """`hosts: [...]` (one group) or `groups: [[...], ...]` (several, e.g. the rings of a
+    model job as resolved() writes them), exactly one of the two."""
+    if ("hosts" in d) == ("groups" in d):
+        raise ConfigError(f"{where}: give either hosts: [h1, h5, ...] or groups: "
+                          "[[h1, h5], [h2, h6], ...]")
+    if "hosts" in d:
+        return [_hosts(d["hosts"], f"{where}.hosts", fabric)]
+    g = d["groups"]
+    if not isinstance(g, list) or not g:
+        raise ConfigError(f"{where}.groups: expected a list of host lists, e.g. "
+                          f"[[h1, h5], [h2, h6]], got {quote(g)}")
+    return [_hosts(x, f"{where}.groups[{i}]", fabric) for i, x in enumerate(g)]
 
 
 def _explicit_job(d: dict, where: str, fabric: Fabric) -> JobSpec:
     _check_keys(d, EXPLICIT_JOB_KEYS, where)
-    coll = _str(d, "collective", where)
-    try:
-        collective = Collective(coll)
-    except ValueError:
-        raise ConfigError(f"{where}.collective: unknown {coll!r}; choose from "
-                          f"{', '.join(c.value for c in Collective)}") from None
-    hosts = _hosts(d.get("hosts"), f"{where}.hosts", fabric)
+    name = _name(d, "name", where)
+    collective = Collective(_choice(d, "collective", where, [c.value for c in Collective]))
+    groups = _groups(d, where, fabric)
     return JobSpec(
-        name=_name(d, "name", where), collective=collective, groups=[hosts],
-        size_bytes=_int(d, "size_bytes", where), iterations=_int(d, "iterations", where, 1),
+        name=name, collective=collective, groups=groups,
+        size_bytes=_int(d, "size_bytes", where, maximum=MAX_SIZE_BYTES, why="1 TiB"),
+        iterations=_int(d, "iterations", where, 1, maximum=MAX_ITERATIONS),
         compute_s=_num(d, "compute_s", where, 0.0, positive=False),
         start_s=_num(d, "start_s", where, 0.0, positive=False))
 
@@ -222,18 +507,25 @@ def _model_job(d: dict, where: str, fabric: Fabric, rng: random.Random,
                used_leaves: set[str]) -> JobSpec:
     _check_keys(d, MODEL_JOB_KEYS, where)
     from traffic import models  # the presets live with the workloads
-    placement = _str(d, "placement", where, "random-tors")
-    if placement != "random-tors":
-        raise ConfigError(f"{where}.placement: only random-tors is supported")
+    name = _name(d, "name", where)
+    model = _choice(d, "model", where, sorted(models.MODELS))
+    _choice(d, "placement", where, ["random-tors"], "random-tors",
+            " (explicit placement: list the rings as groups of a collective job)")
+    dp = _int(d, "dp", where, minimum=2, maximum=MAX_DP)
+    scale = _num(d, "scale_bytes", where, 1.0, maximum=MAX_SCALE_BYTES)
+    ring_bytes = models.MODELS[model].ring_bytes(scale)
+    if ring_bytes > MAX_SIZE_BYTES:
+        raise ConfigError(f"{where}.scale_bytes: {scale:g} gives {ring_bytes:,} bytes per ring, "
+                          f"more than {MAX_SIZE_BYTES:,} (1 TiB)")
     try:
         return models.model_job(
-            name=_name(d, "name", where), model=_str(d, "model", where),
-            dp=_int(d, "dp", where, minimum=2), fabric=fabric, rng=rng,
-            used_leaves=used_leaves, iterations=_int(d, "iterations", where, 1),
+            name=name, model=model, dp=dp, fabric=fabric, rng=rng,
+            used_leaves=used_leaves,
+            iterations=_int(d, "iterations", where, 1, maximum=MAX_ITERATIONS),
             start_s=_num(d, "start_s", where, 0.0, positive=False),
             compute_s=(_num(d, "compute_s", where, positive=False)
                        if "compute_s" in d else None),
-            scale_bytes=_num(d, "scale_bytes", where, 1.0))
+            scale_bytes=scale)
     except WorkloadError as e:
         raise ConfigError(str(e)) from None
 
@@ -241,10 +533,14 @@ def _model_job(d: dict, where: str, fabric: Fabric, rng: random.Random,
 def _jobs(v: Any, fabric: Fabric, seed: int) -> list[JobSpec]:
     if not isinstance(v, list) or not v:
         raise ConfigError("jobs: expected a non-empty list of jobs")
+    if len(v) > MAX_JOBS:
+        raise ConfigError(f"jobs: {len(v):,} jobs; at most {MAX_JOBS:,} (each listens on its "
+                          "own port)")
     rng = random.Random(seed)
     for i, d in enumerate(v):
         if not isinstance(d, dict):
-            raise ConfigError(f"jobs[{i}]: expected a mapping with name, collective, hosts, ...")
+            raise ConfigError(f"jobs[{i}]: expected a mapping with name, collective, hosts, "
+                              f"..., got {type(d).__name__}")
     # explicit jobs first, so that random placement avoids the leaves they already use
     explicit = {i: _explicit_job(d, f"jobs[{i}]", fabric)
                 for i, d in enumerate(v) if "model" not in d}
@@ -252,10 +548,11 @@ def _jobs(v: Any, fabric: Fabric, seed: int) -> list[JobSpec]:
     jobs: list[JobSpec] = [explicit[i] if i in explicit
                            else _model_job(d, f"jobs[{i}]", fabric, rng, used_leaves)
                            for i, d in enumerate(v)]
-    names = [j.name for j in jobs]
-    for n in names:
-        if names.count(n) > 1:
-            raise ConfigError(f"jobs: job name {n!r} appears twice; names must be unique")
+    names: set[str] = set()
+    for j in jobs:
+        if j.name in names:
+            raise ConfigError(f"jobs: job name {j.name!r} appears twice; names must be unique")
+        names.add(j.name)
     seen: dict[str, str] = {}
     for i, j in enumerate(jobs):
         for h in j.hosts:
@@ -264,6 +561,89 @@ def _jobs(v: Any, fabric: Fabric, seed: int) -> list[JobSpec]:
                                   f"{seen[h]!r}); give each rank its own host")
             seen[h] = j.name
     return jobs
+
+
+def _group_counts(collective: Collective, n: int) -> tuple[int, int, int]:
+    """(connections, transfers per iteration, bytes sent per iteration / size_bytes) of one
+    group of n ranks, as traffic/collectives.py plans them."""
+    if collective is Collective.ALLREDUCE:
+        return n, 2 * (n - 1) * n, 2 * (n - 1)
+    if collective in (Collective.ALLGATHER, Collective.REDUCE_SCATTER):
+        return n, (n - 1) * n, n - 1
+    if collective is Collective.ALLTOALL:
+        return n * (n - 1), n * (n - 1), n - 1
+    return n - 1, n - 1, n - 1          # pipeline
+
+
+def _check_size(jobs: list[JobSpec], routing: list[str]) -> None:
+    """Connections and transfers, counted before they are built."""
+    conns = transfers = runs = 0
+    for i, j in enumerate(jobs):
+        c = t = 0
+        for g in j.groups:
+            gc, gt, _ = _group_counts(j.collective, len(g))
+            c, t = c + gc, t + gt
+        conns, transfers, runs = conns + c, transfers + t, runs + t * j.iterations
+        if transfers > MAX_TRANSFERS:
+            raise ConfigError(f"jobs[{i}]: the jobs up to here send {transfers:,} transfers per "
+                              f"iteration; at most {MAX_TRANSFERS:,}: use fewer or smaller "
+                              "groups")
+        if runs > MAX_TRANSFER_RUNS:
+            raise ConfigError(f"jobs[{i}].iterations: the jobs up to here run {runs:,} "
+                              f"transfers in all; at most {MAX_TRANSFER_RUNS:,}: use fewer "
+                              "iterations or smaller groups")
+    if len(routing) * conns > SOURCE_PORT_SPAN // 2:
+        raise ConfigError(f"routing: {len(routing)} routings x {conns} connections exceed "
+                          f"the {SOURCE_PORT_SPAN // 2} source ports runs can use without "
+                          "reusing one another's; list fewer routings or smaller jobs")
+
+
+def ideal_iteration_s(job: JobSpec, fabric: Fabric) -> float:
+    """One iteration of `job` on a non-blocking fabric (traffic/collectives.ideal_cct_s: the
+    predictor's non-blocking model in closed form)."""
+    return ideal_cct_s(job, fabric.spec.host_link_mbps)
+
+
+def iteration_timeout_s(exp_jobs: list[JobSpec], fabric: Fabric,
+                        emulation: EmulationConfig) -> float:
+    """The run's timeout per iteration: given, or 20 x the slowest ideal CCT + 30 s."""
+    if emulation.iteration_timeout_s is not None:
+        return emulation.iteration_timeout_s
+    slowest = max(ideal_iteration_s(j, fabric) for j in exp_jobs)
+    return TIMEOUT_FACTOR * slowest + TIMEOUT_SLACK_S
+
+
+def _check_timing(jobs: list[JobSpec], fabric: Fabric, em: EmulationConfig) -> None:
+    """Bound how long the experiment runs, and what the iteration timeout can be."""
+    ideal = [ideal_iteration_s(j, fabric) for j in jobs]
+    for i, (j, t) in enumerate(zip(jobs, ideal)):
+        end = j.start_s + j.iterations * t + (j.iterations - 1) * j.compute_s
+        if not end <= MAX_DURATION_S:
+            raise ConfigError(
+                f"jobs[{i}]: ends {end:,.0f} s after the start even on a non-blocking fabric; "
+                f"an experiment may take at most {MAX_DURATION_S:,.0f} s (1 week): use fewer "
+                "iterations, fewer bytes, less compute_s or faster links")
+    k = max(range(len(jobs)), key=lambda i: ideal[i])
+    if em.iteration_timeout_s is None:
+        if TIMEOUT_FACTOR * ideal[k] + TIMEOUT_SLACK_S > MAX_SECONDS:
+            raise ConfigError(
+                f"jobs[{k}]: one iteration takes {ideal[k]:,.0f} s even on a non-blocking "
+                f"fabric, so the default iteration timeout (20 x that + 30 s) exceeds "
+                f"{MAX_SECONDS:,.0f} s; use fewer bytes or faster links, or set "
+                "emulation.iteration_timeout_s")
+    elif em.iteration_timeout_s < ideal[k]:
+        raise ConfigError(
+            f"emulation.iteration_timeout_s: {em.iteration_timeout_s:g} s is shorter than one "
+            f"iteration of job {jobs[k].name!r} on a non-blocking fabric ({ideal[k]:.3g} s), "
+            "so every run would time out; give more, or leave it out (20 x ideal + 30 s)")
+
+
+def events_horizon_s(jobs: list[JobSpec], fabric: Fabric, em: EmulationConfig) -> float:
+    """By this time every job has ended, or a run has stopped on its iteration timeout: the
+    sum over jobs of start_s + iterations x (compute_s + the iteration timeout). An event
+    later than this can never fire."""
+    t = iteration_timeout_s(jobs, fabric, em)
+    return sum(j.start_s + j.iterations * (j.compute_s + t) for j in jobs)
 
 
 def run_dir_name(entry: str) -> str:
@@ -279,14 +659,15 @@ def split_routing(entry: str) -> tuple[str, str]:
 
 def _routing(v: Any) -> list[str]:
     if not isinstance(v, list) or not v or not all(isinstance(r, str) for r in v):
-        raise ConfigError(f"routing: expected a list of strategies from {sorted(STRATEGIES)}")
+        raise ConfigError(f"routing: expected a list of strategies from "
+                          f"{', '.join(sorted(STRATEGIES))}, got {quote(v)}")
     for r in v:
         strategy, enforcement = split_routing(r)
         if strategy not in STRATEGIES:
-            raise ConfigError(f"routing: unknown strategy {strategy!r}; choose from "
+            raise ConfigError(f"routing: unknown strategy {quote(strategy)}; choose from "
                               f"{', '.join(sorted(STRATEGIES))} (optionally with @host)")
         if enforcement not in ("switch", "host"):
-            raise ConfigError(f"routing: {r!r}: the suffix must be @host (or nothing)")
+            raise ConfigError(f"routing: {quote(r)}: the suffix must be @host (or nothing)")
         if enforcement == "host" and strategy == "ecmp":
             raise ConfigError("routing: ecmp@host makes no sense: ECMP is the switches' hash")
     if len(set(v)) != len(v):
@@ -327,30 +708,42 @@ def _replay(events: list[Event], fabric: Fabric) -> None:
             raise ConfigError(f"events (at_s {e.at_s:g}, {e.kind}): {err}") from None
 
 
-def _events(v: Any, fabric: Fabric, routing: list[str]) -> list[Event]:
+def _events(v: Any, fabric: Fabric, routing: list[str], jobs: list[JobSpec],
+            em: EmulationConfig) -> list[Event]:
     if v is None:
         return []
     if not isinstance(v, list):
-        raise ConfigError("events: expected a list like [{at_s: 3.0, fail_spine: spine2}]")
+        raise ConfigError("events: expected a list like [{at_s: 3.0, fail_spine: spine2}], "
+                          f"got {type(v).__name__} {quote(v)}")
+    if len(v) > MAX_EVENTS:
+        raise ConfigError(f"events: {len(v):,} events; at most {MAX_EVENTS} (each one rebuilds "
+                          "the fabric and re-solves every routing)")
+    horizon = events_horizon_s(jobs, fabric, em) if v else 0.0
     events = []
     for i, d in enumerate(v):
         where = f"events[{i}]"
         _check_keys(d, {"at_s", *EVENT_KINDS}, where)
         at_s = _num(d, "at_s", where, positive=False)
+        if at_s > horizon:
+            raise ConfigError(
+                f"{where}.at_s: {at_s:g} s is after every job has ended or timed out (by "
+                f"{horizon:,.1f} s: start_s + iterations x (compute_s + the iteration timeout), "
+                "summed over jobs), so it could never fire; schedule it earlier")
         kinds = [k for k in EVENT_KINDS if k in d]
         if len(kinds) != 1:
             raise ConfigError(f"{where}: give exactly one of {', '.join(EVENT_KINDS)}")
         kind = kinds[0]
         t = d[kind]
         if kind.endswith("_spine"):
-            if t not in fabric.spines:
-                raise ConfigError(f"{where}.{kind}: unknown spine {t!r} "
+            if not isinstance(t, str) or t not in fabric.spines:
+                raise ConfigError(f"{where}.{kind}: unknown spine {quote(t)} "
                                   f"(spine1..spine{len(fabric.spines)})")
             target: tuple[str, ...] = (t,)
         else:
             if (not isinstance(t, list) or len(t) != 2 or t[0] not in fabric.leaves
                     or t[1] not in fabric.spines):
-                raise ConfigError(f"{where}.{kind}: expected [leafX, spineY] of this fabric")
+                raise ConfigError(f"{where}.{kind}: expected [leafX, spineY] of this fabric, "
+                                  f"got {quote(t)}")
             target = (t[0], t[1])
         events.append(Event(at_s, kind, target))
     _replay(sorted(events, key=lambda e: e.at_s), fabric)
@@ -360,79 +753,147 @@ def _events(v: Any, fabric: Fabric, routing: list[str]) -> list[Event]:
     return sorted(events, key=lambda e: e.at_s)
 
 
-def _emulation(d: Any, fabric: Fabric) -> EmulationConfig:
-    d = _check_keys(d or {}, EMULATION_KEYS, "emulation")
+def _emulation(d: dict, fabric: Fabric) -> EmulationConfig:
+    d = _check_keys(d, EMULATION_KEYS, "emulation")
     e = EmulationConfig()
-    e.datapath = _str(d, "datapath", "emulation", e.datapath)
-    if e.datapath not in ("auto", "kernel", "user"):
-        raise ConfigError("emulation.datapath: choose auto, kernel or user")
-    e.tcp_cc = _str(d, "tcp_cc", "emulation", e.tcp_cc)
-    if e.tcp_cc not in TCP_CCS:
-        raise ConfigError(f"emulation.tcp_cc: choose from {', '.join(TCP_CCS)} "
-                          "(dctcp is not in this kernel)")
+    e.datapath = _choice(d, "datapath", "emulation", ("auto", "kernel", "user"), e.datapath)
+    e.tcp_cc = _choice(d, "tcp_cc", "emulation", TCP_CCS, e.tcp_cc,
+                       " (dctcp is not in this kernel)")
     slowest = min(fabric.spec.host_link_mbps, fabric.spec.spine_link_mbps)
     if d.get("mtu_bytes", "auto") == "auto":
         e.mtu_bytes, e.mtu_auto = auto_mtu_bytes(slowest), True
     else:
-        e.mtu_bytes = _int(d, "mtu_bytes", "emulation", e.mtu_bytes, minimum=576)
+        e.mtu_bytes = _int(d, "mtu_bytes", "emulation", e.mtu_bytes, minimum=576,
+                           maximum=MAX_MTU_BYTES, why="or auto")
         e.mtu_auto = False
-        if e.mtu_bytes > MAX_MTU_BYTES:
-            raise ConfigError(f"emulation.mtu_bytes: at most {MAX_MTU_BYTES}, or auto")
-    e.queue_packets = _int(d, "queue_packets", "emulation", e.queue_packets, minimum=2)
-    e.link_scheduler = _str(d, "link_scheduler", "emulation", e.link_scheduler)
-    if e.link_scheduler not in SCHEDULERS:
-        raise ConfigError(f"emulation.link_scheduler: choose {' or '.join(SCHEDULERS)}")
+    e.queue_packets = _int(d, "queue_packets", "emulation", e.queue_packets, minimum=2,
+                           maximum=MAX_QUEUE_PACKETS)
+    e.link_scheduler = _choice(d, "link_scheduler", "emulation", SCHEDULERS, e.link_scheduler)
     if d.get("window_frames", "auto") == "auto":
         # bounded under fair queuing; in one FIFO the ACKs wait behind up to a window of
         # data, and a bounded window then starves its own flow (ILP +7.5% at 5 Mbit/s)
         bound = min(DEFAULT_WINDOW_FRAMES, e.queue_packets)
         e.window_frames = bound if e.link_scheduler == "fair" and bound >= 4 else 0
     else:
-        e.window_frames = _int(d, "window_frames", "emulation", 0, minimum=0)
+        e.window_frames = _int(d, "window_frames", "emulation", 0, minimum=0,
+                               maximum=MAX_QUEUE_PACKETS)
     if 0 < e.window_frames < 4 or e.window_frames > e.queue_packets:
         raise ConfigError(f"emulation.window_frames: auto, 0 (no bound) or 4..queue_packets "
                           f"({e.queue_packets}), so that a window fits its queue")
     if "capture" in d:
         if not isinstance(d["capture"], bool):
-            raise ConfigError(f"emulation.capture: expected true or false, got {d['capture']!r}")
+            raise ConfigError(f"emulation.capture: expected true or false, got "
+                              f"{quote(d['capture'])}")
         e.capture = d["capture"]
-    if "iteration_timeout_s" in d:
+    if d.get("iteration_timeout_s") is not None:
         e.iteration_timeout_s = _num(d, "iteration_timeout_s", "emulation")
     return e
 
 
 def parse(doc: Any) -> Experiment:
-    """Validate a parsed YAML document; raises ConfigError."""
+    """Validate a parsed YAML document; raises ConfigError. Nothing is built but the fabric
+    model (a graph) and the jobs' plans, both bounded by the limits checked before them."""
+    _check_tree(doc)
     d = _check_keys(doc, TOP_KEYS, "config")
     name = _name(d, "name", "config")
-    seed = _int(d, "seed", "config", 1, minimum=0)
+    seed = _int(d, "seed", "config", 1, minimum=0, maximum=MAX_SEED)
     if "fabric" not in d:
         raise ConfigError("fabric: required (spines, leaves, hosts_per_leaf, ...)")
     fabric = _fabric(d["fabric"])
+    routing = _routing(d.get("routing"))
     jobs = _jobs(d.get("jobs"), fabric, seed)
+    _check_size(jobs, routing)
     try:
-        n_conns = sum(len(p.connections) for p in plan_jobs(jobs))  # rings, bytes, 5-tuples
+        plan_jobs(jobs)  # rings, bytes, unique 5-tuples
     except WorkloadError as e:
         raise ConfigError(str(e)) from None
-    routing = _routing(d.get("routing"))
-    if len(routing) * n_conns > SOURCE_PORT_SPAN // 2:
-        raise ConfigError(f"routing: {len(routing)} routings x {n_conns} connections exceed "
-                          f"the {SOURCE_PORT_SPAN // 2} source ports runs can use without "
-                          "reusing one another's; list fewer routings or smaller jobs")
-    events = _events(d.get("events"), fabric, routing)
-    return Experiment(name, seed, fabric, jobs, routing, _emulation(d.get("emulation"), fabric),
-                      events, d)
+    emulation = _emulation(_section(d, "emulation"), fabric)
+    _check_timing(jobs, fabric, emulation)
+    events = _events(d.get("events"), fabric, routing, jobs, emulation)
+    return Experiment(name, seed, fabric, jobs, routing, emulation, events, d)
 
 
 def load(path: str | Path) -> Experiment:
     """Read and validate an experiment YAML file; raises ConfigError."""
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{p}: no such config file")
-    try:
-        doc = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{p}: not valid YAML ({str(e).splitlines()[0]})") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{p}: cannot be read ({e})") from None
-    return parse(doc)
+    return parse(read_yaml(path))
+
+
+# -- bounds the CLI checks -------------------------------------------------------------------
+def _longest_chain_bytes(plan) -> int:
+    """The heaviest path of one iteration's transfer DAG, in bytes: a transfer waits for its
+    deps and for the previous transfer on its connection (traffic/predictor.py)."""
+    ts = plan.transfers
+    pos = {t.tid: i for i, t in enumerate(ts)}
+    preds: list[set[int]] = [set() for _ in ts]
+    last: dict[int, int] = {}
+    for i, t in enumerate(ts):
+        preds[i].update(pos[d] for d in t.deps)
+        if t.conn_id in last:
+            preds[i].add(last[t.conn_id])
+        last[t.conn_id] = i
+    succ: list[list[int]] = [[] for _ in ts]
+    indeg = [len(p) for p in preds]
+    for i, p in enumerate(preds):
+        for j in p:
+            succ[j].append(i)
+    finish = [0] * len(ts)
+    ready = [i for i, n in enumerate(indeg) if n == 0]
+    while ready:
+        i = ready.pop()
+        finish[i] += ts[i].size_bytes
+        for k in succ[i]:
+            finish[k] = max(finish[k], finish[i])
+            indeg[k] -= 1
+            if indeg[k] == 0:
+                ready.append(k)
+    return max(finish, default=0)
+
+
+def duration_upper_bound_s(exp: Experiment, goodput_factor: float = 1.0) -> float:
+    """No prediction of `exp` lasts longer than this, whatever the routing and the events.
+
+    Max-min: every active flow has a saturated bottleneck link on which no flow is faster,
+    so it moves at least that link's capacity / the flows on it. At most one transfer per
+    connection is active, so a flow moves at least r = the smallest of host rate / the most
+    connections leaving or entering one host, and spine-link rate / the most connections
+    leaving or entering one leaf for another (any routing, any failures). An iteration then
+    lasts at most its heaviest chain of dependent transfers at r, and a job ends by start_s +
+    iterations x (that + compute_s)."""
+    f = exp.fabric
+    plans = plan_jobs(exp.jobs)
+    per_host: dict[tuple[str, str], int] = {}
+    per_leaf: dict[tuple[str, str], int] = {}
+    for p in plans:
+        for c in p.connections:
+            for k in (("out", c.src), ("in", c.dst)):
+                per_host[k] = per_host.get(k, 0) + 1
+            a, b = f.leaf_of(c.src), f.leaf_of(c.dst)
+            if a != b:
+                for k in (("out", a), ("in", b)):
+                    per_leaf[k] = per_leaf.get(k, 0) + 1
+    rate = f.spec.host_link_mbps / max(per_host.values(), default=1)
+    if per_leaf:
+        rate = min(rate, f.spec.spine_link_mbps / max(per_leaf.values()))
+    bps = rate * 1e6 * goodput_factor
+    return max(p.spec.start_s + p.spec.iterations
+               * (_longest_chain_bytes(p) * 8 / bps + p.spec.compute_s) for p in plans)
+
+
+def check_util_bin_s(exp: Experiment, util_bin_s: float | None,
+                     goodput_factor: float = 1.0) -> None:
+    """`predict --util-bin-s`: at least MIN_UTIL_BIN_S, and at most MAX_UTIL_CELLS bins x
+    links over `duration_upper_bound_s`; raises ConfigError naming --util-bin-s."""
+    if util_bin_s is None:
+        return
+    if not math.isfinite(util_bin_s) or not MIN_UTIL_BIN_S <= util_bin_s <= MAX_DURATION_S:
+        raise ConfigError(f"--util-bin-s: must be from {MIN_UTIL_BIN_S:g} to "
+                          f"{MAX_DURATION_S:,.0f} s, got {quote(util_bin_s)}")
+    links = len(exp.fabric.links)
+    bound = duration_upper_bound_s(exp, goodput_factor)
+    cells = math.ceil(bound / util_bin_s) * links
+    if cells > MAX_UTIL_CELLS:
+        least = bound * links / MAX_UTIL_CELLS
+        raise ConfigError(f"--util-bin-s: {util_bin_s:g} s gives up to "
+                          f"{math.ceil(bound / util_bin_s):,} bins x {links:,} links (this "
+                          f"config can last up to {bound:,.0f} s); at most "
+                          f"{MAX_UTIL_CELLS:,} cells: give at least {least:.3g} s")

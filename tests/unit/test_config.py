@@ -39,9 +39,11 @@ def test_quickstart_parses_and_resolves_defaults():
     exp = load(QUICKSTART)
     assert exp.routing == ["ecmp", "ilp"]
     assert len(exp.jobs) == 4 and all(len(j.hosts) == 4 for j in exp.jobs)
+    assert exp.emulation.mtu_bytes == 9000 and exp.emulation.mtu_auto
     r = exp.resolved()
-    assert r["emulation"]["tcp_cc"] == "cubic" and r["emulation"]["mtu_bytes"] == 9000
-    assert r["emulation"]["mtu_auto"] and r["emulation"]["link_scheduler"] == "fair"
+    assert r["emulation"]["tcp_cc"] == "cubic" and r["emulation"]["mtu_bytes"] == "auto"
+    assert "mtu_auto" not in r["emulation"] and r["emulation"]["link_scheduler"] == "fair"
+    assert r["emulation"]["window_frames"] == 16
     assert r["jobs"][0]["compute_s"] == 0.0
 
 
