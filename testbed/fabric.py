@@ -1,21 +1,38 @@
-"""The leaf-spine fabric model: one networkx graph that routing, prediction and emulation share.
+"""The fabric model: one networkx graph that routing, prediction and emulation share.
 
-Pure data: no mininet, no root. A two-layer Clos with S spines, L leaves and H hosts per leaf::
+Pure data: no mininet, no root. Three kinds (`FabricSpec.topology`):
+
+`leaf-spine`, a two-tier Clos of S spines, L leaves and H hosts per leaf::
 
         spine1    spine2   ...   spineS          every leaf has one uplink to every spine
           |  \\    /  |            |             (spine_link_mbps, each direction)
-          |   \\  /   |            |
         leaf1     leaf2    ...   leafL
         / | \\     / | \\          / | \\         H hosts per leaf (host_link_mbps)
       h1 .. hH  hH+1 .. h2H     .. hL*H
 
-Hosts are numbered leaf by leaf: with 4 hosts per leaf, h1..h4 sit on leaf1, h5..h8 on leaf2.
-Every link is two directed edges, each with its own capacity; a failed spine or a failed
-leaf-spine link is simply absent from the "live" view used for routing.
+`clos3`, pods of leaves and aggregation switches under a core layer in planes::
 
-Port numbers (the OpenFlow port each edge leaves by) are part of the model, so that rules can be
-written from it: on a leaf, port i (1..H) goes to its i-th host and port H+s to spine s; on a
-spine, port l goes to leaf l.
+      core1 .. coreC   core(C+1) .. core2C   ...      plane i: cores_per_plane (C) cores
+         |  \\  plane 1      |  plane 2                aggregation switch i of EVERY pod
+       agg1  agg2 ..      aggA+1  aggA+2 ..           connects to every core of plane i
+       |  \\/  |  pod 1     |  \\/  |   pod 2          (agg_core_mbps); in a pod every leaf
+     leaf1  leaf2 ..     leafP+1 ..                   connects to every agg (leaf_agg_mbps)
+     / | \\                                            H hosts per leaf (host_link_mbps)
+    h1 .. hH
+
+`fat-tree`: the k-ary fat-tree of Al-Fares et al. (SIGCOMM 2008), a clos3 with k pods of k/2
+leaves (edge switches) and k/2 aggregation switches, (k/2)^2 cores in k/2 planes of k/2, and
+k/2 hosts per leaf: k^3/4 hosts, every link at one rate.
+
+Names are leaf-major: hosts h1..hN leaf by leaf, leaves leaf1..leafL pod by pod, agg1.. pod by
+pod, core1.. plane by plane (leaf-spine: spine1..spineS). Every link is two directed edges with
+their own capacity; a failed switch or link stays in the graph with `live` False, and routing
+uses only the live, shortest up-down (valley-free) paths between two leaves (`switch_paths`).
+
+Ports (the OpenFlow port each edge leaves by) are part of the model, so that rules can be
+written from it: a leaf's port i (1..H) goes to its i-th host and H+j to its j-th uplink (spine
+j, or its pod's agg j); a spine's port l goes to leaf l; an agg's port i goes to its pod's leaf
+i and P+j to core j of its plane (P leaves per pod); a core's port p goes to pod p's agg.
 """
 from __future__ import annotations
 
@@ -24,6 +41,11 @@ from functools import cached_property
 
 import networkx as nx
 
+TOPOLOGIES = ("leaf-spine", "fat-tree", "clos3")
+#: DPID prefix (first byte) per role: never derived from a name (Mininet would take the first
+#: number in it, so leaf1 and spine1 would collide).
+DPID_PREFIX = {"leaf": 1, "spine": 2, "agg": 3, "core": 4}
+
 
 class FabricError(ValueError):
     """A fabric description that cannot be built or routed."""
@@ -31,22 +53,85 @@ class FabricError(ValueError):
 
 @dataclass(frozen=True)
 class FabricSpec:
-    """What the experiment YAML says about the fabric (rates in Mbit/s)."""
+    """What the experiment YAML says about the fabric (rates in Mbit/s).
 
-    spines: int
-    leaves: int
-    hosts_per_leaf: int
-    host_link_mbps: float
-    spine_link_mbps: float
+    The first five fields are leaf-spine's (and keep their positions); `topology` selects
+    the kind. clos3 and fat-tree use pods, leaves_per_pod, aggs_per_pod, cores_per_plane,
+    hosts_per_leaf, host_link_mbps, leaf_agg_mbps and agg_core_mbps (`k` records a
+    fat-tree's parameter). Failures: failed_switches (any switch but a leaf; leaf-spine also
+    takes failed_spines) and failed_links (pairs of adjacent switches)."""
+
+    spines: int = 0
+    leaves: int = 0
+    hosts_per_leaf: int = 0
+    host_link_mbps: float = 0.0
+    spine_link_mbps: float = 0.0
     failed_spines: tuple[str, ...] = ()
-    failed_links: tuple[tuple[str, str], ...] = ()  # (leafX, spineY) pairs, both directions
+    failed_links: tuple[tuple[str, str], ...] = ()  # adjacent switches, both directions
+    topology: str = "leaf-spine"
+    pods: int = 0
+    leaves_per_pod: int = 0
+    aggs_per_pod: int = 0
+    cores_per_plane: int = 0
+    leaf_agg_mbps: float = 0.0
+    agg_core_mbps: float = 0.0
+    k: int = 0
+    failed_switches: tuple[str, ...] = ()
+
+    @property
+    def tiers(self) -> int:
+        return 2 if self.topology == "leaf-spine" else 3
+
+    @property
+    def n_leaves(self) -> int:
+        return self.leaves if self.tiers == 2 else self.pods * self.leaves_per_pod
+
+    @property
+    def n_hosts(self) -> int:
+        return self.n_leaves * self.hosts_per_leaf
+
+    @property
+    def failed(self) -> tuple[str, ...]:
+        """Every failed switch (leaf-spine's failed_spines included), sorted, no repeats."""
+        return tuple(sorted(set(self.failed_spines) | set(self.failed_switches)))
+
+    def rates_mbps(self) -> dict[str, float]:
+        """Link rate per tier: host, and leaf-spine's spine or clos3's leaf-agg and agg-core."""
+        if self.tiers == 2:
+            return {"host": self.host_link_mbps, "spine": self.spine_link_mbps}
+        return {"host": self.host_link_mbps, "leaf_agg": self.leaf_agg_mbps,
+                "agg_core": self.agg_core_mbps}
+
+    def with_failures(self, switches: tuple[str, ...],
+                      links: tuple[tuple[str, str], ...]) -> "FabricSpec":
+        """The same fabric with exactly these failed switches and links."""
+        import dataclasses
+        if self.tiers == 2:   # leaf-spine keeps its own key for spines
+            return dataclasses.replace(self, failed_spines=tuple(sorted(switches)),
+                                       failed_switches=(), failed_links=tuple(sorted(links)))
+        return dataclasses.replace(self, failed_switches=tuple(sorted(switches)),
+                                   failed_links=tuple(sorted(links)))
+
+
+def fat_tree_spec(k: int, host_link_mbps: float, fabric_link_mbps: float,
+                  **failures) -> FabricSpec:
+    """The k-ary fat-tree as a clos3 (k even): k pods, k/2 leaves and aggs per pod, k/2 planes
+    of k/2 cores, k/2 hosts per leaf, one rate for every switch-to-switch link."""
+    if k < 2 or k % 2:
+        raise FabricError(f"fabric.k: a fat-tree needs an even k >= 2, got {k}")
+    h = k // 2
+    return FabricSpec(hosts_per_leaf=h, host_link_mbps=host_link_mbps, topology="fat-tree",
+                      pods=k, leaves_per_pod=h, aggs_per_pod=h, cores_per_plane=h,
+                      leaf_agg_mbps=fabric_link_mbps, agg_core_mbps=fabric_link_mbps, k=k,
+                      **failures)
 
 
 @dataclass(frozen=True)
 class Fabric:
-    """A built leaf-spine fabric; `graph` is a networkx.DiGraph with one edge per direction.
+    """A built fabric; `graph` is a networkx.DiGraph with one edge per direction.
 
-    Node attributes: role ('host'|'leaf'|'spine'), index (1-based), and for hosts leaf, ip.
+    Node attributes: role ('host'|'leaf'|'spine'|'agg'|'core'), index (1-based within the
+    role), pod (clos3: leaves, aggs, hosts), plane (aggs, cores), and for hosts leaf, slot, ip.
     Edge attributes: capacity_mbps, port (egress OpenFlow port on the edge's source switch, or
     0 for a host's own NIC), live (False when the element is failed).
     """
@@ -55,25 +140,60 @@ class Fabric:
     graph: nx.DiGraph = field(compare=False, repr=False)
 
     # -- names -----------------------------------------------------------------------------
+    def _role(self, role: str) -> list[str]:
+        return [n for n, d in self.graph.nodes(data=True) if d["role"] == role]
+
     @cached_property
     def hosts(self) -> list[str]:
-        return [f"h{i}" for i in range(1, self.spec.leaves * self.spec.hosts_per_leaf + 1)]
+        return [f"h{i}" for i in range(1, self.spec.n_hosts + 1)]
 
     @cached_property
     def leaves(self) -> list[str]:
-        return [f"leaf{i}" for i in range(1, self.spec.leaves + 1)]
+        return [f"leaf{i}" for i in range(1, self.spec.n_leaves + 1)]
 
     @cached_property
     def spines(self) -> list[str]:
-        return [f"spine{i}" for i in range(1, self.spec.spines + 1)]
+        """Leaf-spine's spines (empty in a three-tier fabric)."""
+        return [f"spine{i}" for i in range(1, self.spec.spines + 1)] if self.tiers == 2 else []
+
+    @cached_property
+    def aggs(self) -> list[str]:
+        return self._role("agg")
+
+    @cached_property
+    def cores(self) -> list[str]:
+        return self._role("core")
+
+    @cached_property
+    def switches(self) -> list[str]:
+        """Every switch, tier by tier from the leaves up."""
+        return self.leaves + self.aggs + self.cores + self.spines
+
+    @property
+    def tiers(self) -> int:
+        return self.spec.tiers
+
+    @property
+    def kind(self) -> str:
+        return self.spec.topology
 
     @cached_property
     def live_spines(self) -> list[str]:
-        failed = set(self.spec.failed_spines)
+        failed = set(self.spec.failed)
         return [s for s in self.spines if s not in failed]
+
+    def role(self, node: str) -> str:
+        return self.graph.nodes[node]["role"]
+
+    def is_switch(self, node: str) -> bool:
+        return node in self.graph and self.role(node) != "host"
 
     def leaf_of(self, host: str) -> str:
         return self.graph.nodes[host]["leaf"]
+
+    def pod_of(self, node: str) -> int | None:
+        """The pod of a host, leaf or agg (None in leaf-spine and for cores)."""
+        return self.graph.nodes[node].get("pod")
 
     def ip_of(self, host: str) -> str:
         return self.graph.nodes[host]["ip"]
@@ -82,28 +202,76 @@ class Fabric:
         return self.graph.nodes[node]["index"]
 
     def dpid_of(self, switch: str) -> str:
-        """16-hex-digit datapath id: leaves 0x01LL.., spines 0x02SS.. (never derived from names)."""
-        role = self.graph.nodes[switch]["role"]
-        prefix = {"leaf": 1, "spine": 2}[role]
-        return f"{prefix:02x}{self.index_of(switch):014x}"
+        """16-hex-digit datapath id: role prefix (leaf 01, spine 02, agg 03, core 04), then the
+        switch's index within its role (never derived from names)."""
+        return f"{DPID_PREFIX[self.role(switch)]:02x}{self.index_of(switch):014x}"
 
     def port(self, src: str, dst: str) -> int:
         """OpenFlow port on switch `src` that leads to neighbour `dst`."""
         return self.graph.edges[src, dst]["port"]
 
+    def intf(self, node: str, nbr: str) -> str:
+        """Name of `node`'s interface towards `nbr`: <switch>-eth<port>, <host>-eth0."""
+        return f"{node}-eth{self.port(node, nbr)}"
+
+    @cached_property
+    def switch_interfaces(self) -> list[str]:
+        """Every switch port's interface (root namespace), in link order."""
+        return [self.intf(u, v) for u, v in self.links if self.role(u) != "host"]
+
+    def leaf_prefix(self, leaf: str) -> str:
+        """The /24 that holds every host of `leaf` (see host_ip)."""
+        i = self.index_of(leaf)
+        return f"10.{i >> 8}.{i & 255}.0/24"
+
     # -- liveness and paths ----------------------------------------------------------------
     def is_live(self, u: str, v: str) -> bool:
         return bool(self.graph.edges[u, v]["live"])
 
+    def uplinks(self, switch: str) -> list[str]:
+        """Neighbours one tier up (leaf-spine leaf: spines; leaf: aggs; agg: cores)."""
+        return self.graph.nodes[switch].get("up", [])
+
     def usable_spines(self, src_leaf: str, dst_leaf: str) -> list[str]:
-        """Spines through which src_leaf can reach dst_leaf with every link up."""
+        """Leaf-spine: spines through which src_leaf can reach dst_leaf with every link up."""
         return [
             s for s in self.spines
             if self.is_live(src_leaf, s) and self.is_live(s, dst_leaf)
         ]
 
+    def switch_paths(self, src_leaf: str, dst_leaf: str) -> list[tuple[str, ...]]:
+        """The live shortest up-down paths between two leaves, as switch tuples in a fixed
+        order (leaf-spine: by spine; same pod: by agg; across pods: by plane, then core).
+        Empty when failures cut every such path; (leaf,) for a leaf to itself."""
+        key = (src_leaf, dst_leaf)
+        cache = self._path_cache
+        if key not in cache:
+            cache[key] = self._switch_paths(src_leaf, dst_leaf)
+        return cache[key]
+
+    @cached_property
+    def _path_cache(self) -> dict:
+        return {}
+
+    def _switch_paths(self, a: str, b: str) -> list[tuple[str, ...]]:
+        if a == b:
+            return [(a,)]
+        live = self.is_live
+        if self.tiers == 2:
+            return [(a, s, b) for s in self.spines if live(a, s) and live(s, b)]
+        if self.pod_of(a) == self.pod_of(b):
+            return [(a, g, b) for g in self.uplinks(a) if live(a, g) and live(g, b)]
+        down = {self.graph.nodes[g]["plane"]: g for g in self.uplinks(b)}
+        out = []
+        for g in self.uplinks(a):              # plane by plane
+            g2 = down[self.graph.nodes[g]["plane"]]
+            if not (live(a, g) and live(g2, b)):
+                continue
+            out += [(a, g, c, g2, b) for c in self.uplinks(g) if live(g, c) and live(c, g2)]
+        return out
+
     def path(self, src_host: str, dst_host: str, spine: str | None) -> list[str]:
-        """Node list of the path; spine must be None exactly when both hosts share a leaf."""
+        """Leaf-spine node list of a path; spine None exactly when both hosts share a leaf."""
         a, b = self.leaf_of(src_host), self.leaf_of(dst_host)
         if a == b:
             if spine is not None:
@@ -114,6 +282,16 @@ class Fabric:
         if spine not in self.usable_spines(a, b):
             raise FabricError(f"{src_host}->{dst_host} cannot use {spine}: failed or unknown")
         return [src_host, a, spine, b, dst_host]
+
+    def host_path(self, src_host: str, dst_host: str,
+                  switches: tuple[str, ...]) -> list[str]:
+        """Node list host -> `switches` -> host; raises FabricError unless `switches` is one of
+        the live shortest paths between the hosts' leaves."""
+        a, b = self.leaf_of(src_host), self.leaf_of(dst_host)
+        if tuple(switches) not in self.switch_paths(a, b):
+            raise FabricError(f"{src_host}->{dst_host}: {'/'.join(switches)} is not a live "
+                              f"shortest path from {a} to {b}")
+        return [src_host, *switches, dst_host]
 
     def path_links(self, src_host: str, dst_host: str, spine: str | None) -> list[tuple[str, str]]:
         nodes = self.path(src_host, dst_host, spine)
@@ -134,34 +312,53 @@ class Fabric:
     def draw(self) -> str:
         """A short ASCII summary of this fabric, for logs and run folders."""
         s = self.spec
-        lines = [
-            "  ".join(self.spines),
-            f"  (full mesh: every leaf to every spine, {s.spine_link_mbps:g} Mbit/s)",
-            "  ".join(self.leaves),
-            f"  ({s.hosts_per_leaf} hosts per leaf, {s.host_link_mbps:g} Mbit/s;"
-            f" h1..h{s.hosts_per_leaf} on leaf1)",
-        ]
-        if s.failed_spines or s.failed_links:
-            lines.append(f"  failed: spines {list(s.failed_spines)}, links {list(s.failed_links)}")
+        if self.tiers == 2:
+            lines = [
+                "  ".join(self.spines),
+                f"  (full mesh: every leaf to every spine, {s.spine_link_mbps:g} Mbit/s)",
+                "  ".join(self.leaves),
+                f"  ({s.hosts_per_leaf} hosts per leaf, {s.host_link_mbps:g} Mbit/s;"
+                f" h1..h{s.hosts_per_leaf} on leaf1)",
+            ]
+        else:
+            title = f"fat-tree k={s.k}" if s.topology == "fat-tree" else "clos3"
+            lines = [
+                f"{title}: {len(self.cores)} cores in {s.aggs_per_pod} planes of "
+                f"{s.cores_per_plane} ({s.agg_core_mbps:g} Mbit/s to each pod's agg of the plane)",
+                f"  {s.pods} pods x ({s.aggs_per_pod} aggs, {s.leaves_per_pod} leaves; every "
+                f"leaf to every agg of its pod, {s.leaf_agg_mbps:g} Mbit/s)",
+                f"  pod 1: {' '.join(self.aggs[:s.aggs_per_pod])} / "
+                f"{' '.join(self.leaves[:s.leaves_per_pod])}",
+                f"  {s.hosts_per_leaf} hosts per leaf, {s.host_link_mbps:g} Mbit/s; "
+                f"h1..h{s.hosts_per_leaf} on leaf1; {len(self.hosts)} hosts",
+            ]
+        if s.failed or s.failed_links:
+            lines.append(f"  failed: switches {list(s.failed)}, links "
+                         f"{[list(p) for p in s.failed_links]}")
         return "\n".join(lines)
 
 
 def host_ip(leaf_index: int, host_slot: int) -> str:
-    """Host address: 10.0.<leaf>.<slot>/16, so that a spine routes a leaf by one /24 prefix."""
-    return f"10.0.{leaf_index}.{host_slot}"
+    """Host address 10.<leaf / 256>.<leaf % 256>.<slot> (10.0.<leaf>.<slot> below 256 leaves),
+    so that every switch routes a leaf by one /24 prefix."""
+    return f"10.{leaf_index >> 8}.{leaf_index & 255}.{host_slot}"
 
 
-def build_fabric(spec: FabricSpec) -> Fabric:
-    """Build and validate the graph for `spec`; raises FabricError on impossible input."""
-    for name in ("spines", "leaves", "hosts_per_leaf"):
-        if getattr(spec, name) < 1:
-            raise FabricError(f"fabric.{name} must be a positive integer")
-    if spec.hosts_per_leaf > 250 or spec.leaves > 250:
-        raise FabricError("fabric.leaves and fabric.hosts_per_leaf must be at most 250 each")
-    for name in ("host_link_mbps", "spine_link_mbps"):
-        if not getattr(spec, name) > 0:
-            raise FabricError(f"fabric.{name} must be positive")
+def _add_link(g: nx.DiGraph, u: str, v: str, rate: float, port_u: int, port_v: int) -> None:
+    g.add_edge(u, v, capacity_mbps=rate, port=port_u, live=True)
+    g.add_edge(v, u, capacity_mbps=rate, port=port_v, live=True)
 
+
+def _add_hosts(g: nx.DiGraph, leaf: str, li: int, spec: FabricSpec, **attrs) -> None:
+    H = spec.hosts_per_leaf
+    for slot in range(1, H + 1):
+        hi = (li - 1) * H + slot
+        h = f"h{hi}"
+        g.add_node(h, role="host", index=hi, leaf=leaf, slot=slot, ip=host_ip(li, slot), **attrs)
+        _add_link(g, h, leaf, spec.host_link_mbps, 0, slot)
+
+
+def _leaf_spine(spec: FabricSpec) -> nx.DiGraph:
     g = nx.DiGraph()
     H = spec.hosts_per_leaf
     spines = [f"spine{i}" for i in range(1, spec.spines + 1)]
@@ -169,32 +366,96 @@ def build_fabric(spec: FabricSpec) -> Fabric:
         g.add_node(s, role="spine", index=si)
     for li in range(1, spec.leaves + 1):
         leaf = f"leaf{li}"
-        g.add_node(leaf, role="leaf", index=li)
-        for slot in range(1, H + 1):
-            hi = (li - 1) * H + slot
-            h = f"h{hi}"
-            g.add_node(h, role="host", index=hi, leaf=leaf, slot=slot, ip=host_ip(li, slot))
-            g.add_edge(h, leaf, capacity_mbps=spec.host_link_mbps, port=0, live=True)
-            g.add_edge(leaf, h, capacity_mbps=spec.host_link_mbps, port=slot, live=True)
+        g.add_node(leaf, role="leaf", index=li, up=spines)
+        _add_hosts(g, leaf, li, spec)
         for si, s in enumerate(spines, start=1):
-            g.add_edge(leaf, s, capacity_mbps=spec.spine_link_mbps, port=H + si, live=True)
-            g.add_edge(s, leaf, capacity_mbps=spec.spine_link_mbps, port=li, live=True)
+            _add_link(g, leaf, s, spec.spine_link_mbps, H + si, li)
+    return g
 
-    for s in spec.failed_spines:
-        if s not in spines:
-            raise FabricError(f"fabric.failed_spines: unknown spine {s!r} (spine1..spine{len(spines)})")
-        for leaf in g.predecessors(s):
-            g.edges[leaf, s]["live"] = False
-            g.edges[s, leaf]["live"] = False
+
+def _clos3(spec: FabricSpec) -> nx.DiGraph:
+    g = nx.DiGraph()
+    H, P, A, C = spec.hosts_per_leaf, spec.leaves_per_pod, spec.aggs_per_pod, spec.cores_per_plane
+    cores = {(plane, j): f"core{(plane - 1) * C + j}" for plane in range(1, A + 1)
+             for j in range(1, C + 1)}
+    for (plane, j), core in cores.items():
+        g.add_node(core, role="core", index=(plane - 1) * C + j, plane=plane)
+    for pod in range(1, spec.pods + 1):
+        aggs = [f"agg{(pod - 1) * A + i}" for i in range(1, A + 1)]
+        for i, agg in enumerate(aggs, start=1):
+            g.add_node(agg, role="agg", index=(pod - 1) * A + i, pod=pod, plane=i,
+                       up=[cores[i, j] for j in range(1, C + 1)])
+            for j in range(1, C + 1):
+                _add_link(g, agg, cores[i, j], spec.agg_core_mbps, P + j, pod)
+        for li_pod in range(1, P + 1):
+            li = (pod - 1) * P + li_pod
+            leaf = f"leaf{li}"
+            g.add_node(leaf, role="leaf", index=li, pod=pod, up=aggs)
+            _add_hosts(g, leaf, li, spec, pod=pod)
+            for i, agg in enumerate(aggs, start=1):
+                _add_link(g, leaf, agg, spec.leaf_agg_mbps, H + i, li_pod)
+    return g
+
+
+#: The largest fabric the model builds: addresses hold 254 hosts per leaf, and 65,536 hosts
+#: are far beyond the paper's 2,048 NICs while a graph of that size still builds in seconds.
+MAX_HOSTS_PER_LEAF = 250
+MAX_HOSTS = 65_536
+
+
+def _check_sizes(spec: FabricSpec) -> None:
+    if spec.topology not in TOPOLOGIES:
+        raise FabricError(f"fabric.topology: unknown {spec.topology!r}; choose from "
+                          f"{', '.join(TOPOLOGIES)}")
+    names = (("spines", "leaves", "hosts_per_leaf") if spec.tiers == 2 else
+             ("pods", "leaves_per_pod", "aggs_per_pod", "cores_per_plane", "hosts_per_leaf"))
+    for name in names:
+        if getattr(spec, name) < 1:
+            raise FabricError(f"fabric.{name} must be a positive integer")
+    if spec.hosts_per_leaf > MAX_HOSTS_PER_LEAF:
+        raise FabricError("fabric.leaves and fabric.hosts_per_leaf must be at most 250 each")
+    if spec.tiers == 2 and spec.leaves > 250:
+        raise FabricError("fabric.leaves and fabric.hosts_per_leaf must be at most 250 each")
+    if spec.n_hosts > MAX_HOSTS:
+        raise FabricError(f"fabric: {spec.n_hosts} hosts; at most {MAX_HOSTS}")
+    for name, rate in spec.rates_mbps().items():
+        if not rate > 0:
+            key = {"host": "host_link_mbps", "spine": "spine_link_mbps"}.get(name, f"{name}_mbps")
+            raise FabricError(f"fabric.{key} must be positive")
+
+
+def _fail(g: nx.DiGraph, spec: FabricSpec) -> None:
+    """Mark failed switches and links not live (both directions)."""
+    for s in spec.failed:
+        if spec.tiers == 2 and (s not in g or g.nodes[s]["role"] != "spine"):
+            key = "failed_spines" if s in spec.failed_spines else "failed_switches"
+            raise FabricError(f"fabric.{key}: unknown spine {s!r} (spine1..spine{spec.spines})")
+        if s not in g or g.nodes[s]["role"] not in ("agg", "core", "spine"):
+            raise FabricError(f"fabric.failed_switches: {s!r} is not an agg or core of this "
+                              "fabric (leaves carry hosts and cannot fail here)")
+        for nbr in list(g.successors(s)):
+            g.edges[s, nbr]["live"] = False
+            g.edges[nbr, s]["live"] = False
     for pair in spec.failed_links:
-        leaf, s = pair
-        if (not g.has_edge(leaf, s) or g.nodes[leaf]["role"] != "leaf"
-                or g.nodes[s]["role"] != "spine"):
+        u, v = pair
+        if spec.tiers == 2 and (not g.has_edge(u, v) or g.nodes[u]["role"] != "leaf"
+                                or g.nodes[v]["role"] != "spine"):
             raise FabricError(f"fabric.failed_links: {list(pair)} is not a [leafX, spineY] link")
-        g.edges[leaf, s]["live"] = False
-        g.edges[s, leaf]["live"] = False
+        if (not g.has_edge(u, v) or g.nodes[u]["role"] == "host"
+                or g.nodes[v]["role"] == "host"):
+            raise FabricError(f"fabric.failed_links: {list(pair)} is not a link between two "
+                              "switches of this fabric")
+        g.edges[u, v]["live"] = False
+        g.edges[v, u]["live"] = False
+
+
+def build_fabric(spec: FabricSpec) -> Fabric:
+    """Build and validate the graph for `spec`; raises FabricError on impossible input."""
+    _check_sizes(spec)
+    g = _leaf_spine(spec) if spec.tiers == 2 else _clos3(spec)
+    _fail(g, spec)
     fabric = Fabric(spec, g)
     for leaf in fabric.leaves:
-        if not any(fabric.is_live(leaf, s) for s in fabric.spines):
+        if not any(fabric.is_live(leaf, u) for u in fabric.uplinks(leaf)):
             raise FabricError(f"fabric: failures isolate {leaf}; keep at least one live uplink")
     return fabric
