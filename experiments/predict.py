@@ -20,6 +20,7 @@ from traffic.collectives import JobPlan, plan_jobs
 from traffic.predictor import Prediction, ideal, predict
 
 from .config import ConfigError, Experiment, run_dir_name, split_routing
+from .outdir import writing
 from .routes import ControllerRoutes
 from .results import (SCHEMA_VERSION, fairness, job_result, run_result, solve_block, table,
                       write_json)
@@ -29,7 +30,7 @@ def write_prediction_csvs(run_dir: Path, plans: list[JobPlan], pred: Prediction)
     """Per transfer FCTs (fct.csv), per directed link utilization (links.csv) and, when the
     prediction was binned, each used link's utilization over time (links_over_time.csv)."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    with (run_dir / "fct.csv").open("w", newline="") as f:
+    with writing(run_dir / "fct.csv"), (run_dir / "fct.csv").open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["job", "tid", "step", "conn_id", "size_bytes", "fct_mean_s", "fct_max_s"])
         for p in plans:
@@ -37,7 +38,7 @@ def write_prediction_csvs(run_dir: Path, plans: list[JobPlan], pred: Prediction)
             for i, t in enumerate(p.transfers):
                 w.writerow([p.name, t.tid, t.step, t.conn_id, t.size_bytes,
                             f"{jr.fct_mean_s[i]:.9f}", f"{jr.fct_max_s[i]:.9f}"])
-    with (run_dir / "links.csv").open("w", newline="") as f:
+    with writing(run_dir / "links.csv"), (run_dir / "links.csv").open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["src", "dst", "capacity_mbps", "mean_utilization", "max_utilization"])
         for i, (u, v) in enumerate(pred.links):
@@ -46,7 +47,8 @@ def write_prediction_csvs(run_dir: Path, plans: list[JobPlan], pred: Prediction)
                             f"{pred.link_mean_util[i]:.6f}", f"{pred.link_max_util[i]:.6f}"])
     if pred.link_util_series is not None:
         used = [i for i in range(len(pred.links)) if pred.link_max_util[i] > 0]
-        with (run_dir / "links_over_time.csv").open("w", newline="") as f:
+        path = run_dir / "links_over_time.csv"
+        with writing(path), path.open("w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["bin_start_s", "src", "dst", "mean_utilization"])
             for b, row in enumerate(pred.link_util_series):
@@ -59,9 +61,11 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
                        log: Callable[[str], None] = print,
                        util_bin_s: float | None = None) -> dict:
     """Predict every routing of `exp`; write and return results.json. `util_bin_s`: also
-    write each used link's utilization per time bin of that many seconds."""
+    write each used link's utilization per time bin of that many seconds. `out_dir` is
+    checked by the CLI (experiments/outdir.py); an OSError while writing names its file."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "config.yaml").write_text(yaml.safe_dump(exp.resolved(), sort_keys=False))
+    with writing(out_dir / "config.yaml"):
+        (out_dir / "config.yaml").write_text(yaml.safe_dump(exp.resolved(), sort_keys=False))
     plans = plan_jobs(exp.jobs)
     conns = [c for p in plans for c in p.connections]
     ideal_pred = ideal(exp.fabric, plans)
@@ -98,7 +102,8 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
                             if solve["scope"] == "epochs" else
                             f"one plan in {solve['time_s']:.3f} s ({solve['status']})")
             + f"; predicted in {pred.wall_s:.2f} s")
-    write_json(out_dir / "results.json", results)
+    with writing(out_dir / "results.json"):
+        write_json(out_dir / "results.json", results)
     log(table(results))
     log(f"results: {out_dir / 'results.json'}")
     return results
