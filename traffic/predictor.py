@@ -11,8 +11,9 @@ Semantics (exactly those of traffic/collectives.py and the emulated agents):
 
 * a transfer starts when every transfer in its `deps` is complete AND the previous transfer on
   the same connection (list order) is complete; it then carries `size_bytes` over its
-  connection's path (host -> leaf [-> spine -> leaf] -> host, the spine from `spine_of`, or
-  from the router's latest routes);
+  connection's path (host -> leaf [-> switches ... -> leaf] -> host: the route from
+  `spine_of`, or from the router's latest routes; a route is a switch path from
+  Fabric.switch_paths, or in a leaf-spine fabric simply its spine's name);
 * a job's first iteration starts at `start_s`; an iteration ends when all of its transfers are
   complete (CCT = end - start); the job then computes for `compute_s` and starts the next one.
 
@@ -40,9 +41,14 @@ import numpy as np
 from testbed.fabric import Fabric
 from traffic.collectives import JobPlan
 
-#: Links per flow path: host->leaf, leaf->spine, spine->leaf, leaf->host (intra-leaf paths are
-#: padded with a dummy link of infinite capacity).
+#: Links per flow path in a leaf-spine fabric: host->leaf, leaf->spine, spine->leaf, leaf->host
+#: (shorter paths are padded with a dummy link of infinite capacity); three tiers: 6.
 PATH_LINKS = 4
+
+
+def path_width(fabric: Fabric) -> int:
+    """Link slots per connection row: two host links and the longest switch path's links."""
+    return PATH_LINKS if fabric.tiers == 2 else PATH_LINKS + 2
 
 
 class PredictorError(ValueError):
@@ -226,13 +232,14 @@ UNROUTED = -1   # link index of a connection that crosses leaves but has no spin
 def _conn_links(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | None] | None,
                 nonblocking: bool, allow_unrouted: bool = False
                 ) -> tuple[np.ndarray, dict[int, int]]:
-    """(C, PATH_LINKS) link indices per connection (pad = len(fabric.links)) and conn_id -> row.
-    allow_unrouted: an inter-leaf connection without a spine gets UNROUTED instead of an error
+    """(C, path_width) link indices per connection (pad = len(fabric.links)) and conn_id -> row.
+    allow_unrouted: an inter-leaf connection without a route gets UNROUTED instead of an error
     (a router gives it one when its job starts)."""
     li = fabric.link_index
     pad = len(fabric.links)
+    width = path_width(fabric)
     conns = [c for p in plans for c in p.connections]
-    table = np.full((len(conns), PATH_LINKS), pad, dtype=np.int64)
+    table = np.full((len(conns), width), pad, dtype=np.int64)
     row_of: dict[int, int] = {}
     for r, c in enumerate(conns):
         if c.conn_id in row_of:
@@ -243,21 +250,23 @@ def _conn_links(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | 
         except KeyError as e:
             raise PredictorError(f"jobs.{c.job}: host {e} is not in the fabric") from None
         table[r, 0] = li[(c.src, a)]
-        table[r, 3] = li[(b, c.dst)]
+        table[r, width - 1] = li[(b, c.dst)]
         if nonblocking or a == b:
             continue
         s = None if spine_of is None else spine_of.get(c.conn_id)
         if s is None:
             if allow_unrouted:
-                table[r, 1:3] = UNROUTED
+                table[r, 1:width - 1] = UNROUTED
                 continue
             raise PredictorError(f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) crosses "
-                                 f"{a}->{b} but has no spine in spine_of")
-        if s not in fabric.spines or not fabric.is_live(a, s) or not fabric.is_live(s, b):
+                                 f"{a}->{b} but has no route")
+        path = (a, s, b) if isinstance(s, str) else tuple(s)
+        if path not in fabric.switch_paths(a, b):
             raise PredictorError(f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) is routed "
-                                 f"via {s}, which is failed or unknown between {a} and {b}")
-        table[r, 1] = li[(a, s)]
-        table[r, 2] = li[(s, b)]
+                                 f"via {'/'.join(path[1:-1]) or s}, which is failed or unknown "
+                                 f"between {a} and {b}")
+        for k, e in enumerate(zip(path, path[1:])):
+            table[r, 1 + k] = li[e]
     return table, row_of
 
 
@@ -311,7 +320,8 @@ def _simulate(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | No
     a_tid = np.zeros(0, dtype=np.int64)
     a_rem = np.zeros(0)
     a_row = np.zeros(0, dtype=np.int64)                       # connection row
-    a_links = np.zeros((0, PATH_LINKS), dtype=np.int64)
+    width = path_width(fabric)
+    a_links = np.zeros((0, width), dtype=np.int64)
     rates = np.zeros(0)
 
     util_integral = np.zeros(n_links + 1)
@@ -405,7 +415,7 @@ def _simulate(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | No
         done_mask = left_s <= dt + batch_tol_s
         # ---- advance the fluid ------------------------------------------------------------
         if a_rem.size and dt > 0:
-            load = np.bincount(a_links.ravel(), weights=np.repeat(rates, PATH_LINKS),
+            load = np.bincount(a_links.ravel(), weights=np.repeat(rates, width),
                                minlength=n_links + 1)
             util_integral += load * dt
             np.maximum(util_max, load, out=util_max)

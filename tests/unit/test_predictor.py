@@ -235,7 +235,7 @@ def test_jobs_overlap_only_while_both_run():
 def test_missing_or_failed_route_is_a_typed_error():
     fab = fabric(spines=2, failed_spines=("spine2",))
     plans = plan_jobs([p2p("a", h(1), h(2), 1000)])
-    with pytest.raises(PredictorError, match="no spine"):
+    with pytest.raises(PredictorError, match="no route"):
         predict(fab, plans, {})
     with pytest.raises(PredictorError, match="spine2"):
         predict(fab, plans, one_spine(plans, "spine2"))
@@ -378,3 +378,32 @@ def test_events_after_the_last_job_do_not_stretch_the_makespan():
     r = ScriptedRouter(on_start={"a": {ca: "spine1"}}, events=[(100.0, failed, {})])
     pr = predict(fab, plans, None, router=r)
     assert close(pr.makespan_s, 1_000_000 * 8 / 100e6)
+
+
+# ---- three tiers: routes are switch paths --------------------------------------------------
+def test_three_tier_paths_share_exactly_the_links_they_have_in_common():
+    from testbed.fabric import fat_tree_spec
+    fab = build_fabric(fat_tree_spec(4, 100.0, 10.0))
+    S = 1_000_000
+    # h1, h2 on leaf1 (pod 1) send to h5, h6 on leaf3 (pod 2)
+    plans = plan_jobs([p2p("a", h(1), h(5), S), p2p("b", h(2), h(6), S)])
+    paths = fab.switch_paths("leaf1", "leaf3")
+    conns = [c for p in plans for c in p.connections]
+    same = predict(fab, plans, {c.conn_id: paths[0] for c in conns})
+    plane_apart = predict(fab, plans, {conns[0].conn_id: paths[0], conns[1].conn_id: paths[-1]})
+    # one core path shared: 5 Mbit/s each; different planes: the full 10 each
+    assert same.jobs["a"].cct_s[0] == pytest.approx(S * 8 / 5e6, rel=1e-9)
+    assert plane_apart.jobs["a"].cct_s[0] == pytest.approx(S * 8 / 10e6, rel=1e-9)
+    # same plane, other core: only leaf1->agg1 and agg->leaf3 are shared, again 5 each
+    assert paths[0][1] == paths[1][1] and paths[0][2] != paths[1][2]
+    split = predict(fab, plans, {conns[0].conn_id: paths[0], conns[1].conn_id: paths[1]})
+    assert split.jobs["a"].cct_s[0] == pytest.approx(S * 8 / 5e6, rel=1e-9)
+
+
+def test_three_tier_route_that_is_not_a_live_path_is_refused():
+    from testbed.fabric import fat_tree_spec
+    fab = build_fabric(fat_tree_spec(4, 100.0, 10.0, failed_switches=("core1",)))
+    plans = plan_jobs([p2p("a", h(1), h(5), 1000)])
+    cid = plans[0].connections[0].conn_id
+    with pytest.raises(PredictorError, match="core1"):
+        predict(fab, plans, {cid: ("leaf1", "agg1", "core1", "agg3", "leaf3")})

@@ -1,0 +1,197 @@
+"""Routes as paths: inter-leaf flows, their candidate switch paths and link loads as flat integers.
+
+Pure code. A route is a tuple of switches from the source leaf to the destination leaf, one of
+`Fabric.switch_paths` (the live shortest up-down paths): (leafA, spine, leafB) in a leaf-spine,
+(leafA, agg, leafB) within a pod and (leafA, agg, core, agg', leafB) across pods of a clos3 or
+fat-tree. `PathTable` numbers every candidate path of every leaf pair and every directed
+switch-to-switch link those paths use, so that the strategies' inner loops touch only ints:
+`path_links[p]` are the link ids of path p, `cand[i]` the path ids flow i may take (shared by
+the flows of a leaf pair), and a load vector has one count per link id.
+
+The lower bound on the busiest link (`path_lower_bound`) takes the best of these cuts, each a
+set of links every flow of some set must cross, so that max load >= ceil(flows / links):
+- a leaf's live uplinks (its flows out) and downlinks (its flows in);
+- in a clos3, a pod's live agg->core links (flows leaving the pod) and core->agg links
+  (entering it);
+- every link that all paths of some leaf pairs share (e.g. the one agg->leaf link left when
+  failures leave a single agg): the flows of all those pairs.
+Any routing's max link load is at least each of them, so the ILP's optimum is too.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+from testbed.fabric import Fabric
+from traffic.collectives import Connection
+
+from .base import RoutingError
+
+Path = tuple[str, ...]
+
+
+@dataclass
+class PathTable:
+    conns: list[Connection]                 # every connection, input order
+    flows: list[Connection]                 # inter-leaf connections only
+    src: list[int]                          # source leaf index per flow
+    dst: list[int]                          # destination leaf index per flow
+    job: list[int]                          # job index per flow
+    job_names: list[str]
+    leaf_names: list[str]
+    links: list[tuple[str, str]]            # link id -> (u, v)
+    paths: list[Path]                       # path id -> switches
+    path_links: list[tuple[int, ...]]       # path id -> link ids
+    pair_paths: dict[tuple[int, int], tuple[int, ...]]
+    cand: list[tuple[int, ...]]             # flow -> candidate path ids
+    uplinks: dict[int, list[int]]           # leaf index -> its live uplink ids (on any path)
+    downlinks: dict[int, list[int]]         # leaf index -> its live downlink ids
+
+    @property
+    def n_links(self) -> int:
+        return len(self.links)
+
+    def flow_name(self, i: int) -> str:
+        c = self.flows[i]
+        return f"{c.job}:{c.src}->{c.dst} (conn {c.conn_id})"
+
+
+def path_table(fabric: Fabric, conns: list[Connection]) -> PathTable:
+    """Build the PathTable of `conns`; raises RoutingError naming a flow with no live path."""
+    leaf_idx = {name: i for i, name in enumerate(fabric.leaves)}
+    link_id: dict[tuple[str, str], int] = {}
+    links: list[tuple[str, str]] = []
+    paths: list[Path] = []
+    path_links: list[tuple[int, ...]] = []
+    pair_paths: dict[tuple[int, int], tuple[int, ...]] = {}
+    flows, src, dst, job, cand = [], [], [], [], []
+    job_idx: dict[str, int] = {}
+    for c in conns:
+        a, b = leaf_idx[fabric.leaf_of(c.src)], leaf_idx[fabric.leaf_of(c.dst)]
+        if a == b:
+            continue
+        pc = pair_paths.get((a, b))
+        if pc is None:
+            ids = []
+            for p in fabric.switch_paths(fabric.leaves[a], fabric.leaves[b]):
+                lids = []
+                for e in zip(p, p[1:]):
+                    if e not in link_id:
+                        link_id[e] = len(links)
+                        links.append(e)
+                    lids.append(link_id[e])
+                ids.append(len(paths))
+                paths.append(p)
+                path_links.append(tuple(lids))
+            pc = pair_paths[a, b] = tuple(ids)
+        if not pc:
+            raise RoutingError(
+                f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) has no live path between "
+                f"{fabric.leaves[a]} and {fabric.leaves[b]}")
+        flows.append(c)
+        src.append(a)
+        dst.append(b)
+        job.append(job_idx.setdefault(c.job, len(job_idx)))
+        cand.append(pc)
+    up: dict[int, list[int]] = {}
+    down: dict[int, list[int]] = {}
+    for a in set(src):
+        leaf = fabric.leaves[a]
+        up[a] = [_id(link_id, links, (leaf, u)) for u in fabric.uplinks(leaf)
+                 if fabric.is_live(leaf, u)]
+    for b in set(dst):
+        leaf = fabric.leaves[b]
+        down[b] = [_id(link_id, links, (u, leaf)) for u in fabric.uplinks(leaf)
+                   if fabric.is_live(u, leaf)]
+    return PathTable(list(conns), flows, src, dst, job, list(job_idx), list(fabric.leaves),
+                     links, paths, path_links, pair_paths, cand, up, down)
+
+
+def _id(link_id: dict, links: list, e: tuple[str, str]) -> int:
+    if e not in link_id:
+        link_id[e] = len(links)
+        links.append(e)
+    return link_id[e]
+
+
+# -- loads --------------------------------------------------------------------------------------
+def loads_of(t: PathTable, assign: list[int]) -> list[int]:
+    """Flows per link id of a (possibly partial: -1 = unassigned) path assignment."""
+    load = [0] * t.n_links
+    pl = t.path_links
+    for p in assign:
+        if p >= 0:
+            for e in pl[p]:
+                load[e] += 1
+    return load
+
+
+def path_of_assignment(t: PathTable, assign: list[int]) -> dict[int, Path | None]:
+    """conn_id -> switch path for every connection (None for intra-leaf ones)."""
+    out: dict[int, Path | None] = {c.conn_id: None for c in t.conns}
+    for c, p in zip(t.flows, assign):
+        out[c.conn_id] = t.paths[p]
+    return out
+
+
+def assignment_of_paths(t: PathTable, path_of: dict[int, Path | None] | None) -> list[int]:
+    """Per flow: the id of its path in `path_of` while still a candidate, else -1."""
+    if not path_of:
+        return [-1] * len(t.flows)
+    out = []
+    for c, cand in zip(t.flows, t.cand):
+        want = path_of.get(c.conn_id)
+        out.append(next((p for p in cand if t.paths[p] == want), -1) if want else -1)
+    return out
+
+
+def link_loads(fabric: Fabric, conns: list[Connection],
+               path_of: dict[int, Path | None]) -> Counter:
+    """Flows per directed switch-to-switch link, every tier."""
+    load: Counter = Counter()
+    for c in conns:
+        p = path_of.get(c.conn_id)
+        if p:
+            for e in zip(p, p[1:]):
+                load[e] += 1
+    return load
+
+
+def path_lower_bound(t: PathTable, fabric: Fabric) -> int:
+    """No routing's busiest link carries fewer flows (the cuts of the module docstring)."""
+    bound = 0
+    for side, deg in ((t.uplinks, Counter(t.src)), (t.downlinks, Counter(t.dst))):
+        for leaf, n in deg.items():
+            bound = max(bound, math.ceil(n / max(1, len(side[leaf]))))
+    if fabric.tiers == 3:
+        pod_of = [fabric.pod_of(leaf) for leaf in t.leaf_names]
+        out_pod: Counter = Counter()
+        in_pod: Counter = Counter()
+        for a, b in zip(t.src, t.dst):
+            if pod_of[a] != pod_of[b]:
+                out_pod[pod_of[a]] += 1
+                in_pod[pod_of[b]] += 1
+        for pod, n in out_pod.items():
+            bound = max(bound, math.ceil(n / max(1, _pod_core_links(fabric, pod, up=True))))
+        for pod, n in in_pod.items():
+            bound = max(bound, math.ceil(n / max(1, _pod_core_links(fabric, pod, up=False))))
+    forced: Counter = Counter()      # links on every path of a pair carry all its flows
+    for pair, n in Counter(zip(t.src, t.dst)).items():
+        ids = t.pair_paths[pair]
+        for e in set(t.path_links[ids[0]]).intersection(*(t.path_links[p] for p in ids[1:])):
+            forced[e] += n
+    return max(bound, max(forced.values(), default=0))
+
+
+def _pod_core_links(fabric: Fabric, pod: int, up: bool) -> int:
+    n = 0
+    for g in fabric.aggs:
+        if fabric.pod_of(g) == pod:
+            n += sum(1 for c in fabric.uplinks(g)
+                     if (fabric.is_live(g, c) if up else fabric.is_live(c, g)))
+    return n
+
+
+def max_load(load: list[int]) -> int:
+    return max(load, default=0)
