@@ -96,12 +96,13 @@ def place_batch(flow_ids: list[int], a: int, b: int, cand: tuple[int, ...], assi
         heapq.heapreplace(heap, (c + 1, sm + 2, o, r, s))
 
 
-def greedy_fill(t: FlowTable, assign: list[int], up: list[int], down: list[int],
-                seed: int = 0) -> list[int]:
-    """Assign every flow with assign[i] == -1 by the paper's greedy; updates the arrays in place."""
-    S, L = t.n_spines, t.n_leaves
-    rank = spine_rank(S, seed)
-    src, dst = t.src, t.dst
+def visit_pairs(src: list[int], dst: list[int], n_leaves: int, assign: list[int],
+                place) -> None:
+    """The paper's visiting order (module docstring) over the unassigned flows' leaf pairs:
+    calls `place(a, b, ids, outs, ins)` for each pair, where `ids` are the pair's unassigned
+    flows and `outs` / `ins` the leaves still waiting for flows from a / towards b (dicts,
+    read-only). `place` must assign every flow of `ids`."""
+    L = n_leaves
     # per side (0: source-leaf groups / uplinks, 1: destination-leaf groups / downlinks)
     size = ([0] * L, [0] * L)          # the side's whole demand (every flow counts)
     placed = ([0] * L, [0] * L)        # flows of the group already assigned
@@ -119,25 +120,15 @@ def greedy_fill(t: FlowTable, assign: list[int], up: list[int], down: list[int],
             else:
                 lst.append(i)
     if not pair_ids:
-        return assign
+        return
     # unassigned leaf pairs per group: rem[0][a] = {b: None}, rem[1][b] = {a: None} (ordered)
     rem: tuple[list[dict[int, None]], list[dict[int, None]]] = (
         [{} for _ in range(L)], [{} for _ in range(L)])
     for a, b in sorted(pair_ids):
         rem[0][a][b] = None
         rem[1][b][a] = None
-    # far loads: far_out[a][s] = sum over unassigned pairs a->b' of down(s -> b');
-    #            far_in[b][s]  = sum over unassigned pairs a'->b of up(a' -> s)
-    far_out = [[0] * S for _ in range(L)]
-    far_in = [[0] * S for _ in range(L)]
-    for a, b in pair_ids:
-        fo, fi, ao, bo = far_out[a], far_in[b], a * S, b * S
-        for s in range(S):
-            fo[s] += down[bo + s]
-            fi[s] += up[ao + s]
     heap = [(-size[k][g], -placed[k][g], k, g) for k in (0, 1) for g in range(L) if rem[k][g]]
     heapq.heapify(heap)
-    pair_cand = t.pair_cand
     while heap:
         _, negp, k, g = heapq.heappop(heap)
         mine = rem[k][g]
@@ -153,31 +144,53 @@ def greedy_fill(t: FlowTable, assign: list[int], up: list[int], down: list[int],
             ids = pair_ids.pop((a, b))
             del rem[0][a][b]
             del rem[1][b][a]
-            ao, bo = a * S, b * S
-            fo, fi = far_out[a], far_in[b]
-            for s in range(S):              # this pair leaves the far loads of its own leaves
-                fo[s] -= down[bo + s]
-                fi[s] -= up[ao + s]
-            outs, ins = rem[0][a], rem[1][b]
-            far = [fo[s] + fi[s] for s in range(S)] if outs or ins else None
-            place_batch(ids, a, b, pair_cand[a, b], assign, up, down, S, rank, far)
-            if outs or ins:
-                # up(a -> s) is a far load of the pairs a -> b2 seen from b2, and down(s -> b)
-                # one of the pairs a2 -> b seen from a2
-                fis = [far_in[b2] for b2 in outs]
-                fos = [far_out[a2] for a2 in ins]
-                for f in ids:
-                    s = assign[f]
-                    for row in fis:
-                        row[s] += 1
-                    for row in fos:
-                        row[s] += 1
+            place(a, b, ids, rem[0][a], rem[1][b])
             n = len(ids)
             placed[0][a] += n
             placed[1][b] += n
             h = b if k == 0 else a
             if rem[ok][h]:
                 heapq.heappush(heap, (-size[ok][h], -placed[ok][h], ok, h))
+
+
+def greedy_fill(t: FlowTable, assign: list[int], up: list[int], down: list[int],
+                seed: int = 0) -> list[int]:
+    """Assign every flow with assign[i] == -1 by the paper's greedy; updates the arrays in place.
+    The leaf-spine kernel: a path is its spine, with the far-load tie-break."""
+    S, L = t.n_spines, t.n_leaves
+    rank = spine_rank(S, seed)
+    # far loads: far_out[a][s] = sum over unassigned pairs a->b' of down(s -> b');
+    #            far_in[b][s]  = sum over unassigned pairs a'->b of up(a' -> s)
+    far_out = [[0] * S for _ in range(L)]
+    far_in = [[0] * S for _ in range(L)]
+    for a, b in {(a, b) for i, (a, b) in enumerate(zip(t.src, t.dst)) if assign[i] < 0}:
+        fo, fi, ao, bo = far_out[a], far_in[b], a * S, b * S
+        for s in range(S):
+            fo[s] += down[bo + s]
+            fi[s] += up[ao + s]
+    pair_cand = t.pair_cand
+
+    def place(a: int, b: int, ids: list[int], outs: dict, ins: dict) -> None:
+        ao, bo = a * S, b * S
+        fo, fi = far_out[a], far_in[b]
+        for s in range(S):              # this pair leaves the far loads of its own leaves
+            fo[s] -= down[bo + s]
+            fi[s] -= up[ao + s]
+        far = [fo[s] + fi[s] for s in range(S)] if outs or ins else None
+        place_batch(ids, a, b, pair_cand[a, b], assign, up, down, S, rank, far)
+        if outs or ins:
+            # up(a -> s) is a far load of the pairs a -> b2 seen from b2, and down(s -> b)
+            # one of the pairs a2 -> b seen from a2
+            fis = [far_in[b2] for b2 in outs]
+            fos = [far_out[a2] for a2 in ins]
+            for f in ids:
+                s = assign[f]
+                for row in fis:
+                    row[s] += 1
+                for row in fos:
+                    row[s] += 1
+
+    visit_pairs(t.src, t.dst, L, assign, place)
     return assign
 
 
