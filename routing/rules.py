@@ -1,19 +1,27 @@
 """Rules are data: turn the fabric and a routing plan into OpenFlow rule records per switch.
 
-Pure code; `testbed/installer.py` is the one thin writer. What every switch gets:
+Pure code; `testbed/installer.py` is the one thin writer. A route is a switch path (see
+routing/paths.py); every switch routes a leaf by its /24 (Fabric.leaf_prefix). What every
+switch gets:
 
 - leaf, priority 100: `ip,nw_dst=<local host>` -> that host's port;
-- leaf, priority 20, one per remote leaf B: `ip,nw_dst=10.0.<B>.0/24` -> group B, a select
-  group hashing (ip_src, ip_dst, tcp_src, tcp_dst) over the uplinks to the spines that can
-  still reach B, each bucket watching its uplink's liveness. This is ECMP as a routed fabric
-  does it (a per-prefix next-hop set that a routing protocol shrinks when a link fails), and
-  the fallback for traffic no plan names (the tiny reverse ACK streams);
-- spine, priority 100: `ip,nw_dst=10.0.<l>.0/24` -> the port to leaf l;
-- spine, priority 200, one per planned connection: the connection's 5-tuple -> the same port
-  as the prefix rule, with cookie COOKIE_BASE + conn_id. These change no forwarding: they count
-  the bytes of each flow, so the spine a flow really crossed can be read back (both routings);
-- static routing only, leaf priority 200, one per inter-leaf connection at its source leaf:
-  the 5-tuple -> the uplink of the planned spine, with the same cookie.
+- leaf, priority 20, one per remote leaf B: `ip,nw_dst=<B's /24>` -> group B, a select group
+  hashing (ip_src, ip_dst, tcp_src, tcp_dst) over the uplinks that still lie on a live path to
+  B, each bucket watching its uplink's liveness. This is ECMP as a routed fabric does it (a
+  per-prefix next-hop set that a routing protocol shrinks when a link fails), and the fallback
+  for traffic no plan names (the tiny reverse ACK streams);
+- spine (leaf-spine), priority 100: a leaf's /24 -> the port to that leaf;
+- agg (three tiers), priority 100: a leaf of its pod -> the port to it; priority 20, a leaf of
+  another pod -> a select group over its cores that still reach it, hashing with the agg's own
+  basis (selection_method_param = its index), so that it does not repeat the leaf's choice;
+- core, priority 100: a leaf's /24 -> the port to its pod's agg of the core's plane;
+- counting, priority 200, one per connection on every spine, agg and core it may cross: the
+  5-tuple -> the same action as the prefix rule there, with cookie COOKIE_BASE + conn_id.
+  They change no forwarding: they count the bytes of each flow per switch, so the path a flow
+  really took can be read back on every tier (every routing);
+- static routing only, priority 200, at every switch of the path that has a choice (the source
+  leaf; across pods also the agg going up): the 5-tuple -> the port to the next switch of the
+  planned path, with the same cookie (it replaces that switch's counting rule).
 """
 from __future__ import annotations
 
@@ -21,6 +29,8 @@ from dataclasses import dataclass
 
 from testbed.fabric import Fabric
 from traffic.collectives import Connection
+
+from .paths import Path
 
 COOKIE_BASE = 0x1000000
 ECMP_HASH_FIELDS = "ip_src,ip_dst,tcp_src,tcp_dst"
@@ -44,11 +54,13 @@ class GroupRule:
     switch: str
     group_id: int
     ports: tuple[int, ...]  # select group: one bucket per output port, watching that port
+    hash_basis: int = 0     # selection_method_param: 0 on leaves, the switch's index on aggs
 
     def ofctl(self, op: str = "add") -> str:
         buckets = ",".join(f"bucket=watch_port:{p},output:{p}" for p in self.ports)
-        return (f"group {op} group_id={self.group_id},type=select,selection_method=hash,"
-                f"fields({ECMP_HASH_FIELDS}),{buckets}")
+        basis = f",selection_method_param={self.hash_basis}" if self.hash_basis else ""
+        return (f"group {op} group_id={self.group_id},type=select,selection_method=hash"
+                f"{basis},fields({ECMP_HASH_FIELDS}),{buckets}")
 
 
 Rule = FlowRule | GroupRule
@@ -64,59 +76,112 @@ def cookie_of(conn_id: int) -> int:
 
 
 def leaf_prefix(fabric: Fabric, leaf: str) -> str:
-    return f"10.0.{fabric.index_of(leaf)}.0/24"
+    return fabric.leaf_prefix(leaf)
+
+
+def as_path(fabric: Fabric, c: Connection, route: str | Path | None) -> Path | None:
+    """A connection's route as a switch path: a leaf-spine route may be given by its spine."""
+    if route is None or not isinstance(route, str):
+        return route
+    return (fabric.leaf_of(c.src), route, fabric.leaf_of(c.dst))
+
+
+def _next_hops(fabric: Fabric, switch: str, dst_leaf: str, depth: int,
+               src_leaves: list[str]) -> list[str]:
+    """Distinct switches after `switch` (at position `depth` of the path) on the live paths
+    from any of `src_leaves` to `dst_leaf` that pass through it, in path order."""
+    hops: dict[str, None] = {}
+    for a in src_leaves:
+        for p in fabric.switch_paths(a, dst_leaf):
+            if len(p) > depth + 1 and p[depth] == switch:
+                hops[p[depth + 1]] = None
+    return list(hops)
+
+
+def _prefix_action(fabric: Fabric, switch: str, dst_leaf: str) -> str | None:
+    """What `switch` (not a leaf) does with traffic to `dst_leaf`: output:<port>, group:<id>,
+    or None when it cannot forward it."""
+    role = fabric.role(switch)
+    if role == "spine":
+        return f"output:{fabric.port(switch, dst_leaf)}" if fabric.is_live(switch, dst_leaf) \
+            else None
+    if role == "core":
+        plane = fabric.graph.nodes[switch]["plane"]
+        agg = next(g for g in fabric.uplinks(dst_leaf) if fabric.graph.nodes[g]["plane"] == plane)
+        return f"output:{fabric.port(switch, agg)}" if fabric.is_live(switch, agg) else None
+    if fabric.pod_of(switch) == fabric.pod_of(dst_leaf):       # agg, own pod
+        return f"output:{fabric.port(switch, dst_leaf)}" if fabric.is_live(switch, dst_leaf) \
+            else None
+    pod_leaves = [x for x in fabric.leaves if fabric.pod_of(x) == fabric.pod_of(switch)]
+    return f"group:{fabric.index_of(dst_leaf)}" if _next_hops(
+        fabric, switch, dst_leaf, 1, pod_leaves) else None
 
 
 def base_rules(fabric: Fabric) -> list[Rule]:
-    """Delivery to local hosts, spine prefix routes, and per remote leaf an ECMP group."""
+    """Delivery to local hosts, prefix routes, and ECMP groups where a switch has a choice."""
     rules: list[Rule] = []
     for leaf in fabric.leaves:
         for h in fabric.graph.successors(leaf):
-            if fabric.graph.nodes[h]["role"] == "host":
+            if fabric.role(h) == "host":
                 rules.append(FlowRule(leaf, 100, f"ip,nw_dst={fabric.ip_of(h)}",
                                       f"output:{fabric.port(leaf, h)}"))
         for dst in fabric.leaves:
             if dst == leaf:
                 continue
-            uplinks = tuple(fabric.port(leaf, s) for s in fabric.usable_spines(leaf, dst))
+            hops = list(dict.fromkeys(p[1] for p in fabric.switch_paths(leaf, dst)))
+            uplinks = tuple(fabric.port(leaf, u) for u in hops)
             if uplinks:  # else the fabric has cut leaf off from dst: nothing can be routed
                 gid = fabric.index_of(dst)
                 rules.append(GroupRule(leaf, gid, uplinks))
                 rules.append(FlowRule(leaf, 20, f"ip,nw_dst={leaf_prefix(fabric, dst)}",
                                       f"group:{gid}"))
-    for s in fabric.spines:
+    for sw in fabric.spines + fabric.aggs + fabric.cores:
+        pod_leaves = [x for x in fabric.leaves if fabric.pod_of(x) == fabric.pod_of(sw)]
         for leaf in fabric.leaves:
-            if fabric.is_live(s, leaf):
-                rules.append(FlowRule(s, 100, f"ip,nw_dst={leaf_prefix(fabric, leaf)}",
-                                      f"output:{fabric.port(s, leaf)}"))
+            action = _prefix_action(fabric, sw, leaf)
+            if action is None:
+                continue
+            if action.startswith("group:"):
+                hops = _next_hops(fabric, sw, leaf, 1, pod_leaves)
+                rules.append(GroupRule(sw, fabric.index_of(leaf),
+                                       tuple(fabric.port(sw, c) for c in hops),
+                                       hash_basis=fabric.index_of(sw)))
+                rules.append(FlowRule(sw, 20, f"ip,nw_dst={leaf_prefix(fabric, leaf)}", action))
+            else:
+                rules.append(FlowRule(sw, 100, f"ip,nw_dst={leaf_prefix(fabric, leaf)}", action))
     return rules
 
 
 def counting_rules(fabric: Fabric, conns: list[Connection]) -> list[Rule]:
-    """Per-connection counters on every live spine (forwarding unchanged)."""
+    """Per-connection counters on every live switch above the leaves that the connection may
+    cross (forwarding unchanged)."""
     rules: list[Rule] = []
     for c in conns:
         a, b = fabric.leaf_of(c.src), fabric.leaf_of(c.dst)
         if a == b:
             continue
-        for s in fabric.usable_spines(a, b):
-            rules.append(FlowRule(s, 200, five_tuple_match(fabric, c),
-                                  f"output:{fabric.port(s, b)}", cookie_of(c.conn_id)))
+        on = dict.fromkeys(sw for p in fabric.switch_paths(a, b) for sw in p[1:-1])
+        for sw in on:
+            action = _prefix_action(fabric, sw, b)
+            if action is not None:
+                rules.append(FlowRule(sw, 200, five_tuple_match(fabric, c), action,
+                                      cookie_of(c.conn_id)))
     return rules
 
 
 def static_rules(fabric: Fabric, conns: list[Connection],
-                 spine_of: dict[int, str | None]) -> list[Rule]:
-    """Pin each inter-leaf connection to its planned spine at its source leaf."""
+                 path_of: dict[int, str | Path | None]) -> list[Rule]:
+    """Pin each inter-leaf connection to its planned path at every switch with a choice."""
     rules: list[Rule] = []
     for c in conns:
-        s = spine_of.get(c.conn_id)
-        if s is None:
+        path = as_path(fabric, c, path_of.get(c.conn_id))
+        if path is None:
             continue
-        a = fabric.leaf_of(c.src)
-        fabric.path(c.src, c.dst, s)  # raises FabricError on a failed or unknown spine
-        rules.append(FlowRule(a, 200, five_tuple_match(fabric, c), f"output:{fabric.port(a, s)}",
-                              cookie_of(c.conn_id)))
+        fabric.host_path(c.src, c.dst, path)  # raises FabricError on a failed or unknown path
+        choosers = path[:2] if len(path) == 5 else path[:1]   # leaf, and the agg going up
+        for k, sw in enumerate(choosers):
+            rules.append(FlowRule(sw, 200, five_tuple_match(fabric, c),
+                                  f"output:{fabric.port(sw, path[k + 1])}", cookie_of(c.conn_id)))
     return rules
 
 
@@ -127,19 +192,22 @@ def host_enforced_rules(fabric: Fabric) -> list[Rule]:
 
 
 def rules_for(fabric: Fabric, conns: list[Connection], strategy: str,
-              spine_of: dict[int, str | None], enforcement: str = "switch",
+              path_of: dict[int, str | Path | None], enforcement: str = "switch",
               counted_on: Fabric | None = None) -> list[Rule]:
     """All rules of one routing. ECMP leaves the choice to the switches' hash; any other
-    strategy is enforced either by static per-flow rules at the source leaves for the
-    connections `spine_of` names (enforcement "switch") or by the hosts' choice of source port
-    (enforcement "host", the connections' src_port already chosen by routing/host_enforced.py).
-    Counting rules go on the spines of `counted_on` (default: `fabric`)."""
+    strategy is enforced either by static per-flow rules along the paths `path_of` names
+    (enforcement "switch") or by the hosts' choice of source port (enforcement "host", the
+    connections' src_port already chosen by routing/host_enforced.py). Counting rules go on the
+    switches of `counted_on` (default: `fabric`); a static rule replaces a counting rule of the
+    same match on its switch."""
     rules = base_rules(fabric) + counting_rules(counted_on or fabric, conns)
     if strategy == "ecmp":
         return rules
     if enforcement == "host":
         return rules + host_enforced_rules(fabric)
-    return rules + static_rules(fabric, conns, spine_of)
+    pins = static_rules(fabric, conns, path_of)
+    pinned = {rule_key(r) for r in pins}
+    return [r for r in rules if rule_key(r) not in pinned] + pins
 
 
 def rule_key(r: Rule) -> tuple:
