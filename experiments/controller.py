@@ -24,7 +24,6 @@ from routing.policy import Decision, EpochPolicy
 from routing.rules import Rule, cookie_of, diff_lines, rules_for
 from testbed.fabric import Fabric, build_fabric
 from testbed.installer import apply_lines, flow_bytes_by_cookie, install
-from testbed.ovs import run
 from traffic.collectives import Connection, JobPlan
 
 from .config import Event, apply_event
@@ -169,6 +168,4 @@ class Controller:
 
     def _set_link(self, leaf: str, spine: str, up: bool) -> None:
         """Both ends of the leaf-spine veth pair down (or up): both directions fail."""
-        f = self.fabric0
-        for intf in (f"{leaf}-eth{f.port(leaf, spine)}", f"{spine}-eth{f.port(spine, leaf)}"):
-            run(["ip", "link", "set", "dev", intf, "up" if up else "down"])
+        self.emu.set_link(leaf, spine, up)

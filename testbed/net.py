@@ -29,6 +29,9 @@ from .signals import deferred
 
 log = logging.getLogger(__name__)
 
+#: Tier of each switch role: every switch-to-switch link is added once, from the lower end.
+TIER = {"leaf": 0, "spine": 1, "agg": 1, "core": 2}
+
 #: NIC features turned off on host interfaces: with them on, checksum-offloaded TCP segments
 #: cross AF_PACKET unfinished and the userspace datapath drops them (ping works, TCP hangs).
 HOST_OFFLOADS_OFF = ["tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off"]
@@ -103,10 +106,8 @@ class EmulatedFabric:
         # written before anything exists, so that a crash at any point can be cleaned; the
         # name check and the save are one step under the registry's lock (two runs started
         # at the same instant: the second one refuses, naming the first)
-        self.record.bridges = self.fabric.leaves + self.fabric.spines
-        self.record.interfaces = [f"{u}-eth{self.fabric.port(u, v)}"
-                                  for u, v in self.fabric.links
-                                  if self.fabric.graph.nodes[u]["role"] != "host"]
+        self.record.bridges = list(self.fabric.switches)
+        self.record.interfaces = list(self.fabric.switch_interfaces)
         reserve(self.record, set(self.record.bridges))
         try:
             self._build()
@@ -147,28 +148,27 @@ class EmulatedFabric:
         self.net = net
         for h in f.hosts:   # Mininet starts each node's shell here: record it at once
             with deferred():    # (a signal between the start and the record would lose it)
-                self.record.add_pid(net.addHost(h, ip=f"{f.ip_of(h)}/16").pid,
+                self.record.add_pid(net.addHost(h, ip=f"{f.ip_of(h)}/8").pid,
                                     stop_signal="SIGHUP")
-        for sw in f.leaves + f.spines:
+        for sw in f.switches:
             with deferred():
                 self.record.add_pid(net.addSwitch(
                     sw, dpid=f.dpid_of(sw), failMode="secure", datapath=self.datapath,
                     protocols=OPENFLOW_PROTOCOLS).pid, stop_signal="SIGHUP")
-        for h in f.hosts:
-            leaf = f.leaf_of(h)
-            net.addLink(h, leaf, port1=0, port2=f.port(leaf, h))
-        for leaf in f.leaves:
-            for s in f.spines:
-                net.addLink(leaf, s, port1=f.port(leaf, s), port2=f.port(s, leaf))
+        for u, v in f.links:   # each link once: from the host, or from the lower tier
+            if f.role(u) == "host":
+                net.addLink(u, v, port1=0, port2=f.port(v, u))
+            elif f.role(v) != "host" and TIER[f.role(u)] < TIER[f.role(v)]:
+                net.addLink(u, v, port1=f.port(u, v), port2=f.port(v, u))
         net.build()
         net.start()
-        for sw in f.leaves + f.spines:
+        for sw in f.switches:
             run(["ovs-vsctl", "set", "Bridge", sw, f"external_ids:{EXTERNAL_ID}={self.run_id}"])
         mtu = str(self.settings.mtu_bytes)
         batch = []
         for u, v in f.links:
-            if f.graph.nodes[u]["role"] != "host":
-                intf = f"{u}-eth{f.port(u, v)}"
+            if f.role(u) != "host":
+                intf = f.intf(u, v)
                 run(["ip", "link", "set", "dev", intf, "mtu", mtu])
                 run(["ovs-vsctl", "set", "Interface", intf, f"mtu_request={mtu}"])
                 batch += tc_batch(intf, self._shaping(f.capacity_mbps(u, v)))
@@ -182,10 +182,15 @@ class EmulatedFabric:
                 tc_batch(intf, self._shaping(f.capacity_mbps(h, f.leaf_of(h))))) + "\n")
             ns_run(node, ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"])
         net.staticArp()
-        for leaf, s in f.links:
-            if (f.graph.nodes[leaf]["role"] == "leaf" and f.graph.nodes[s]["role"] == "spine"
-                    and not f.is_live(leaf, s)):
-                net.configLinkStatus(leaf, s, "down")
+        down = {tuple(sorted((u, v))) for u, v in f.links
+                if f.role(u) != "host" and f.role(v) != "host" and not f.is_live(u, v)}
+        for u, v in sorted(down):
+            self.set_link(u, v, up=False)
+
+    def set_link(self, u: str, v: str, up: bool) -> None:
+        """Both ends of the u-v veth pair up or down (both directions fail, as a cut cable)."""
+        for intf in (self.fabric.intf(u, v), self.fabric.intf(v, u)):
+            run(["ip", "link", "set", "dev", intf, "up" if up else "down"])
 
     def _shaping(self, rate_mbps: float) -> Shaping:
         st = self.settings
