@@ -374,14 +374,17 @@ def _num(d: dict, key: str, where: str, default: float | None = None,
         f = math.inf
     if not math.isfinite(f):
         raise ConfigError(f"{where}.{key}: expected a finite number, got {quote(v)}")
-    if positive and not f > 0:
-        raise ConfigError(f"{where}.{key}: must be > 0, got {quote(v)}")
-    if not positive and f < 0:
-        raise ConfigError(f"{where}.{key}: must be >= 0, got {quote(v)}")
-    if f < minimum or f > maximum:
-        raise ConfigError(f"{where}.{key}: must be from {minimum:g} to {maximum:,g}"
+    low = max(minimum, 0.0)
+    if (positive and not f > 0) or f < low or f > maximum:
+        span = (f"from {_fmt(low)} to" if low > 0 or not positive else "> 0 and at most")
+        raise ConfigError(f"{where}.{key}: must be {span} {_fmt(maximum)}"
                           f"{' (' + why + ')' if why else ''}, got {quote(v)}")
     return f
+
+
+def _fmt(x: float) -> str:
+    """1000000.0 -> '1,000,000'; 0.001 -> '0.001'."""
+    return f"{x:,.0f}" if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
 
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -443,13 +446,13 @@ def _fabric(d: Any) -> Fabric:
     leaf_names = {f"leaf{i}" for i in range(1, leaves + 1)}
     failed_spines = _name_list(d, "failed_spines", "fabric")
     for s in failed_spines:
-        if s not in spine_names:
+        if not isinstance(s, str) or s not in spine_names:
             raise ConfigError(f"fabric.failed_spines: unknown spine {quote(s)} "
                               f"(spine1..spine{spines}), e.g. [spine3]")
     failed_links = _name_list(d, "failed_links", "fabric")
     for p in failed_links:
-        if (not isinstance(p, list) or len(p) != 2 or p[0] not in leaf_names
-                or p[1] not in spine_names):
+        if (not isinstance(p, list) or len(p) != 2 or not all(isinstance(x, str) for x in p)
+                or p[0] not in leaf_names or p[1] not in spine_names):
             raise ConfigError(f"fabric.failed_links: {quote(p)} is not a [leafX, spineY] pair "
                               f"of this fabric (leaf1..leaf{leaves}, spine1..spine{spines})")
     spec = FabricSpec(
@@ -527,7 +530,16 @@ def _model_job(d: dict, where: str, fabric: Fabric, rng: random.Random,
                        if "compute_s" in d else None),
             scale_bytes=scale)
     except WorkloadError as e:
-        raise ConfigError(str(e)) from None
+        raise ConfigError(_job_key(str(e), [name], where)) from None
+
+
+def _job_key(msg: str, names: list[str], *wheres: str) -> str:
+    """traffic/ names a job's key `jobs.<name>.key`; the config's messages say `jobs[i].key`."""
+    for name, where in zip(names, wheres or [f"jobs[{i}]" for i in range(len(names))]):
+        for prefix in (f"jobs.{name}.", f"jobs.{name}:"):
+            if msg.startswith(prefix):
+                return where + msg[len(prefix) - 1:]
+    return msg
 
 
 def _jobs(v: Any, fabric: Fabric, seed: int) -> list[JobSpec]:
@@ -740,8 +752,9 @@ def _events(v: Any, fabric: Fabric, routing: list[str], jobs: list[JobSpec],
                                   f"(spine1..spine{len(fabric.spines)})")
             target: tuple[str, ...] = (t,)
         else:
-            if (not isinstance(t, list) or len(t) != 2 or t[0] not in fabric.leaves
-                    or t[1] not in fabric.spines):
+            if (not isinstance(t, list) or len(t) != 2
+                    or not all(isinstance(x, str) for x in t)
+                    or t[0] not in fabric.leaves or t[1] not in fabric.spines):
                 raise ConfigError(f"{where}.{kind}: expected [leafX, spineY] of this fabric, "
                                   f"got {quote(t)}")
             target = (t[0], t[1])
@@ -806,7 +819,7 @@ def parse(doc: Any) -> Experiment:
     try:
         plan_jobs(jobs)  # rings, bytes, unique 5-tuples
     except WorkloadError as e:
-        raise ConfigError(str(e)) from None
+        raise ConfigError(_job_key(str(e), [j.name for j in jobs])) from None
     emulation = _emulation(_section(d, "emulation"), fabric)
     _check_timing(jobs, fabric, emulation)
     events = _events(d.get("events"), fabric, routing, jobs, emulation)

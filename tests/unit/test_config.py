@@ -205,3 +205,84 @@ def test_the_readme_yaml_example_parses():
     block = text[text.index("## The experiment YAML"):].split("```yaml\n", 1)[1].split("```")[0]
     exp = parse(yaml.safe_load(block))
     assert exp.routing and exp.events and exp.emulation.link_scheduler == "fair"
+
+
+@pytest.mark.parametrize("doc, where", [
+    ({**BASE, 1: "x"}, "config: key 1"),
+    ({**BASE, None: "x"}, "config: key None"),
+    ({**BASE, "fabric": {**BASE["fabric"], (1, 2): 3}}, "fabric: key (1, 2)"),
+    ({**BASE, "jobs": [{**BASE["jobs"][0], 2.5: 1}]}, "jobs[0]: key 2.5"),
+    ({**BASE, "emulation": {False: 1}}, "emulation: key False"),
+    ({**BASE, "events": [{"at_s": 1.0, 7: "spine1"}]}, "events[0]: key 7"),
+])
+def test_non_string_keys_anywhere_are_one_line_config_errors(doc, where):
+    with pytest.raises(ConfigError) as e:
+        parse(doc)
+    assert str(e.value).startswith(where) and "\n" not in str(e.value)
+
+
+def test_a_shared_reference_bomb_is_quoted_by_a_short_prefix_at_once():
+    import time
+    bomb: list = ["lol"] * 9
+    for _ in range(30):                       # 9^30 leaves if expanded
+        bomb = [bomb] * 9
+    t0 = time.perf_counter()
+    for path in ("name", "jobs.0.hosts", "routing", "fabric.failed_spines"):
+        with pytest.raises(ConfigError) as e:
+            parse(with_(path, bomb))
+        assert len(str(e.value)) < 300, str(e.value)
+    assert time.perf_counter() - t0 < 2.0
+
+
+def test_quote_is_short_and_one_line():
+    from experiments.config import QUOTE_CHARS, quote
+    assert "..." in quote("a" * 10 ** 6) and len(quote("a" * 10 ** 6)) <= QUOTE_CHARS
+    assert "\n" not in quote("x\ny") and quote(2 ** 70) == repr(2 ** 70)
+    assert len(quote({i: list(range(1000)) for i in range(1000)})) <= QUOTE_CHARS
+
+
+def test_absent_or_null_sections_are_defaults_and_anything_else_is_refused():
+    assert parse(with_("emulation", None)).emulation.window_frames == 16
+    assert parse(with_("events", None)).events == []
+    assert parse(with_("events", [])).events == []
+    assert parse(with_("fabric.failed_spines", None)).fabric.spec.failed_spines == ()
+    for path, value in (("emulation", []), ("emulation", False), ("emulation", ""),
+                        ("events", {}), ("events", False), ("fabric.failed_spines", {}),
+                        ("fabric.failed_links", False), ("fabric", [])):
+        with pytest.raises(ConfigError) as e:
+            parse(with_(path, value))
+        assert str(e.value).startswith(path), str(e.value)
+
+
+def test_explicit_jobs_take_groups_of_hosts():
+    doc = with_("jobs.0.hosts", KeyError)
+    doc["jobs"][0]["groups"] = [["h1", "h5"], ["h2", "h6"]]
+    assert parse(doc).jobs[0].groups == [["h1", "h5"], ["h2", "h6"]]
+    doc["jobs"][0]["hosts"] = ["h3", "h7"]
+    with pytest.raises(ConfigError, match=r"^jobs\[0\]: give either hosts"):
+        parse(doc)
+
+
+def test_an_event_after_every_job_has_ended_or_timed_out_is_refused():
+    from experiments.config import events_horizon_s
+    exp = parse(BASE)
+    # 4 MB ring of 4 at 10 Mbit/s: ideal 4.8 s per iteration, 3 iterations; timeout 126 s
+    horizon = events_horizon_s(exp.jobs, exp.fabric, exp.emulation)
+    assert horizon == pytest.approx(3 * (20 * 4.8 + 30))
+    ok = with_("events", [{"at_s": horizon, "fail_spine": "spine1"}])
+    assert parse(ok).events[0].at_s == horizon
+    late = with_("events", [{"at_s": horizon + 1, "fail_spine": "spine1"}])
+    with pytest.raises(ConfigError, match=r"^events\[0\]\.at_s: .* could never fire"):
+        parse(late)
+    late["emulation"] = {"iteration_timeout_s": 200.0}      # a longer timeout: fires
+    assert parse(late).events
+
+
+def test_yaml_errors_keep_line_and_column(tmp_path):
+    p = tmp_path / "c.yaml"
+    p.write_text("name: t\nfabric:\n  spines: 2\n  spines: 3\n")
+    with pytest.raises(ConfigError, match=r"c\.yaml:4:3: key spines is given twice .*line 3"):
+        load(p)
+    p.write_text("name: t\nfabric: [1, 2\n")
+    with pytest.raises(ConfigError, match=r"c\.yaml:3:1: not valid YAML: "):
+        load(p)
