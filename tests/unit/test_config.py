@@ -286,3 +286,26 @@ def test_yaml_errors_keep_line_and_column(tmp_path):
     p.write_text("name: t\nfabric: [1, 2\n")
     with pytest.raises(ConfigError, match=r"c\.yaml:3:1: not valid YAML: "):
         load(p)
+
+
+def test_the_readme_limits_table_matches_the_code():
+    import experiments.config as c
+    from experiments.__main__ import MAX_CALIBRATE_S
+    from experiments.outdir import MIN_FREE_BYTES
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## The experiment YAML"):text.index("## Reading the results")]
+    for expected in (f"{c.MAX_CONFIG_BYTES:,} bytes, nesting {c.MAX_DEPTH} levels",
+                     "0 .. 2^32-1", f"1 .. {c.MAX_SPINES}", f"1 .. {c.MAX_LEAVES} each",
+                     f"{c.MIN_RATE_MBPS:g} .. {c.MAX_RATE_MBPS:,.0f}",
+                     f"1 .. 2^{c.MAX_SIZE_BYTES.bit_length() - 1}",
+                     f"1 .. {c.MAX_ITERATIONS:,}", f"0 .. {c.MAX_SECONDS:,.0f} s",
+                     f"<= {c.MAX_DURATION_S:,.0f} s", f"2 .. {c.MAX_DP:,}",
+                     f"> 0 .. {c.MAX_SCALE_BYTES:,.0f}", f"576 .. {c.MAX_MTU_BYTES:,}",
+                     f"2 .. {c.MAX_QUEUE_PACKETS:,}", f"<= {c.MAX_JOBS:,} jobs",
+                     f"<= {c.MAX_EVENTS} events", f"<= {c.SOURCE_PORT_SPAN // 2:,}",
+                     f"<= {c.MAX_TRANSFERS:,}; <= {c.MAX_TRANSFER_RUNS:,}",
+                     f"S >= {c.MIN_UTIL_BIN_S:g} and bins x links <= {c.MAX_UTIL_CELLS:,}",
+                     f"whole seconds 1 .. {MAX_CALIBRATE_S}",
+                     f"less than {MIN_FREE_BYTES // 2 ** 20} MB free",
+                     f"by at most {c.QUOTE_CHARS} characters"):
+        assert expected in section, expected
