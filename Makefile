@@ -9,10 +9,10 @@ setup:
 	@bash testbed/bootstrap.sh
 
 run: setup
-	$(PY) -m experiments run $(CONFIG) --out $(OUT)
+	$(PY) -m experiments run $(CONFIG) --out $(OUT) --force
 
 predict: setup
-	$(PY) -m experiments predict $(CONFIG) --out $(OUT)-predicted
+	$(PY) -m experiments predict $(CONFIG) --out $(OUT)-predicted --force
 
 test: setup
 	$(PY) -m pytest tests -ra
