@@ -21,7 +21,8 @@ from typing import Any
 import yaml
 
 from routing import STRATEGIES
-from testbed.fabric import Fabric, FabricError, FabricSpec, build_fabric
+from testbed.fabric import (Fabric, FabricError, FabricSpec, build_fabric, fat_tree_spec,
+                            link_key)
 from testbed.shaping import MAX_MTU_BYTES, SCHEDULERS, auto_mtu_bytes
 
 DEFAULT_WINDOW_FRAMES = 16
@@ -34,9 +35,19 @@ class ConfigError(ValueError):
 
 
 TOP_KEYS = {"name", "seed", "fabric", "jobs", "routing", "emulation", "events"}
-EVENT_KINDS = ("fail_spine", "restore_spine", "fail_link", "restore_link")
-FABRIC_KEYS = {"spines", "leaves", "hosts_per_leaf", "host_link_mbps", "spine_link_mbps",
-               "failed_spines", "failed_links"}
+EVENT_KINDS = ("fail_spine", "restore_spine", "fail_switch", "restore_switch", "fail_link",
+               "restore_link")
+FAILURE_KEYS = {"failed_switches", "failed_links"}
+#: Keys per fabric.topology (leaf-spine is the default and keeps its keys).
+FABRIC_KEYS_OF = {
+    "leaf-spine": {"topology", "spines", "leaves", "hosts_per_leaf", "host_link_mbps",
+                   "spine_link_mbps", "failed_spines", *FAILURE_KEYS},
+    "fat-tree": {"topology", "k", "host_link_mbps", "fabric_link_mbps", *FAILURE_KEYS},
+    "clos3": {"topology", "pods", "leaves_per_pod", "aggs_per_pod", "cores_per_plane",
+              "hosts_per_leaf", "host_link_mbps", "leaf_agg_mbps", "agg_core_mbps",
+              *FAILURE_KEYS},
+}
+FABRIC_KEYS = set().union(*FABRIC_KEYS_OF.values())
 EXPLICIT_JOB_KEYS = {"name", "collective", "hosts", "groups", "size_bytes", "iterations",
                      "compute_s", "start_s"}
 MODEL_JOB_KEYS = {"name", "model", "dp", "placement", "iterations", "compute_s",
@@ -61,6 +72,14 @@ MAX_SPINES = 256
 MAX_LEAVES = 250
 MAX_HOSTS_PER_LEAF = 250
 MAX_HOSTS = 65_536
+#: Three tiers (clos3, fat-tree): host addresses are 10.<leaf / 256>.<leaf % 256>.<slot>, so
+#: leaves are bounded by MAX_HOSTS; a k=64 fat-tree is 65,536 hosts. Per pod and plane, 64
+#: aggregation switches and 64 cores (a k=128 fat-tree's would be, but exceeds MAX_HOSTS).
+MAX_PODS = 256
+MAX_LEAVES_PER_POD = 256
+MAX_AGGS_PER_POD = 64
+MAX_CORES_PER_PLANE = 64
+MAX_FAT_TREE_K = 64
 #: Link rates, Mbit/s: 1 kbit/s .. 1 Tbit/s for `predict` (`run` shapes at most 1,000:
 #: experiments/runner.py check_emulable).
 MIN_RATE_MBPS = 0.001
@@ -163,11 +182,15 @@ class Event:
 
     at_s: float
     kind: str                   # one of EVENT_KINDS
-    target: tuple[str, ...]     # (spine,) or (leaf, spine)
+    target: tuple[str, ...]     # (switch,) or a link (lower tier, upper tier)
 
     def as_dict(self) -> dict:
         return {"at_s": self.at_s, self.kind: (self.target[0] if len(self.target) == 1
                                                else list(self.target))}
+
+    @property
+    def on_switch(self) -> bool:
+        return not self.kind.endswith("_link")
 
 
 @dataclass
@@ -184,14 +207,9 @@ class Experiment:
     def resolved(self) -> dict:
         """The config as run: every default filled in, model jobs expanded to their rings
         (`groups`). It loads again (`parse`) to the same experiment and the same resolved()."""
-        s = self.fabric.spec
         return {
             "name": self.name, "seed": self.seed,
-            "fabric": {"spines": s.spines, "leaves": s.leaves,
-                       "hosts_per_leaf": s.hosts_per_leaf, "host_link_mbps": s.host_link_mbps,
-                       "spine_link_mbps": s.spine_link_mbps,
-                       "failed_spines": list(s.failed_spines),
-                       "failed_links": [list(p) for p in s.failed_links]},
+            "fabric": resolved_fabric(self.fabric.spec),
             "jobs": [{"name": j.name, "collective": j.collective.value,
                       **({"hosts": list(j.groups[0])} if len(j.groups) == 1
                          else {"groups": [list(g) for g in j.groups]}),
@@ -429,8 +447,48 @@ def _name_list(d: dict, key: str, where: str) -> list:
     return v
 
 
-def _fabric(d: Any) -> Fabric:
-    d = _check_keys(d, FABRIC_KEYS, "fabric")
+def resolved_fabric(s: FabricSpec) -> dict:
+    """The fabric section as the YAML gives it (it loads again to the same spec)."""
+    failed = {"failed_switches": list(s.failed_switches),
+              "failed_links": [list(p) for p in s.failed_links]}
+    if s.topology == "fat-tree":
+        return {"topology": "fat-tree", "k": s.k, "host_link_mbps": s.host_link_mbps,
+                "fabric_link_mbps": s.leaf_agg_mbps, **failed}
+    if s.topology == "clos3":
+        return {"topology": "clos3", "pods": s.pods, "leaves_per_pod": s.leaves_per_pod,
+                "aggs_per_pod": s.aggs_per_pod, "cores_per_plane": s.cores_per_plane,
+                "hosts_per_leaf": s.hosts_per_leaf, "host_link_mbps": s.host_link_mbps,
+                "leaf_agg_mbps": s.leaf_agg_mbps, "agg_core_mbps": s.agg_core_mbps, **failed}
+    return {"spines": s.spines, "leaves": s.leaves, "hosts_per_leaf": s.hosts_per_leaf,
+            "host_link_mbps": s.host_link_mbps, "spine_link_mbps": s.spine_link_mbps,
+            "failed_spines": list(s.failed_spines),
+            "failed_links": [list(p) for p in s.failed_links]}
+
+
+def _rate(d: dict, key: str) -> float:
+    return _num(d, key, "fabric", minimum=MIN_RATE_MBPS, maximum=MAX_RATE_MBPS,
+                why="Mbit/s; `run` shapes at most 1000")
+
+
+def _switch_names(d: dict, key: str) -> tuple[str, ...]:
+    names = _name_list(d, key, "fabric")
+    for x in names:
+        if not isinstance(x, str) or len(x) > 64:
+            raise ConfigError(f"fabric.{key}: {quote(x)} is not a switch name, e.g. core3")
+    return tuple(names)
+
+
+def _link_pairs(d: dict, key: str, example: str) -> tuple[tuple[str, str], ...]:
+    pairs = _name_list(d, key, "fabric")
+    for p in pairs:
+        if (not isinstance(p, list) or len(p) != 2
+                or not all(isinstance(x, str) and len(x) <= 64 for x in p)):
+            raise ConfigError(f"fabric.{key}: {quote(p)} is not a pair of switch names, "
+                              f"e.g. {example}")
+    return tuple(tuple(p) for p in pairs)
+
+
+def _leaf_spine_spec(d: dict) -> FabricSpec:
     spines = _int(d, "spines", "fabric", maximum=MAX_SPINES, why="8x the paper's 32")
     leaves = _int(d, "leaves", "fabric", maximum=MAX_LEAVES,
                   why="host addresses are 10.0.<leaf>.<slot>")
@@ -439,27 +497,64 @@ def _fabric(d: Any) -> Fabric:
     if leaves * per_leaf > MAX_HOSTS:
         raise ConfigError(f"fabric.hosts_per_leaf: {leaves} leaves x {per_leaf} hosts exceed "
                           f"{MAX_HOSTS:,} hosts")
-    rates = {k: _num(d, k, "fabric", minimum=MIN_RATE_MBPS, maximum=MAX_RATE_MBPS,
-                     why="Mbit/s; `run` shapes at most 1000")
-             for k in ("host_link_mbps", "spine_link_mbps")}
+    rates = {k: _rate(d, k) for k in ("host_link_mbps", "spine_link_mbps")}
     spine_names = {f"spine{i}" for i in range(1, spines + 1)}
     leaf_names = {f"leaf{i}" for i in range(1, leaves + 1)}
     failed_spines = _name_list(d, "failed_spines", "fabric")
-    for s in failed_spines:
-        if not isinstance(s, str) or s not in spine_names:
-            raise ConfigError(f"fabric.failed_spines: unknown spine {quote(s)} "
-                              f"(spine1..spine{spines}), e.g. [spine3]")
+    for key in ("failed_spines", "failed_switches"):
+        for s in _name_list(d, key, "fabric"):
+            if not isinstance(s, str) or s not in spine_names:
+                raise ConfigError(f"fabric.{key}: unknown spine {quote(s)} "
+                                  f"(spine1..spine{spines}), e.g. [spine3]")
+    failed_spines = sorted(set(failed_spines) | set(_name_list(d, "failed_switches", "fabric")),
+                           key=lambda x: int(x[5:]))
     failed_links = _name_list(d, "failed_links", "fabric")
     for p in failed_links:
         if (not isinstance(p, list) or len(p) != 2 or not all(isinstance(x, str) for x in p)
                 or p[0] not in leaf_names or p[1] not in spine_names):
             raise ConfigError(f"fabric.failed_links: {quote(p)} is not a [leafX, spineY] pair "
                               f"of this fabric (leaf1..leaf{leaves}, spine1..spine{spines})")
-    spec = FabricSpec(
+    return FabricSpec(
         spines=spines, leaves=leaves, hosts_per_leaf=per_leaf,
         host_link_mbps=rates["host_link_mbps"], spine_link_mbps=rates["spine_link_mbps"],
         failed_spines=tuple(failed_spines),
         failed_links=tuple(tuple(p) for p in failed_links))
+
+
+def _three_tier_spec(d: dict, topology: str) -> FabricSpec:
+    failures = {"failed_switches": tuple(sorted(set(_switch_names(d, "failed_switches")))),
+                "failed_links": tuple(sorted({link_key(*p) for p in _link_pairs(
+                    d, "failed_links", "[leaf1, agg2] or [agg1, core3]")}))}
+    if topology == "fat-tree":
+        k = _int(d, "k", "fabric", minimum=2, maximum=MAX_FAT_TREE_K,
+                 why="k^3/4 hosts: 65,536 at k=64")
+        if k % 2:
+            raise ConfigError(f"fabric.k: a fat-tree needs an even k, got {k}")
+        return fat_tree_spec(k, _rate(d, "host_link_mbps"), _rate(d, "fabric_link_mbps"),
+                             **failures)
+    sizes = {key: _int(d, key, "fabric", maximum=limit, why=why) for key, limit, why in (
+        ("pods", MAX_PODS, "host addresses hold at most 65,536 leaves"),
+        ("leaves_per_pod", MAX_LEAVES_PER_POD, "host addresses hold at most 65,536 leaves"),
+        ("aggs_per_pod", MAX_AGGS_PER_POD, "planes of cores"),
+        ("cores_per_plane", MAX_CORES_PER_PLANE, "cores per plane"),
+        ("hosts_per_leaf", MAX_HOSTS_PER_LEAF, "host addresses end in .<slot>"))}
+    n = sizes["pods"] * sizes["leaves_per_pod"] * sizes["hosts_per_leaf"]
+    if n > MAX_HOSTS:
+        raise ConfigError(f"fabric.hosts_per_leaf: {n:,} hosts exceed {MAX_HOSTS:,}")
+    return FabricSpec(topology="clos3", host_link_mbps=_rate(d, "host_link_mbps"),
+                      leaf_agg_mbps=_rate(d, "leaf_agg_mbps"),
+                      agg_core_mbps=_rate(d, "agg_core_mbps"), **sizes, **failures)
+
+
+def _fabric(d: Any) -> Fabric:
+    if not isinstance(d, dict):
+        raise ConfigError(f"fabric: expected a mapping of keys, got {type(d).__name__}")
+    topology = d.get("topology", "leaf-spine")
+    if topology not in FABRIC_KEYS_OF:
+        raise ConfigError(f"fabric.topology: unknown {quote(topology)}; choose from "
+                          f"{', '.join(FABRIC_KEYS_OF)}")
+    d = _check_keys(d, FABRIC_KEYS_OF[topology], "fabric")
+    spec = _leaf_spine_spec(d) if topology == "leaf-spine" else _three_tier_spec(d, topology)
     try:
         return build_fabric(spec)
     except FabricError as e:
@@ -690,26 +785,21 @@ def _routing(v: Any) -> list[str]:
 def apply_event(fabric: Fabric, event: Event) -> Fabric:
     """The fabric after `event`; raises FabricError (e.g. when a leaf would be cut off)."""
     spec = fabric.spec
-    spines, links = set(spec.failed_spines), set(spec.failed_links)
+    switches, links = set(spec.failed), set(spec.failed_links)
     target = tuple(event.target)
-    if event.kind == "fail_spine":
-        spines.add(target[0])
-    elif event.kind == "restore_spine":
-        spines.discard(target[0])
-    elif event.kind == "fail_link":
-        links.add(target)
+    group, key = (switches, target[0]) if event.on_switch else (links, target)
+    if event.kind.startswith("fail"):
+        group.add(key)
     else:
-        links.discard(target)
-    return build_fabric(dataclasses.replace(
-        spec, failed_spines=tuple(sorted(spines)), failed_links=tuple(sorted(links))))
+        group.discard(key)
+    return build_fabric(spec.with_failures(tuple(switches), tuple(links)))
 
 
 def _replay(events: list[Event], fabric: Fabric) -> None:
     """Every event must change something and leave every leaf connected."""
     for i, e in enumerate(events):
-        failed = (set(fabric.spec.failed_spines) if e.kind.endswith("_spine")
-                  else set(fabric.spec.failed_links))
-        key = e.target[0] if e.kind.endswith("_spine") else tuple(e.target)
+        failed = set(fabric.spec.failed) if e.on_switch else set(fabric.spec.failed_links)
+        key = e.target[0] if e.on_switch else tuple(e.target)
         if e.kind.startswith("fail") == (key in failed):
             state = "already failed" if e.kind.startswith("fail") else "not failed"
             raise ConfigError(f"events (at_s {e.at_s:g}): {'/'.join(e.target)} is {state} "
@@ -718,6 +808,33 @@ def _replay(events: list[Event], fabric: Fabric) -> None:
             fabric = apply_event(fabric, e)
         except FabricError as err:
             raise ConfigError(f"events (at_s {e.at_s:g}, {e.kind}): {err}") from None
+
+
+def _event_target(fabric: Fabric, kind: str, t: Any, where: str) -> tuple[str, ...]:
+    """A checked event target: (switch,) or a link as (lower tier, upper tier)."""
+    if kind.endswith("_spine") or (kind.endswith("_switch") and fabric.tiers == 2):
+        if not isinstance(t, str) or t not in fabric.spines:
+            raise ConfigError(f"{where}.{kind}: unknown spine {quote(t)} "
+                              f"(spine1..spine{len(fabric.spines)})")
+        return (t,)
+    if kind.endswith("_switch"):
+        if not isinstance(t, str) or t not in fabric.aggs + fabric.cores:
+            raise ConfigError(f"{where}.{kind}: {quote(t)} is not an agg or core of this "
+                              f"fabric (agg1..agg{len(fabric.aggs)}, "
+                              f"core1..core{len(fabric.cores)})")
+        return (t,)
+    if fabric.tiers == 2:
+        if (not isinstance(t, list) or len(t) != 2
+                or not all(isinstance(x, str) for x in t)
+                or t[0] not in fabric.leaves or t[1] not in fabric.spines):
+            raise ConfigError(f"{where}.{kind}: expected [leafX, spineY] of this fabric, "
+                              f"got {quote(t)}")
+        return (t[0], t[1])
+    if (not isinstance(t, list) or len(t) != 2 or not all(isinstance(x, str) for x in t)
+            or not all(fabric.is_switch(x) for x in t) or not fabric.graph.has_edge(*t)):
+        raise ConfigError(f"{where}.{kind}: expected a link between two switches of this "
+                          f"fabric, e.g. [leaf1, agg2] or [agg1, core3], got {quote(t)}")
+    return fabric.link_key(t[0], t[1])
 
 
 def _events(v: Any, fabric: Fabric, routing: list[str], jobs: list[JobSpec],
@@ -745,20 +862,7 @@ def _events(v: Any, fabric: Fabric, routing: list[str], jobs: list[JobSpec],
         if len(kinds) != 1:
             raise ConfigError(f"{where}: give exactly one of {', '.join(EVENT_KINDS)}")
         kind = kinds[0]
-        t = d[kind]
-        if kind.endswith("_spine"):
-            if not isinstance(t, str) or t not in fabric.spines:
-                raise ConfigError(f"{where}.{kind}: unknown spine {quote(t)} "
-                                  f"(spine1..spine{len(fabric.spines)})")
-            target: tuple[str, ...] = (t,)
-        else:
-            if (not isinstance(t, list) or len(t) != 2
-                    or not all(isinstance(x, str) for x in t)
-                    or t[0] not in fabric.leaves or t[1] not in fabric.spines):
-                raise ConfigError(f"{where}.{kind}: expected [leafX, spineY] of this fabric, "
-                                  f"got {quote(t)}")
-            target = (t[0], t[1])
-        events.append(Event(at_s, kind, target))
+        events.append(Event(at_s, kind, _event_target(fabric, kind, d[kind], where)))
     _replay(sorted(events, key=lambda e: e.at_s), fabric)
     if events and any(split_routing(r)[1] == "host" for r in routing):
         raise ConfigError("events: host-enforced routing (@host) fixes each flow's source port "
@@ -772,7 +876,7 @@ def _emulation(d: dict, fabric: Fabric) -> EmulationConfig:
     e.datapath = _choice(d, "datapath", "emulation", ("auto", "kernel", "user"), e.datapath)
     e.tcp_cc = _choice(d, "tcp_cc", "emulation", TCP_CCS, e.tcp_cc,
                        " (dctcp is not in this kernel)")
-    slowest = min(fabric.spec.host_link_mbps, fabric.spec.spine_link_mbps)
+    slowest = min(fabric.spec.rates_mbps().values())
     if d.get("mtu_bytes", "auto") == "auto":
         e.mtu_bytes, e.mtu_auto = auto_mtu_bytes(slowest), True
     else:
@@ -869,7 +973,8 @@ def duration_upper_bound_s(exp: Experiment, goodput_factor: float = 1.0) -> floa
     so it moves at least that link's capacity / the flows on it. At most one transfer per
     connection is active, so a flow moves at least r = the smallest of host rate / the most
     connections leaving or entering one host, and spine-link rate / the most connections
-    leaving or entering one leaf for another (any routing, any failures). An iteration then
+    leaving or entering one leaf for another (any routing, any failures; in three tiers an
+    agg-core link may carry every inter-leaf connection). An iteration then
     lasts at most its heaviest chain of dependent transfers at r, and a job ends by start_s +
     iterations x (that + compute_s)."""
     f = exp.fabric
@@ -885,8 +990,11 @@ def duration_upper_bound_s(exp: Experiment, goodput_factor: float = 1.0) -> floa
                 for k in (("out", a), ("in", b)):
                     per_leaf[k] = per_leaf.get(k, 0) + 1
     rate = f.spec.host_link_mbps / max(per_host.values(), default=1)
-    if per_leaf:
+    if per_leaf and f.tiers == 2:
         rate = min(rate, f.spec.spine_link_mbps / max(per_leaf.values()))
+    elif per_leaf:   # an agg-core link may carry every inter-leaf flow of the fabric
+        crossing = sum(n for (side, _), n in per_leaf.items() if side == "out")
+        rate = min(rate, min(f.spec.leaf_agg_mbps, f.spec.agg_core_mbps) / crossing)
     bps = rate * 1e6 * goodput_factor
     return max(p.spec.start_s + p.spec.iterations
                * (_longest_chain_bytes(p) * 8 / bps + p.spec.compute_s) for p in plans)

@@ -47,6 +47,18 @@ TOPOLOGIES = ("leaf-spine", "fat-tree", "clos3")
 DPID_PREFIX = {"leaf": 1, "spine": 2, "agg": 3, "core": 4}
 
 
+#: Tier of each switch role, from the leaves up.
+TIER = {"leaf": 0, "spine": 1, "agg": 1, "core": 2}
+
+
+def link_key(u: str, v: str) -> tuple[str, str]:
+    """A switch-to-switch link in canonical order, lower tier first: (leaf, spine),
+    (leaf, agg), (agg, core). The role is read from the name (names are fixed patterns)."""
+    def tier(x: str) -> int:
+        return next((t for role, t in TIER.items() if x.startswith(role)), -1)
+    return (u, v) if tier(u) <= tier(v) else (v, u)
+
+
 class FabricError(ValueError):
     """A fabric description that cannot be built or routed."""
 
@@ -227,6 +239,10 @@ class Fabric:
     # -- liveness and paths ----------------------------------------------------------------
     def is_live(self, u: str, v: str) -> bool:
         return bool(self.graph.edges[u, v]["live"])
+
+    @staticmethod
+    def link_key(u: str, v: str) -> tuple[str, str]:
+        return link_key(u, v)
 
     def uplinks(self, switch: str) -> list[str]:
         """Neighbours one tier up (leaf-spine leaf: spines; leaf: aggs; agg: cores)."""

@@ -21,7 +21,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from .fabric import Fabric
+from .fabric import TIER, Fabric
 from .ovs import TestbedError, check_send_buffer, ovs_running, pick_datapath, run
 from .registry import EXTERNAL_ID, RunRecord, remove_record, reserve
 from .shaping import Shaping, tc_batch
@@ -29,8 +29,6 @@ from .signals import deferred
 
 log = logging.getLogger(__name__)
 
-#: Tier of each switch role: every switch-to-switch link is added once, from the lower end.
-TIER = {"leaf": 0, "spine": 1, "agg": 1, "core": 2}
 
 #: NIC features turned off on host interfaces: with them on, checksum-offloaded TCP segments
 #: cross AF_PACKET unfinished and the userspace datapath drops them (ping works, TCP hangs).

@@ -1,0 +1,86 @@
+"""fabric.topology: fat-tree and clos3 keys, failures and events, and their round trip."""
+import copy
+
+import pytest
+import yaml
+
+from experiments.config import ConfigError, parse
+
+FAT = {"name": "ft", "fabric": {"topology": "fat-tree", "k": 4, "host_link_mbps": 10,
+                                "fabric_link_mbps": 10},
+       "jobs": [{"name": "r", "collective": "allreduce", "hosts": ["h1", "h5", "h9", "h13"],
+                 "size_bytes": 1000000, "iterations": 2}],
+       "routing": ["ecmp", "greedy"]}
+CLOS = {"name": "c3", "fabric": {"topology": "clos3", "pods": 2, "leaves_per_pod": 2,
+                                 "aggs_per_pod": 2, "cores_per_plane": 2, "hosts_per_leaf": 2,
+                                 "host_link_mbps": 10, "leaf_agg_mbps": 10, "agg_core_mbps": 5},
+        "jobs": [{"name": "r", "collective": "allreduce", "hosts": ["h1", "h3", "h5", "h7"],
+                  "size_bytes": 1000000}],
+        "routing": ["ecmp"]}
+
+
+def with_fabric(doc, **kw):
+    d = copy.deepcopy(doc)
+    d["fabric"].update(kw)
+    return d
+
+
+@pytest.mark.parametrize("doc", [FAT, CLOS], ids=["fat-tree", "clos3"])
+def test_three_tier_configs_build_and_reload(doc):
+    exp = parse(doc)
+    again = parse(yaml.safe_load(yaml.safe_dump(exp.resolved())))
+    assert again.resolved() == exp.resolved()
+    assert again.fabric.spec == exp.fabric.spec
+
+
+def test_fat_tree_sizes_and_failures():
+    exp = parse(with_fabric(FAT, failed_switches=["core2"], failed_links=[["agg1", "leaf2"]]))
+    f = exp.fabric
+    assert (len(f.hosts), len(f.switches)) == (16, 20)
+    assert f.spec.failed_links == (("leaf2", "agg1"),)          # canonical: lower tier first
+    assert not f.is_live("agg1", "core2") and not f.is_live("leaf2", "agg1")
+
+
+def test_events_on_any_switch_and_link():
+    doc = copy.deepcopy(FAT)
+    doc["events"] = [{"at_s": 0.5, "fail_switch": "core1"},
+                     {"at_s": 0.5, "fail_link": ["core2", "agg1"]},
+                     {"at_s": 1.0, "restore_link": ["agg1", "core2"]},
+                     {"at_s": 1.5, "restore_switch": "core1"}]
+    exp = parse(doc)
+    assert [e.target for e in exp.events] == [("core1",), ("agg1", "core2"), ("agg1", "core2"),
+                                              ("core1",)]
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(k=5), "fabric.k: a fat-tree needs an even k"),
+    (dict(k=66), "fabric.k"),
+    (dict(spines=4), "fabric.spines: unknown key"),
+    (dict(failed_switches=["leaf1"]), "agg or core"),
+    (dict(failed_links=[["leaf1", "core1"]]), "not a link between two switches"),
+    (dict(failed_links=[["leaf1"]]), "fabric.failed_links"),
+    (dict(topology="torus"), "fabric.topology: unknown 'torus'"),
+])
+def test_bad_three_tier_fabrics_are_one_line_errors(change, match):
+    with pytest.raises(ConfigError, match=match) as e:
+        parse(with_fabric(FAT, **change))
+    assert "\n" not in str(e.value)
+
+
+def test_a_link_event_must_name_a_link():
+    doc = copy.deepcopy(CLOS)
+    doc["events"] = [{"at_s": 0.1, "fail_link": ["leaf1", "core1"]}]
+    with pytest.raises(ConfigError, match=r"events\[0\].fail_link: expected a link"):
+        parse(doc)
+
+
+def test_leaf_spine_takes_failed_switches_as_spines():
+    doc = {"name": "ls", "fabric": {"spines": 3, "leaves": 2, "hosts_per_leaf": 1,
+                                    "host_link_mbps": 10, "spine_link_mbps": 10,
+                                    "failed_switches": ["spine2"]},
+           "jobs": [{"name": "p", "collective": "pipeline", "hosts": ["h1", "h2"],
+                     "size_bytes": 1000}],
+           "routing": ["ecmp"], "events": [{"at_s": 0.01, "fail_switch": "spine1"}]}
+    exp = parse(doc)
+    assert exp.fabric.spec.failed_spines == ("spine2",)
+    assert exp.events[0].target == ("spine1",)
