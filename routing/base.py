@@ -24,10 +24,16 @@ class SolveStats:
     status: str = "ok"                       # e.g. "optimal", "feasible", "heuristic", "hash"
     gap: float | None = None                 # relative optimality gap; None where unknown
     lower_bound_link_flows: int | None = None
+    # Solver strategies (ilp, mmf) only, None elsewhere: whether the MILP solver (CBC) ran at
+    # all (False: optimality was proven by a bound, e.g. the warm start met the lower bound, so
+    # `time_s` is no CBC time), and how many CBC solves were made.
+    solver_ran: bool | None = None
+    solver_calls: int | None = None
 
     def as_dict(self) -> dict:
         return {"time_s": self.time_s, "status": self.status, "gap": self.gap,
-                "lower_bound_link_flows": self.lower_bound_link_flows}
+                "lower_bound_link_flows": self.lower_bound_link_flows,
+                "solver_ran": self.solver_ran, "solver_calls": self.solver_calls}
 
 
 @dataclass

@@ -18,11 +18,15 @@ combinatorial lower bound and above by the start's value. The solver's status an
 recorded in SolveStats: "optimal" (gap 0), "feasible" (time limit hit with a solution; gap =
 (found - lower bound) / found, an upper bound on the true gap), or "time-limit-start" (CBC
 returned nothing usable: the warm start is returned). A solver problem is reported, never fatal.
+When the warm start already meets the combinatorial lower bound it is optimal and CBC is not
+called at all: the status is still "optimal", and `solver_ran` is False (`solver_calls` 0), so
+such a solve time is not mistaken for CBC's.
 """
 from __future__ import annotations
 
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 
 import pulp
 
@@ -86,10 +90,11 @@ def assignment_counts(groups: Groups, assign: list[int]) -> dict[tuple, dict[int
     return out
 
 
-def cbc(time_limit_s: float, warm: bool) -> pulp.PULP_CBC_CMD:
-    """CBC with a time limit in seconds (threads left at the default on purpose)."""
+def cbc(time_limit_s: float, warm: bool, first_solution: bool = False) -> pulp.PULP_CBC_CMD:
+    """CBC with a time limit in seconds (threads left at the default on purpose);
+    `first_solution`: stop at the first integer solution (any gap allowed)."""
     return pulp.PULP_CBC_CMD(msg=False, timeLimit=max(1, int(round(time_limit_s))),
-                             warmStart=warm)
+                             warmStart=warm, gapAbs=1e9 if first_solution else None)
 
 
 def solved_values(var: dict, key) -> int:
@@ -97,25 +102,29 @@ def solved_values(var: dict, key) -> int:
     return 0 if v is None else int(round(v))
 
 
-def route_ilp(fabric: Fabric, conns: list[Connection], seed: int = 0,
-              previous: dict[int, str | None] | None = None,
-              time_limit_s: float = 30.0) -> RoutingPlan:
-    """Exact min-max link flows (aggregated ILP); `time_limit_s` bounds CBC in seconds."""
-    t0 = time.perf_counter()
-    t = flow_table(fabric, conns)
+@dataclass
+class MinMax:
+    """Outcome of the min-max ILP on a FlowTable (see `solve_min_max`)."""
+
+    assign: list[int]          # spine index per flow
+    value: int                 # max link flows of `assign`
+    status: str                # "optimal", "feasible", "time-limit-start (...)", "solver-error: ..."
+    gap: float
+    solver_ran: bool           # False: the warm start met the lower bound, CBC was not called
+
+
+def solve_min_max(t: FlowTable, seed: int = 0, previous: dict[int, str | None] | None = None,
+                  time_limit_s: float = 30.0) -> MinMax:
+    """The aggregated min-max ILP of the module docstring on `t` (at least one flow)."""
     lb = table_lower_bound(t)
-    if not t.flows:
-        return RoutingPlan("ilp", spine_of_from_assignment(t, []),
-                           SolveStats(time.perf_counter() - t0, "optimal", 0.0, lb))
     S = t.n_spines
     start = start_assignment(t, seed, previous)
     up0, down0 = assignment_loads(t, start)
     ub = max(max(up0), max(down0))
     prefer = assignment_from_spine_of(t, previous) if previous else start
     groups = flow_groups(t)
-    if ub <= lb:  # the warm start is already optimal: nothing for CBC to do
-        stats = SolveStats(time.perf_counter() - t0, "optimal", 0.0, lb)
-        return RoutingPlan("ilp", spine_of_from_assignment(t, start), stats)
+    if ub <= lb:  # the warm start is already optimal (proven by the bound): CBC is not called
+        return MinMax(start, ub, "optimal", 0.0, solver_ran=False)
 
     start_counts = assignment_counts(groups, start)
     prob = pulp.LpProblem("min_max_link_flows", pulp.LpMinimize)
@@ -158,9 +167,24 @@ def route_ilp(fabric: Fabric, conns: list[Connection], seed: int = 0,
         optimal = sol == pulp.LpSolutionOptimal or best <= lb
         status = "optimal" if optimal else "feasible"
         gap = 0.0 if optimal else (best - lb) / best
-    else:
-        if sol is not None:
-            status_text = f"time-limit-start ({pulp.LpStatus[prob.status].lower()})"
-        assign, status, gap = start, status_text, (ub - lb) / ub
-    stats = SolveStats(time.perf_counter() - t0, status, gap, lb)
-    return RoutingPlan("ilp", spine_of_from_assignment(t, assign), stats)
+        return MinMax(assign, best, status, gap, solver_ran=True)
+    if sol is not None:
+        status_text = f"time-limit-start ({pulp.LpStatus[prob.status].lower()})"
+    return MinMax(start, ub, status_text, (ub - lb) / ub, solver_ran=True)
+
+
+def route_ilp(fabric: Fabric, conns: list[Connection], seed: int = 0,
+              previous: dict[int, str | None] | None = None,
+              time_limit_s: float = 30.0) -> RoutingPlan:
+    """Exact min-max link flows (aggregated ILP); `time_limit_s` bounds CBC in seconds."""
+    t0 = time.perf_counter()
+    t = flow_table(fabric, conns)
+    lb = table_lower_bound(t)
+    if not t.flows:
+        return RoutingPlan("ilp", spine_of_from_assignment(t, []),
+                           SolveStats(time.perf_counter() - t0, "optimal", 0.0, lb,
+                                      solver_ran=False, solver_calls=0))
+    r = solve_min_max(t, seed, previous, time_limit_s)
+    stats = SolveStats(time.perf_counter() - t0, r.status, r.gap, lb,
+                       solver_ran=r.solver_ran, solver_calls=int(r.solver_ran))
+    return RoutingPlan("ilp", spine_of_from_assignment(t, r.assign), stats)
