@@ -15,9 +15,15 @@ of link loads gives M and N without scanning.
 Start: the previous assignment where still usable (low-churn mode, `previous` given) with the
 rest placed by greedy; otherwise a seeded uniformly random assignment (`init="random"`, the
 paper's baseline) or the greedy solution (`init="greedy"`). In low-churn mode only strictly improving moves
-are taken (a descent), so flows move only when that lowers the energy. Bounded by `max_iters`
-moves and
-`time_limit_s` seconds, whichever comes first.
+are taken (a descent), so flows move only when that lowers the energy.
+
+Budget: `max_iters` moves tried, by default `iteration_budget(movable flows)` = 100 per flow
+that has more than one usable spine, at least 20,000 and at most 200,000; the cooling schedule
+spans the budget. The search stops early only when the best state meets the lower bound
+(M = ceil(flows / live links) at the busiest leaf, N = the fewest links that must then carry
+M), which no state can beat. Nothing depends on the clock, so one seed gives one answer on any
+machine (the former 2 s time limit did not: 0.5 s and 2 s gave different routes, and a slower
+run left more cases above the bound). About 5-10 us per move here: 200,000 moves take 1-2 s.
 """
 from __future__ import annotations
 
@@ -33,11 +39,36 @@ from .base import (RoutingPlan, SolveStats, assignment_from_spine_of, assignment
 from .greedy import greedy_assignment, greedy_fill
 
 
+#: Moves tried per movable flow, and the floor and ceiling of the budget (see iteration_budget).
+ITERS_PER_FLOW = 100
+MIN_ITERS = 20_000
+MAX_ITERS = 200_000
+
+
+def iteration_budget(movable_flows: int) -> int:
+    """Moves the annealing tries: fixed by the problem size, never by the clock."""
+    return max(MIN_ITERS, min(MAX_ITERS, ITERS_PER_FLOW * movable_flows))
+
+
+def best_n_bound(t, M: int) -> int:
+    """With every load at most M: the fewest links that carry M flows (per leaf side, d flows
+    over U usable links need at least d - (M - 1) U of them at M)."""
+    total = 0
+    for ends in (t.src, t.dst):
+        flows: dict[int, int] = {}
+        links: dict[int, set] = {}
+        for i, leaf in enumerate(ends):
+            flows[leaf] = flows.get(leaf, 0) + 1
+            links.setdefault(leaf, set()).update(t.cand[i])
+        total += sum(max(0, d - (M - 1) * len(links[leaf])) for leaf, d in flows.items())
+    return max(total, 1 if M >= 1 and t.flows else 0)
+
+
 def route_annealing(fabric: Fabric, conns: list[Connection], seed: int = 0,
                     previous: dict[int, str | None] | None = None, *,
-                    init: str = "random", energy: str = "lex", max_iters: int = 200_000, time_limit_s: float = 2.0,
+                    init: str = "random", energy: str = "lex", max_iters: int | None = None,
                     t0: float = 2.0, t1: float = 0.02, focus: float = 0.7) -> RoutingPlan:
-    """Simulated annealing; see module docstring. Times in seconds."""
+    """Simulated annealing; see module docstring. `max_iters` None: `iteration_budget`."""
     start = time.perf_counter()
     t = flow_table(fabric, conns)
     rng = random.Random(seed)
@@ -79,17 +110,19 @@ def route_annealing(fabric: Fabric, conns: list[Connection], seed: int = 0,
     movable = [i for i in range(n) if len(cand[i]) > 1]
     if M <= 1:
         movable = []          # one flow per link at most: nothing to improve
+    if max_iters is None:
+        max_iters = iteration_budget(len(movable))
+    target = (lb, best_n_bound(t, lb))   # no state beats it: stop there
     alpha = (t1 / t0) ** (1.0 / max(1, max_iters))
     T = t0
     it = 0
-    deadline = start + time_limit_s
     rand = rng.random
     randrange = rng.randrange
     n_mov = len(movable)
+    if best_key <= target:
+        movable = []
     while movable and it < max_iters:
         it += 1
-        if (it & 1023) == 0 and time.perf_counter() > deadline:
-            break
         # pick a flow, preferably one on a link at the maximum
         i = movable[randrange(n_mov)]
         if rand() < focus:
@@ -138,7 +171,7 @@ def route_annealing(fabric: Fabric, conns: list[Connection], seed: int = 0,
             if key < best_key:
                 best_key = key
                 best = list(assign)
-                if M <= 1:
+                if key <= target:
                     break
         else:  # undo
             for arr, idx, d in ((up, va, -1), (down, vb, -1), (up, ua, 1), (down, ub, 1)):
