@@ -16,33 +16,33 @@ Every epoch and event is recorded with its timing (seconds since the jobs' clock
 """
 from __future__ import annotations
 
-import dataclasses
 import time
 from pathlib import Path
 
 from routing.policy import Decision, EpochPolicy
 from routing.rules import Rule, cookie_of, diff_lines, rules_for
-from testbed.fabric import Fabric, build_fabric
+from routing.paths import Path as SwitchPath
+from testbed.fabric import Fabric, build_fabric, link_key
 from testbed.installer import apply_lines, flow_bytes_by_cookie, install
 from traffic.collectives import Connection, JobPlan
 
 from .config import Event, apply_event
+from .measure import switch_counts
 
 
 class Controller:
     """Keeps the installed rules in step with the routing policy's decisions."""
 
     def __init__(self, emu, fabric: Fabric, strategy: str, plans: list[JobPlan], seed: int,
-                 rules_dir: Path, static_spine_of: dict[int, str | None] | None = None):
-        """`static_spine_of`: a fixed plan enforced by the hosts' source ports (the plans'
+                 rules_dir: Path, static_paths: dict[int, SwitchPath | None] | None = None):
+        """`static_paths`: a fixed plan enforced by the hosts' source ports (the plans'
         connections carry them); None: switch-enforced, recomputed at every epoch."""
         self.emu, self.fabric0 = emu, fabric
-        # counters on every spine, failed or not: restored elements keep counting
-        self.fabric_all = build_fabric(dataclasses.replace(fabric.spec, failed_spines=(),
-                                                           failed_links=()))
+        # counters on every switch, failed or not: restored elements keep counting
+        self.fabric_all = build_fabric(fabric.spec.with_failures((), ()))
         self.strategy, self.rules_dir = strategy, rules_dir
         self.conns: list[Connection] = [c for p in plans for c in p.connections]
-        self.policy = EpochPolicy(strategy, fabric, self.conns, seed, static=static_spine_of)
+        self.policy = EpochPolicy(strategy, fabric, self.conns, seed, static=static_paths)
         self.installed: list[Rule] = []
         self.epochs: list[dict] = []
         self.events: list[dict] = []
@@ -59,11 +59,11 @@ class Controller:
         return self.policy.fabric
 
     @property
-    def history(self) -> dict[int, set[str]]:
+    def history(self) -> dict[int, set[SwitchPath]]:
         return self.policy.history
 
-    def final_spine(self, cid: int) -> str | None:
-        return self.policy.final_spine(cid)
+    def final_path(self, cid: int) -> SwitchPath | None:
+        return self.policy.final_path(cid)
 
     # -- rules -------------------------------------------------------------------------------
     def _desired(self) -> list[Rule]:
@@ -122,11 +122,10 @@ class Controller:
         t_start = time.perf_counter()
         up = event.kind.startswith("restore")
         after = apply_event(self.fabric, event)
-        # a restored spine brings back only the links that are not failed on their own
-        links = [(leaf, spine) for leaf, spine in self._links_of(event)
-                 if not up or after.is_live(leaf, spine)]
-        for leaf, spine in links:
-            self._set_link(leaf, spine, up)
+        # a restored switch brings back only the links that are not failed on their own
+        links = [(u, v) for u, v in self._links_of(event) if not up or after.is_live(u, v)]
+        for u, v in links:
+            self.emu.set_link(u, v, up)
         t_event = time.perf_counter()   # the element is now down (or up): the controller reacts
         decision = self.policy.change_fabric(after, f"{event.kind} {'/'.join(event.target)}")
         rec = self._epoch(at_s, f"{event.kind} {'/'.join(event.target)}", decision)
@@ -134,7 +133,7 @@ class Controller:
         moved = rec["flows_moved"]
         if moved is None and not up:   # ECMP: the active flows the failure forces off
             moved = len(self._active_flows_on(links))
-        self.counters_at_last_event = {s: flow_bytes_by_cookie(s) for s in self.fabric0.spines}
+        self.counters_at_last_event = switch_counts(self.fabric_all)
         self.counters_at_events.append(self.counters_at_last_event)
         ev = {"at_s": at_s, "scheduled_at_s": event.at_s, "kind": event.kind,
               "target": list(event.target), "links_set_s": t_event - t_start,
@@ -144,28 +143,30 @@ class Controller:
         return ev
 
     def _active_flows_on(self, links: list[tuple[str, str]]) -> list[int]:
-        """Active flows that had sent bytes over one of `links` (spine counters)."""
-        spines = {s for _, s in links}
-        counts = {s: flow_bytes_by_cookie(s) for s in spines}
-        before = self.counters_at_last_event   # only bytes since the previous event count
-        counts = {s: {k: v - before.get(s, {}).get(k, 0) for k, v in c.items()}
-                  for s, c in counts.items()}
+        """Active flows that had sent bytes over one of `links` (switch counters since the
+        previous event): the upper end counted the flow, and the lower end is one of the
+        flow's leaves or counted it too."""
+        ends = {u for e in links for u in e if self.fabric0.role(u) != "leaf"}
+        now = {s: flow_bytes_by_cookie(s) for s in ends}
+        before = self.counters_at_last_event
         out = []
         for c in self.conns:
             if c.job not in self.policy.active:
                 continue
-            ends = {self.fabric0.leaf_of(c.src), self.fabric0.leaf_of(c.dst)}
-            for leaf, s in links:
-                if leaf in ends and counts[s].get(cookie_of(c.conn_id), 0) > 0:
-                    out.append(c.conn_id)
-                    break
+            k = cookie_of(c.conn_id)
+            leaves = {self.fabric0.leaf_of(c.src), self.fabric0.leaf_of(c.dst)}
+
+            def sent(sw: str) -> bool:
+                return now[sw].get(k, 0) - before.get(sw, {}).get(k, 0) > 0
+            if any(sent(v) and (u in leaves if self.fabric0.role(u) == "leaf" else sent(u))
+                   for u, v in links):
+                out.append(c.conn_id)
         return out
 
     def _links_of(self, event: Event) -> list[tuple[str, str]]:
-        if event.kind.endswith("_spine"):
-            return [(leaf, event.target[0]) for leaf in self.fabric0.leaves]
+        """The links an event takes down or up: a switch's links to other switches, or one."""
+        if event.on_switch:
+            s = event.target[0]
+            return [link_key(s, n) for n in self.fabric0.graph.successors(s)
+                    if self.fabric0.role(n) != "host"]
         return [tuple(event.target)]
-
-    def _set_link(self, leaf: str, spine: str, up: bool) -> None:
-        """Both ends of the leaf-spine veth pair down (or up): both directions fail."""
-        self.emu.set_link(leaf, spine, up)

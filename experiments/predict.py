@@ -80,7 +80,7 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
                   if strategy == "ecmp" or enforcement == "host" else None)
             # the controller's policy in model time: epochs as jobs start and finish, events
             routes = ControllerRoutes(strategy, exp.fabric, conns, exp.seed, exp.events,
-                                      static=rp.spine_of if enforcement == "host" else None)
+                                      static=rp.path_of if enforcement == "host" else None)
             pred = predict(exp.fabric, plans, None, goodput_factor, util_bin_s=util_bin_s,
                            router=routes)
         except RoutingError as e:
@@ -89,7 +89,7 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
                            None, pred.jobs[p.name].conn_rates_mbps()) for p in plans]
         # the busiest link over the controller's epochs (ECMP and fixed plans: the one plan)
         peak = (routes.policy.peak_link_flows if routes.policy.places_flows
-                else max_link_flows(exp.fabric, conns, rp.spine_of))
+                else max_link_flows(exp.fabric, conns, rp.path_of))
         run = run_result(name, "predicted", jobs, peak,
                          solve_block(rp.stats.as_dict() if rp else {}, routes.policy.solves),
                          fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),

@@ -7,12 +7,13 @@ and the prediction beside every `run` model what the controller does, not a sing
 
 - optimizing strategies: the policy's assignment of the active flows, epoch by epoch;
 - host-enforced plans: fixed;
-- ECMP: the model's hash over the live spines, or, for an emulated run, the spine each flow's
-  bytes really went to between two events (`observed_phases`, from the spine counters).
+- ECMP: the model's per-hop hash over the live paths, or, for an emulated run, the path each
+  flow's bytes really took between two events (`observed_phases`, from the switch counters).
 """
 from __future__ import annotations
 
 from routing import route
+from routing.paths import Path
 from routing.policy import EpochPolicy
 from testbed.fabric import Fabric
 from traffic.collectives import Connection
@@ -24,9 +25,9 @@ class ControllerRoutes:
     """A `Router` for traffic.predictor.predict."""
 
     def __init__(self, strategy: str, fabric: Fabric, conns: list[Connection], seed: int,
-                 events: list[Event] = (), static: dict[int, str | None] | None = None,
-                 observed_phases: list[dict[int, str | None]] | None = None):
-        """`observed_phases[k]`: ECMP only, conn_id -> spine seen between event k-1 and event
+                 events: list[Event] = (), static: dict[int, Path | None] | None = None,
+                 observed_phases: list[dict[int, Path | None]] | None = None):
+        """`observed_phases[k]`: ECMP only, conn_id -> path seen between event k-1 and event
         k (phase 0 before the first event); flows not seen in a phase take the model hash."""
         self.policy = EpochPolicy(strategy, fabric, conns, seed, static=static)
         self.conns, self.seed, self.events = conns, seed, list(events)
@@ -34,33 +35,33 @@ class ControllerRoutes:
         self.phase = 0
         self._hashed = self._ecmp() if strategy == "ecmp" else {}
 
-    def _ecmp(self) -> dict[int, str | None]:
+    def _ecmp(self) -> dict[int, Path | None]:
         fabric = self.policy.fabric
-        spines = dict(route("ecmp", fabric, self.conns, seed=self.seed).spine_of)
+        paths = dict(route("ecmp", fabric, self.conns, seed=self.seed).path_of)
         if self.observed and self.phase < len(self.observed):
-            for cid, s in self.observed[self.phase].items():
-                if s is not None and self.policy.usable(cid, s):
-                    spines[cid] = s
-        return spines
+            for cid, p in self.observed[self.phase].items():
+                if p is not None and self.policy.usable(cid, p):
+                    paths[cid] = p
+        return paths
 
-    def _routes(self) -> dict[int, str | None]:
+    def _routes(self) -> dict[int, Path | None]:
         if self.policy.strategy == "ecmp":
             return self._hashed
         return dict(self.policy.assignment)
 
     # -- traffic.predictor.Router -------------------------------------------------------------
-    def jobs_started(self, jobs: list[str], t: float) -> dict[int, str | None]:
+    def jobs_started(self, jobs: list[str], t: float) -> dict[int, Path | None]:
         self.policy.start(jobs)
         return self._routes()
 
-    def job_finished(self, job: str, t: float) -> dict[int, str | None]:
+    def job_finished(self, job: str, t: float) -> dict[int, Path | None]:
         self.policy.finish(job)
         return self._routes()
 
     def event_times(self) -> list[float]:
         return [e.at_s for e in self.events]
 
-    def fire(self, k: int, t: float) -> tuple[Fabric, dict[int, str | None]]:
+    def fire(self, k: int, t: float) -> tuple[Fabric, dict[int, Path | None]]:
         event = self.events[k]
         after = apply_event(self.policy.fabric, event)
         self.policy.change_fabric(after, f"{event.kind} {'/'.join(event.target)}")

@@ -25,8 +25,7 @@ import yaml
 from routing import route
 from routing.base import RoutingError, link_flow_counts, max_link_flows
 from routing.host_enforced import check_port_plan, with_source_ports
-from routing.rules import COOKIE_BASE, cookie_of
-from testbed.installer import flow_bytes_by_cookie, settle_flow_stats
+from testbed.installer import settle_flow_stats
 from testbed.monitor import CpuMonitor
 from testbed.net import EmulatedFabric, EmulationSettings
 from testbed.shaping import BUCKETS, Shaping
@@ -37,6 +36,8 @@ from traffic.predictor import ideal, predict
 
 from .config import ConfigError, Experiment, run_dir_name, split_routing
 from .controller import Controller
+from .measure import (measured_conn_rates, observed_paths, phase_paths, switch_counts,
+                      write_transfers_csv)
 from .routes import ControllerRoutes
 from .plots import emulated_vs_predicted, timeline
 from .results import (SCHEMA_VERSION, environment, fairness, job_result, run_result,
@@ -44,78 +45,7 @@ from .results import (SCHEMA_VERSION, environment, fairness, job_result, run_res
 
 
 class PathMismatchError(RuntimeError):
-    """A statically routed flow crossed a spine other than the one it was given."""
-
-
-#: A flow "crossed" a spine when at least this share of its bytes did. Every connection is
-#: opened before any job starts, so its handshake (a few hundred bytes) takes the ECMP path
-#: before the controller pins the flow in its job's first epoch.
-CROSSED_MIN_FRACTION = 0.01
-
-
-def spine_counts(fabric) -> dict[str, dict[int, int]]:
-    """Bytes per counting-rule cookie on every spine, now."""
-    return {s: flow_bytes_by_cookie(s) for s in fabric.spines}
-
-
-def observed_spines(fabric, conns: list[Connection],
-                    counts: dict[str, dict[int, int]],
-                    before: dict[str, dict[int, int]] | None = None) -> dict[int, dict]:
-    """Which spine each inter-leaf connection crossed, from the spines' per-flow counters
-    (`counts`, minus `before` when given: the bytes between two readings)."""
-    out: dict[int, dict] = {}
-    before = before or {}
-    for c in conns:
-        if fabric.leaf_of(c.src) == fabric.leaf_of(c.dst):
-            continue
-        k = COOKIE_BASE + c.conn_id
-        per_spine = {s: counts[s].get(k, 0) - before.get(s, {}).get(k, 0)
-                     for s in fabric.spines}
-        total = sum(per_spine.values())
-        crossed = [s for s, b in per_spine.items()
-                   if b > 0 and b >= CROSSED_MIN_FRACTION * total]
-        out[c.conn_id] = {"spine": max(per_spine, key=per_spine.get) if crossed else None,
-                          "spines_with_bytes": crossed,
-                          "bytes": per_spine}
-    return out
-
-
-def ecmp_phases(fabric, conns: list[Connection], controller: Controller,
-                final: dict[str, dict[int, int]]) -> list[dict[int, str | None]]:
-    """Per phase between events (before the first, between each two, after the last), the
-    spine each connection's bytes went to in that phase (None: no bytes then)."""
-    readings = [{}, *controller.counters_at_events, final]
-    return [{cid: o["spine"] for cid, o in observed_spines(fabric, conns, b, a).items()}
-            for a, b in zip(readings, readings[1:])]
-
-
-def measured_conn_rates(plan: JobPlan, record: JobRecord) -> dict[int, float]:
-    """Per connection: bytes received / time a transfer was in flight (Mbit/s), all iterations."""
-    conn_of = {t.tid: t.conn_id for t in plan.transfers}
-    size_of = {t.tid: t.size_bytes for t in plan.transfers}
-    bits: dict[int, float] = {}
-    busy: dict[int, float] = {}
-    for it in record.iterations:
-        for tid, first, last in it.transfers:
-            c = conn_of[tid]
-            bits[c] = bits.get(c, 0.0) + size_of[tid] * 8
-            busy[c] = busy.get(c, 0.0) + (last - first)
-    return {c: bits[c] / busy[c] / 1e6 for c in bits if busy[c] > 0}
-
-
-def write_transfers_csv(path: Path, plans, records) -> None:
-    """Every transfer's first and last byte, in seconds from its iteration's start."""
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["job", "iteration", "tid", "step", "conn_id", "size_bytes",
-                    "first_byte_s", "last_byte_s"])
-        for p in plans:
-            by_tid = {t.tid: t for t in p.transfers}
-            for it in records[p.name].iterations:
-                for tid, first, last in it.transfers:
-                    t = by_tid[tid]
-                    w.writerow([p.name, it.iteration, tid, t.step, t.conn_id, t.size_bytes,
-                                f"{first - it.start_s:.6f}", f"{last - it.start_s:.6f}"])
+    """A statically routed flow crossed a switch that none of its given paths holds."""
 
 
 #: The fastest link `run` accepts: the whole emulator carried about 1.3 Gbit/s of host traffic
@@ -123,10 +53,17 @@ def write_transfers_csv(path: Path, plans, records) -> None:
 MAX_EMULATED_MBPS = 1000.0
 
 
+def _listed(path: tuple[str, ...] | None) -> list[str] | None:
+    return None if path is None else list(path)
+
+
 def check_emulable(exp: Experiment) -> None:
     """Raise ConfigError (before anything is built) for a fabric the emulator cannot shape."""
-    for key in ("host_link_mbps", "spine_link_mbps"):
-        if getattr(exp.fabric.spec, key) > MAX_EMULATED_MBPS:
+    keys = {"host": "host_link_mbps", "spine": "spine_link_mbps", "leaf_agg": "leaf_agg_mbps",
+            "agg_core": "agg_core_mbps"}
+    for tier, rate in exp.fabric.spec.rates_mbps().items():
+        key = "fabric_link_mbps" if exp.fabric.kind == "fat-tree" and tier != "host" else keys[tier]
+        if rate > MAX_EMULATED_MBPS:
             raise ConfigError(f"fabric.{key}: the emulator shapes at most "
                               f"{MAX_EMULATED_MBPS:g} Mbit/s per link; scale rates down for "
                               "`run`, or use `predict` at this scale")
@@ -161,7 +98,7 @@ def run_experiment(exp: Experiment, out_dir: Path,
                                  queue_packets=em.queue_packets, scheduler=em.link_scheduler,
                                  window_frames=em.window_frames)
 
-    log(f"building {exp.fabric.spec.leaves}x{exp.fabric.spec.spines} leaf-spine, "
+    log(f"building {exp.fabric.title}, {len(exp.fabric.switches)} switches, "
         f"{len(exp.fabric.hosts)} hosts")
     with EmulatedFabric(exp.fabric, run_id, settings) as emu:
         env = environment(emu.datapath, em.tcp_cc, exp.seed, em.mtu_bytes)
@@ -173,8 +110,8 @@ def run_experiment(exp: Experiment, out_dir: Path,
             kind: {"rate_mbps": rate, "burst_bytes": sh.burst_bytes,
                    "quantum_bytes": sh.frame_bytes,
                    "leaf_classes": BUCKETS + 1 if sh.scheduler == "fair" else 1}
-            for kind, rate in (("host_link", exp.fabric.spec.host_link_mbps),
-                               ("spine_link", exp.fabric.spec.spine_link_mbps))
+            for kind, rate in ((f"{tier}_link", r)
+                               for tier, r in exp.fabric.spec.rates_mbps().items())
             for sh in [Shaping(rate, em.mtu_bytes, em.queue_packets, em.link_scheduler)]}
         goodput, source = goodput_factor(emu.datapath, em.mtu_bytes, em.tcp_cc,
                                         em.link_scheduler)
@@ -205,7 +142,7 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
     if enforcement == "host":
         plans = with_source_ports(exp.fabric, plans, rp.spine_of, port_offset)
         controller = Controller(emu, exp.fabric, strategy, plans, exp.seed, run_dir / "rules",
-                                static_spine_of=rp.spine_of)
+                                static_paths=rp.path_of)
         installed = controller.install_initial()
     else:
         controller = Controller(emu, exp.fabric, strategy, plans, exp.seed, run_dir / "rules")
@@ -219,8 +156,8 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
     capture = None
     if exp.emulation.capture:
         from testbed.capture import SpineCapture  # scapy: imported only when capturing
-        spine = next(s for s in exp.fabric.spines if exp.fabric.is_live(s, "leaf1"))
-        capture = SpineCapture(f"{spine}-eth{exp.fabric.port(spine, 'leaf1')}",
+        spine = next(s for s in exp.fabric.uplinks("leaf1") if exp.fabric.is_live(s, "leaf1"))
+        capture = SpineCapture(exp.fabric.intf(spine, "leaf1"),
                                run_dir / f"capture-{spine}-leaf1.pcap")
     try:
         driver.start_agents()
@@ -234,24 +171,28 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
     write_transfers_csv(run_dir / "transfers.csv", plans, records)
 
     settle_flow_stats()
-    counts = spine_counts(exp.fabric)
-    seen = observed_spines(exp.fabric, conns, counts)
+    every = controller.fabric_all     # candidates and counters of every switch, failed or not
+    counts = switch_counts(every)
+    seen = observed_paths(every, conns, counts)
     if strategy != "ecmp":
-        wrong = [(cid, sorted(controller.history.get(cid, ())), o["bytes"])
+        given = {cid: {sw for p in paths for sw in p[1:-1]}
+                 for cid, paths in controller.history.items()}
+        wrong = [(cid, sorted(given.get(cid, ())),
+                  {s: n for s, n in o["bytes"].items() if n})
                  for cid, o in seen.items()
-                 if not set(o["spines_with_bytes"]) <= controller.history.get(cid, set())]
+                 if not set(o["switches_with_bytes"]) <= given.get(cid, set())]
         if wrong:
             raise PathMismatchError(
-                f"[{name}] {len(wrong)} flows crossed a spine they were never given, e.g. "
-                f"conn {wrong[0][0]} given {wrong[0][1]}, bytes per spine {wrong[0][2]}")
-    observed = {cid: o["spine"] for cid, o in seen.items()}
+                f"[{name}] {len(wrong)} flows crossed a switch none of their paths holds, e.g. "
+                f"conn {wrong[0][0]} given {wrong[0][1]}, bytes per switch {wrong[0][2]}")
+    observed = {cid: o["path"] for cid, o in seen.items()}
     # predict the same policy: the controller's epochs and events replayed in model time
     # (static paths verified above), for ECMP the spines its hash really chose, per phase
     # between events, so that both sides compare like with like
     routes = ControllerRoutes(
         strategy, exp.fabric, conns, exp.seed, exp.events,
-        static=rp.spine_of if enforcement == "host" else None,
-        observed_phases=(ecmp_phases(exp.fabric, conns, controller, counts)
+        static=rp.path_of if enforcement == "host" else None,
+        observed_phases=(phase_paths(every, conns, [{}, *controller.counters_at_events, counts])
                          if strategy == "ecmp" else None))
     pred = predict(exp.fabric, plans, None, goodput, router=routes)
     jobs = []
@@ -292,11 +233,12 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
                                    for f in controller.events)],
         paths=[{"conn_id": c.conn_id, "job": c.job, "src": c.src, "dst": c.dst,
                 "src_port": c.src_port, "dst_port": c.dst_port,
-                "planned_spines": sorted(controller.history.get(c.conn_id, ())),
-                "final_spine": (None if strategy == "ecmp"
-                                else controller.final_spine(c.conn_id)),
-                "observed_spine": observed.get(c.conn_id),
-                "spine_bytes": seen.get(c.conn_id, {}).get("bytes")}
+                "planned_paths": [list(p) for p in sorted(controller.history.get(c.conn_id, ()))],
+                "final_path": _listed(None if strategy == "ecmp"
+                                      else controller.final_path(c.conn_id)),
+                "observed_path": _listed(observed.get(c.conn_id)),
+                "switch_bytes": {s: n for s, n in seen.get(c.conn_id, {}).get("bytes", {}).items()
+                                 if n} or None}
                for c in conns],
         link_flows=[{"link": list(k), "flows": v} for k, v in sorted(loads.items())])
     run["prediction_error_fraction"] = run["cct_mean_s"] / run["predicted_cct_mean_s"] - 1
@@ -319,30 +261,22 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
 
 
 def after_events(exp: Experiment, controller: Controller, plans: list[JobPlan],
-                 jobs: list[dict], goodput: float,
-                 final_counts: dict[str, dict[int, int]]) -> dict:
+                 jobs: list[dict], goodput: float, final_counts: dict) -> dict:
     """Iterations that started after the last event, against the model of the degraded
     fabric: the optimizer's final paths, or for ECMP the model's hash over what is left."""
     last = max(e["at_s"] + e["links_set_s"] + e["reroute_s"] for e in controller.events)
     degraded = controller.fabric
     conns = [c for p in plans for c in p.connections]
     if controller.strategy == "ecmp":
-        # the spine each flow's bytes went to after the last event (OVS's own hash)
-        before = controller.counters_at_last_event
-        after = final_counts   # the spine counters read at the end of the run
-        paths = {}
-        for c in conns:
-            if degraded.leaf_of(c.src) == degraded.leaf_of(c.dst):
-                paths[c.conn_id] = None
-                continue
-            gain = {s: after[s].get(cookie_of(c.conn_id), 0)
-                    - before.get(s, {}).get(cookie_of(c.conn_id), 0) for s in degraded.spines}
-            best = max(gain, key=gain.get)
-            paths[c.conn_id] = best if gain[best] > 0 else route(
-                "ecmp", degraded, [c], seed=exp.seed).spine_of[c.conn_id]
-        basis = "the spines OVS's hash used after the last event (spine counters)"
+        # the path each flow's bytes took after the last event (OVS's own hash), else the
+        # model's hash over what is left
+        seen = observed_paths(degraded, conns, final_counts, controller.counters_at_last_event)
+        hashed = route("ecmp", degraded, conns, seed=exp.seed).path_of
+        paths = {c.conn_id: (seen.get(c.conn_id, {}).get("path") or hashed[c.conn_id])
+                 for c in conns}
+        basis = "the paths OVS's hash used after the last event (switch counters)"
     else:
-        paths = {c.conn_id: controller.final_spine(c.conn_id) for c in conns}
+        paths = {c.conn_id: controller.final_path(c.conn_id) for c in conns}
         basis = "the controller's paths after the last event"
     # the post-event phase as its own scenario: every job that ran iterations after the
     # last event, from the same offset, for as many iterations, on the degraded fabric

@@ -1,10 +1,14 @@
-"""Routing: strategies that map each connection to a spine, and the rule records that enforce it.
+"""Routing: strategies that give each connection a path, and the rule records that enforce it.
 
 `route(name, fabric, conns, seed, previous)` is the one entry point; `STRATEGIES` lists the
-names: ecmp, greedy, edge-coloring, annealing, ilp, mmf. Every strategy has the signature
-(fabric, conns, seed=0, previous=None) -> RoutingPlan, never uses a failed spine or link, and
-raises RoutingError naming the flow it cannot route. `previous` (conn_id -> spine) asks for a
-low-churn solution (see routing/epochs.py).
+names: ecmp, greedy, edge-coloring, annealing, ilp, mmf, gff. A route is a switch path from the
+source leaf to the destination leaf, one of `Fabric.switch_paths` (routing/paths.py); every
+strategy never uses a failed switch or link and raises RoutingError naming the flow it cannot
+route. `previous` (conn_id -> path) asks for a low-churn solution (see routing/epochs.py).
+
+Each strategy has a leaf-spine kernel (a path there is its spine: flat arrays per leaf and
+spine, the speed the paper's 2,048-NIC fabrics need) and a kernel on paths for three tiers
+(routing/paths.py); ecmp and gff are written on paths only.
 """
 from __future__ import annotations
 
@@ -16,31 +20,58 @@ from traffic.collectives import Connection
 from .annealing import route_annealing
 from .base import RoutingError, RoutingPlan, SolveStats, max_link_flows
 from .ecmp import route_ecmp
-from .edge_coloring import route_edge_coloring
-from .greedy import route_greedy
+from .edge_coloring import route_edge_coloring, route_edge_coloring_paths
+from .gff import route_gff
+from .greedy import route_greedy, route_greedy_paths
 from .ilp import route_ilp
 from .mmf import route_mmf
+from .paths import Path
 
 Strategy = Callable[..., RoutingPlan]
 
-STRATEGIES: dict[str, Strategy] = {
-    "ecmp": route_ecmp,
-    "greedy": route_greedy,
-    "edge-coloring": route_edge_coloring,
-    "annealing": route_annealing,
-    "ilp": route_ilp,
-    "mmf": route_mmf,
+#: name -> (leaf-spine kernel, three-tier kernel)
+KERNELS: dict[str, tuple[Strategy, Strategy | None]] = {
+    "ecmp": (route_ecmp, route_ecmp),
+    "greedy": (route_greedy, route_greedy_paths),
+    "edge-coloring": (route_edge_coloring, route_edge_coloring_paths),
+    "annealing": (route_annealing, None),
+    "ilp": (route_ilp, None),
+    "mmf": (route_mmf, None),
+    "gff": (route_gff, route_gff),
 }
+STRATEGIES = sorted(KERNELS)
 
 
 def route(name: str, fabric: Fabric, conns: list[Connection], seed: int = 0,
-          previous: dict[int, str | None] | None = None, **options) -> RoutingPlan:
+          previous: dict[int, Path | None] | None = None, **options) -> RoutingPlan:
     """Route `conns` with strategy `name`; `options` go to the strategy (e.g. time_limit_s)."""
     try:
-        strategy = STRATEGIES[name]
+        two_tier, three_tier = KERNELS[name]
     except KeyError:
-        raise RoutingError(f"routing: unknown strategy {name!r}; choose from {sorted(STRATEGIES)}")
-    return strategy(fabric, conns, seed=seed, previous=previous, **options)
+        raise RoutingError(f"routing: unknown strategy {name!r}; choose from {STRATEGIES}")
+    if fabric.tiers == 3:
+        if three_tier is None:
+            raise RoutingError(f"routing: {name} has no three-tier kernel yet; use one of "
+                               f"{[n for n, k in KERNELS.items() if k[1]]}")
+        return three_tier(fabric, conns, seed=seed, previous=previous, **options)
+    spines = None if previous is None else {
+        cid: (p if p is None or isinstance(p, str) else p[1]) for cid, p in previous.items()}
+    plan = two_tier(fabric, conns, seed=seed, previous=spines, **options)
+    plan.path_of = paths_of(fabric, conns, plan.path_of)
+    return plan
+
+
+def paths_of(fabric: Fabric, conns: list[Connection],
+             routes: dict[int, Path | str | None]) -> dict[int, Path | None]:
+    """Routes as switch paths: a leaf-spine route given by its spine becomes (leafA, s, leafB)."""
+    by_id = {c.conn_id: c for c in conns}
+    out: dict[int, Path | None] = {}
+    for cid, r in routes.items():
+        if isinstance(r, str):
+            c = by_id[cid]
+            r = (fabric.leaf_of(c.src), r, fabric.leaf_of(c.dst))
+        out[cid] = r
+    return out
 
 
 __all__ = ["STRATEGIES", "RoutingError", "RoutingPlan", "SolveStats", "max_link_flows", "route"]

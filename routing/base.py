@@ -38,9 +38,19 @@ class SolveStats:
 
 @dataclass
 class RoutingPlan:
+    """A route per connection: `path_of[conn_id]` is a switch path (leafA, ..., leafB), one of
+    Fabric.switch_paths, or None within one leaf. (A leaf-spine kernel may name just the
+    spine; `routing.route` turns it into the path.)"""
+
     strategy: str
-    spine_of: dict[int, str | None]          # conn_id -> spine (None: same leaf)
+    path_of: dict[int, tuple[str, ...] | str | None]
     stats: SolveStats = field(default_factory=lambda: SolveStats(0.0))
+
+    @property
+    def spine_of(self) -> dict[int, str | None]:
+        """Leaf-spine view: each route's spine (None within a leaf)."""
+        return {cid: p if p is None or isinstance(p, str) else (p[1] if len(p) == 3 else None)
+                for cid, p in self.path_of.items()}
 
 
 def inter_leaf(fabric: Fabric, conns: list[Connection]) -> list[Connection]:
@@ -59,21 +69,24 @@ def candidate_spines(fabric: Fabric, conn: Connection) -> list[str]:
 
 
 def link_flow_counts(fabric: Fabric, conns: list[Connection],
-                     spine_of: dict[int, str | None]) -> Counter:
-    """Flows per directed leaf<->spine link."""
+                     routes: dict[int, tuple[str, ...] | str | None]) -> Counter:
+    """Flows per directed switch-to-switch link, every tier; a route is a switch path (or, in
+    a leaf-spine fabric, its spine)."""
     load: Counter = Counter()
     for c in conns:
-        s = spine_of.get(c.conn_id)
-        if s is None:
+        r = routes.get(c.conn_id)
+        if r is None:
             continue
-        load[(fabric.leaf_of(c.src), s)] += 1
-        load[(s, fabric.leaf_of(c.dst))] += 1
+        if isinstance(r, str):
+            r = (fabric.leaf_of(c.src), r, fabric.leaf_of(c.dst))
+        for e in zip(r, r[1:]):
+            load[e] += 1
     return load
 
 
 def max_link_flows(fabric: Fabric, conns: list[Connection],
-                   spine_of: dict[int, str | None]) -> int:
-    load = link_flow_counts(fabric, conns, spine_of)
+                   routes: dict[int, tuple[str, ...] | str | None]) -> int:
+    load = link_flow_counts(fabric, conns, routes)
     return max(load.values(), default=0)
 
 

@@ -1,7 +1,11 @@
-"""ECMP as a model: a seeded hash of each connection's 5-tuple picks one of the live spines.
+"""ECMP as a model: a seeded hash of each connection's 5-tuple at every hop that has a choice.
 
-In the emulator the switches hash for real (OVS select groups); this model is what the
-predictor and the optimizers use when they need ECMP's paths without running the fabric.
+In the emulator the switches hash for real (OVS select groups at every switch with several
+next hops); this model is what the predictor and the optimizers use when they need ECMP's paths
+without running the fabric. As a routed fabric does, each switch on the way up picks among the
+next hops that still have a live path to the destination leaf (Fabric.switch_paths); the hash
+includes the switch for every hop after the first, so that hops do not repeat one another's
+choice (hash polarization). In a leaf-spine fabric the only choice is the leaf's: the spine.
 """
 from __future__ import annotations
 
@@ -11,24 +15,45 @@ import time
 from testbed.fabric import Fabric
 from traffic.collectives import Connection
 
-from .base import RoutingPlan, SolveStats, candidate_spines, lower_bound_link_flows
+from .base import RoutingError, RoutingPlan, SolveStats
+from .paths import Path, path_lower_bound, path_table
 
 
-def five_tuple_hash(conn: Connection, fabric: Fabric, seed: int) -> int:
+def five_tuple_hash(conn: Connection, fabric: Fabric, seed: int, switch: str = "") -> int:
     key = (f"{seed}|{fabric.ip_of(conn.src)}|{fabric.ip_of(conn.dst)}|6|"
-           f"{conn.src_port}|{conn.dst_port}").encode()
+           f"{conn.src_port}|{conn.dst_port}" + (f"|{switch}" if switch else "")).encode()
     return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big")
 
 
+def hashed_path(fabric: Fabric, conn: Connection, seed: int) -> Path | None:
+    """The path per-hop hashing gives `conn` (None within one leaf); RoutingError when no
+    live path is left."""
+    a, b = fabric.leaf_of(conn.src), fabric.leaf_of(conn.dst)
+    if a == b:
+        return None
+    paths = fabric.switch_paths(a, b)
+    if not paths:
+        raise RoutingError(f"flow {conn.job}:{conn.src}->{conn.dst} (conn {conn.conn_id}) has "
+                           f"no live path between {a} and {b}")
+    depth = 1
+    while len(paths) > 1:
+        nxt = list(dict.fromkeys(p[depth] for p in paths))   # in path order
+        if len(nxt) > 1:
+            here = paths[0][depth - 1]
+            h = five_tuple_hash(conn, fabric, seed, "" if depth == 1 else here)
+            pick = nxt[h % len(nxt)]
+            paths = [p for p in paths if p[depth] == pick]
+        depth += 1
+    return paths[0]
+
+
 def route_ecmp(fabric: Fabric, conns: list[Connection], seed: int = 0,
-               previous: dict[int, str | None] | None = None) -> RoutingPlan:
+               previous: dict[int, Path | None] | None = None) -> RoutingPlan:
     t0 = time.perf_counter()
-    spine_of: dict[int, str | None] = {}
-    for c in conns:
-        if fabric.leaf_of(c.src) == fabric.leaf_of(c.dst):
-            spine_of[c.conn_id] = None
-            continue
-        spines = candidate_spines(fabric, c)
-        spine_of[c.conn_id] = spines[five_tuple_hash(c, fabric, seed) % len(spines)]
-    stats = SolveStats(time.perf_counter() - t0, "hash", None, lower_bound_link_flows(fabric, conns))
-    return RoutingPlan("ecmp", spine_of, stats)
+    path_of = {c.conn_id: hashed_path(fabric, c, seed) for c in conns}
+    bound = path_lower_bound(path_table(fabric, conns), fabric) if fabric.tiers == 3 else None
+    if bound is None:   # leaf-spine: the bound the other leaf-spine kernels report
+        from .base import lower_bound_link_flows
+        bound = lower_bound_link_flows(fabric, conns)
+    stats = SolveStats(time.perf_counter() - t0, "hash", None, bound)
+    return RoutingPlan("ecmp", path_of, stats)

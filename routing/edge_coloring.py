@@ -32,7 +32,8 @@ from traffic.collectives import Connection
 
 from .base import (FlowTable, RoutingError, RoutingPlan, SolveStats, assignment_from_spine_of,
                    assignment_loads, flow_table, spine_of_from_assignment, table_lower_bound)
-from .greedy import greedy_fill
+from .greedy import greedy_fill, greedy_fill_paths
+from .paths import Path, loads_of, path_lower_bound, path_of_assignment, path_table
 
 
 def proper_edge_colouring(src: list[int], dst: list[int], n_nodes: int) -> tuple[list[int], int]:
@@ -156,3 +157,66 @@ def route_edge_coloring(fabric: Fabric, conns: list[Connection], seed: int = 0,
     lb = table_lower_bound(t)
     stats = SolveStats(time.perf_counter() - t0, status, None, lb)
     return RoutingPlan("edge-coloring", spine_of_from_assignment(t, assign), stats)
+
+
+# -- three tiers: a staged colouring -------------------------------------------------------------
+def route_edge_coloring_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,
+                              previous: dict[int, Path | None] | None = None) -> RoutingPlan:
+    """Staged Konig colouring for clos3 and fat-tree fabrics.
+
+    Stage 1 colours the leaf -> leaf demand (bipartite: senders vs receivers) with D colours and
+    maps colours to planes (aggregation switch index), at most ceil(D / A) per plane: every
+    leaf's up- and downlinks then carry at most ceil(D / A) flows, the leaf cut's bound, so the
+    leaf tier is optimal (exact for traffic within a pod). Stage 2, per plane, colours the
+    pod -> pod demand of that plane's inter-pod flows with D_i colours and maps them to the
+    plane's C cores, at most ceil(D_i / C) per core: each agg->core and core->agg link carries
+    at most ceil(D_i / C) flows, optimal for that plane assignment (stage 1 does not look at
+    the pods, so the core tier is optimal given the planes, not overall). Flows whose coloured
+    path is failed are re-placed by the greedy rule ("coloring+repair")."""
+    t0 = time.perf_counter()
+    t = path_table(fabric, conns)
+    n = len(t.flows)
+    assign = [-1] * n
+    status = "staged-coloring"
+    if n:
+        A = fabric.spec.aggs_per_pod
+        col, D = proper_edge_colouring(t.src, t.dst, len(t.leaf_names))
+        planes = list(range(1, A + 1))
+        if seed:
+            r = seed % A
+            planes = planes[r:] + planes[:r]
+        plane_of = [planes[c % A] for c in range(D)]     # round robin: ceil(D / A) per plane
+        plane_flows: dict[int, list[int]] = {}
+        want: list[tuple] = [()] * n
+        for i in range(n):
+            p = plane_of[col[i]]
+            if fabric.pod_of(t.leaf_names[t.src[i]]) == fabric.pod_of(t.leaf_names[t.dst[i]]):
+                want[i] = (p,)
+            else:
+                plane_flows.setdefault(p, []).append(i)
+        pods = fabric.spec.pods
+        C = fabric.spec.cores_per_plane
+        for p, ids in plane_flows.items():
+            src = [fabric.pod_of(t.leaf_names[t.src[i]]) - 1 for i in ids]
+            dst = [fabric.pod_of(t.leaf_names[t.dst[i]]) - 1 for i in ids]
+            col2, _ = proper_edge_colouring(src, dst, pods)
+            for i, c in zip(ids, col2):
+                want[i] = (p, c % C + 1)                  # (plane, core within the plane)
+        repair = False
+        for i in range(n):
+            for q in t.cand[i]:
+                path = t.paths[q]
+                nodes = fabric.graph.nodes
+                if nodes[path[1]]["plane"] != want[i][0]:
+                    continue
+                if len(path) == 5 and (nodes[path[2]]["index"] - 1) % C + 1 != want[i][1]:
+                    continue
+                assign[i] = q
+                break
+            else:
+                repair = True
+        if repair:
+            greedy_fill_paths(t, assign, loads_of(t, assign), seed)
+            status = "staged-coloring+repair"
+    stats = SolveStats(time.perf_counter() - t0, status, None, path_lower_bound(t, fabric))
+    return RoutingPlan("edge-coloring", path_of_assignment(t, assign), stats)

@@ -2,7 +2,7 @@
 
 Pure code. `recompute(strategy, fabric, conns, previous)` routes the new connections with the
 named strategy and reports churn: among the flows present in both epochs (same conn_id), how
-many now take a different spine. With `low_churn=True` (default) the strategy is given the
+many now take a different path. With `low_churn=True` (default) the strategy is given the
 previous assignment: greedy and annealing start from it, edge-coloring maps colours to spines to
 agree with it, ilp and mmf warm-start from it and keep flows on their old spine where the
 optimal counts allow. ecmp ignores it (a hash does not move a flow unless its spines change).
@@ -15,13 +15,14 @@ from testbed.fabric import Fabric
 from traffic.collectives import Connection
 
 from .base import RoutingPlan, max_link_flows
+from .paths import Path
 
 
 @dataclass
 class EpochResult:
     plan: RoutingPlan
     common: int            # flows present in both epochs
-    churned: int           # of those, flows whose spine changed
+    churned: int           # of those, flows whose path changed
     changed_ids: list[int]
     max_link_flows: int
 
@@ -34,8 +35,9 @@ class EpochResult:
                 "churn_fraction": self.churn_fraction, "max_link_flows": self.max_link_flows}
 
 
-def churn(previous: dict[int, str | None], current: dict[int, str | None]) -> tuple[int, list[int]]:
-    """(flows in both maps, ids of those whose spine differs)."""
+def churn(previous: dict[int, Path | None],
+          current: dict[int, Path | None]) -> tuple[int, list[int]]:
+    """(flows in both maps, ids of those whose path differs)."""
     common = [cid for cid in current if cid in previous]
     changed = [cid for cid in common if previous[cid] != current[cid]]
     return len(common), changed
@@ -44,12 +46,12 @@ def churn(previous: dict[int, str | None], current: dict[int, str | None]) -> tu
 def recompute(strategy: str, fabric: Fabric, conns: list[Connection],
               previous: dict[int, str | None] | None, seed: int = 0,
               low_churn: bool = True, **options) -> EpochResult:
-    """Route `conns` for the new epoch and compare with `previous` (conn_id -> spine);
+    """Route `conns` for the new epoch and compare with `previous` (conn_id -> path);
     `options` go to the strategy (e.g. time_limit_s)."""
     from . import route  # late import: routing/__init__ imports this module's siblings
 
     plan = route(strategy, fabric, conns, seed=seed,
                  previous=previous if (low_churn and previous) else None, **options)
-    common, changed = churn(previous or {}, plan.spine_of)
+    common, changed = churn(previous or {}, plan.path_of)
     return EpochResult(plan, common, len(changed), changed,
-                       max_link_flows(fabric, conns, plan.spine_of))
+                       max_link_flows(fabric, conns, plan.path_of))

@@ -50,6 +50,8 @@ from traffic.collectives import Connection
 
 from .base import (FlowTable, RoutingPlan, SolveStats, assignment_from_spine_of,
                    assignment_loads, flow_table, spine_of_from_assignment, table_lower_bound)
+from .paths import (Path, PathTable, assignment_of_paths, loads_of, max_load,
+                    path_lower_bound, path_of_assignment, path_table)
 
 
 def spine_rank(n_spines: int, seed: int) -> list[int]:
@@ -253,3 +255,91 @@ def route_greedy(fabric: Fabric, conns: list[Connection], seed: int = 0,
     lb = table_lower_bound(t)
     stats = SolveStats(time.perf_counter() - t0, status, None, lb)
     return RoutingPlan("greedy", spine_of_from_assignment(t, assign), stats)
+
+
+# -- three tiers: the same rule on paths ---------------------------------------------------------
+def path_rank(n: int, seed: int) -> list[int]:
+    """Seeded tie-break rank per candidate position (as spine_rank)."""
+    return spine_rank(n, seed)
+
+
+def greedy_fill_paths(t: PathTable, assign: list[int], load: list[int],
+                      seed: int = 0) -> list[int]:
+    """The paper's rule on paths: every unassigned flow takes the candidate path minimizing the
+    largest load on its links (ties: the smaller load sum over its links, then a seeded order),
+    pairs in the paper's visiting order (visit_pairs). No far-load lookahead here: it is
+    defined for two-link paths. Updates `assign` and `load` in place."""
+    width = max((len(c) for c in t.cand), default=0)
+    rank = path_rank(width, seed)
+    pl = t.path_links
+
+    def place(a: int, b: int, ids: list[int], outs: dict, ins: dict) -> None:
+        cand = t.pair_paths[a, b]
+        for f in ids:
+            best, bp = None, -1
+            for pos, p in enumerate(cand):
+                m = s = 0
+                for e in pl[p]:
+                    x = load[e]
+                    s += x
+                    if x > m:
+                        m = x
+                key = (m, s, rank[pos])
+                if best is None or key < best:
+                    best, bp = key, p
+            assign[f] = bp
+            for e in pl[bp]:
+                load[e] += 1
+
+    visit_pairs(t.src, t.dst, len(t.leaf_names), assign, place)
+    return assign
+
+
+def improve_max_paths(t: PathTable, assign: list[int], load: list[int],
+                      max_moves: int = 10_000) -> int:
+    """Move flows off the busiest links while a move keeps every link it adds below the max."""
+    pl = t.path_links
+    moves = 0
+    while moves < max_moves:
+        m = max(load, default=0)
+        if m <= 1:
+            return moves
+        moved = False
+        for i, p in enumerate(assign):
+            old = pl[p]
+            if all(load[e] != m for e in old):
+                continue
+            for q in t.cand[i]:
+                new = pl[q]
+                if q != p and all(load[e] + 1 < m for e in new if e not in old):
+                    for e in old:
+                        load[e] -= 1
+                    for e in new:
+                        load[e] += 1
+                    assign[i] = q
+                    moves += 1
+                    moved = True
+                    break
+            if moves >= max_moves:
+                return moves
+        if not moved:
+            return moves
+    return moves
+
+
+def route_greedy_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,
+                       previous: dict[int, Path | None] | None = None) -> RoutingPlan:
+    t0 = time.perf_counter()
+    t = path_table(fabric, conns)
+    assign = greedy_fill_paths(t, [-1] * len(t.flows), [0] * t.n_links, seed)
+    status = "heuristic"
+    if previous:
+        fresh_max = max_load(loads_of(t, assign))
+        sticky = assignment_of_paths(t, previous)
+        load = loads_of(t, sticky)
+        greedy_fill_paths(t, sticky, load, seed)
+        improve_max_paths(t, sticky, load)
+        if max_load(load) <= fresh_max:
+            assign, status = sticky, "heuristic-sticky"
+    stats = SolveStats(time.perf_counter() - t0, status, None, path_lower_bound(t, fabric))
+    return RoutingPlan("greedy", path_of_assignment(t, assign), stats)

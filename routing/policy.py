@@ -2,14 +2,14 @@
 
 Pure code. The paper's controller does not route once: it recomputes whenever the set of active
 flows or the fabric changes. `EpochPolicy` holds that state (active jobs, the live fabric, each
-active flow's spine) and answers three calls:
+active flow's path, routing/paths.py) and answers three calls:
 
 - `start(jobs)`: jobs begin their first iteration, an epoch;
 - `finish(job)`: a job ended its last iteration, an epoch;
-- `change_fabric(fabric)`: an element failed or came back; flows on a dead spine are lost and
+- `change_fabric(fabric)`: an element failed or came back; flows on a dead path are lost and
   rerouted with the rest.
 
-Each call recomputes the active flows' spines with the configured strategy, starting from the
+Each call recomputes the active flows' paths with the configured strategy, starting from the
 previous assignment (low churn, routing/epochs.py). ECMP decides nothing here (the switches
 hash); a host-enforced plan (`static`) is fixed for the whole run. The live controller
 (experiments/controller.py) turns the assignment into rules; the predictor
@@ -24,29 +24,30 @@ from testbed.fabric import Fabric
 from traffic.collectives import Connection
 
 from .base import RoutingError
+from .paths import Path
 from .epochs import recompute
 
 
 @dataclass(frozen=True)
 class Decision:
-    """One recomputation: solver time (s) and how many flows changed spine (None: the
+    """One recomputation: solver time (s) and how many flows changed path (None: the
     strategy does not place flows, e.g. ECMP)."""
     solve_s: float
     moved: int | None
 
 
 class EpochPolicy:
-    """Which spine each active inter-leaf flow takes, epoch by epoch."""
+    """Which path each active inter-leaf flow takes, epoch by epoch."""
 
     def __init__(self, strategy: str, fabric: Fabric, conns: list[Connection], seed: int = 0,
-                 static: dict[int, str | None] | None = None):
+                 static: dict[int, Path | None] | None = None):
         self.strategy, self.fabric, self.seed = strategy, fabric, seed
         self.conns = list(conns)
         self.static = static
         self.active: set[str] = set()
-        self.assignment: dict[int, str | None] = {}   # active flows (every flow when static)
-        self.history: dict[int, set[str]] = {}        # every spine a flow was ever given
-        self._last: dict[int, str | None] = {}        # finished flows: their last spine
+        self.assignment: dict[int, Path | None] = {}  # active flows (every flow when static)
+        self.history: dict[int, set[Path]] = {}       # every path a flow was ever given
+        self._last: dict[int, Path | None] = {}       # finished flows: their last path
         self._by_id = {c.conn_id: c for c in self.conns}
         self.peak_link_flows = 0                      # busiest link over all epochs so far
         self.solves: list[dict] = []                  # one per recomputation (results' solve)
@@ -74,26 +75,26 @@ class EpochPolicy:
         return self._reroute(lost=set(), reason=f"finish {job}")
 
     def change_fabric(self, fabric: Fabric, reason: str = "fabric change") -> Decision:
-        """The fabric after a failure or repair: flows whose spine died are rerouted
+        """The fabric after a failure or repair: flows whose path died are rerouted
         (a fixed host-enforced plan cannot be: RoutingError)."""
         self.fabric = fabric
         lost = {cid for cid, s in self.assignment.items()
                 if s is not None and not self.usable(cid, s)}
         if lost and self.static is not None:
-            raise RoutingError(f"host-enforced plan: {len(lost)} flows lost their spine and "
+            raise RoutingError(f"host-enforced plan: {len(lost)} flows lost their path and "
                                "fixed source ports cannot be rerouted")
         if self.places_flows:
             for cid in lost:
                 self.assignment.pop(cid)
         return self._reroute(lost, reason)
 
-    def usable(self, cid: int, spine: str) -> bool:
+    def usable(self, cid: int, path: Path) -> bool:
         c = self._by_id[cid]
-        return spine in self.fabric.usable_spines(self.fabric.leaf_of(c.src),
-                                                  self.fabric.leaf_of(c.dst))
+        return tuple(path) in self.fabric.switch_paths(self.fabric.leaf_of(c.src),
+                                                       self.fabric.leaf_of(c.dst))
 
-    def final_spine(self, cid: int) -> str | None:
-        """The spine a flow has now, or the last it had (finished jobs)."""
+    def final_path(self, cid: int) -> Path | None:
+        """The path a flow has now, or the last it had (finished jobs)."""
         if cid in self.assignment:
             return self.assignment[cid]
         return self._last.get(cid)
@@ -104,7 +105,7 @@ class EpochPolicy:
         active = [c for c in self.conns if c.job in self.active]
         previous = dict(self.assignment)
         result = recompute(self.strategy, self.fabric, active, previous, seed=self.seed)
-        self.assignment = {c.conn_id: result.plan.spine_of[c.conn_id] for c in active}
+        self.assignment = {c.conn_id: result.plan.path_of[c.conn_id] for c in active}
         for cid, s in self.assignment.items():
             if s is not None:
                 self.history.setdefault(cid, set()).add(s)

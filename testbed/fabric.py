@@ -325,6 +325,17 @@ class Fabric:
     def capacity_mbps(self, u: str, v: str) -> float:
         return self.graph.edges[u, v]["capacity_mbps"]
 
+    @property
+    def title(self) -> str:
+        """e.g. '4x4 leaf-spine', 'fat-tree k=4', 'clos3 of 2 pods'."""
+        s = self.spec
+        if s.topology == "leaf-spine":
+            return f"{s.leaves}x{s.spines} leaf-spine"
+        if s.topology == "fat-tree":
+            return f"fat-tree k={s.k}"
+        return (f"clos3 of {s.pods} pods x ({s.leaves_per_pod} leaves, {s.aggs_per_pod} aggs), "
+                f"{len(self.cores)} cores")
+
     def draw(self) -> str:
         """A short ASCII summary of this fabric, for logs and run folders."""
         s = self.spec

@@ -47,8 +47,8 @@ def test_spine_failure_mid_allreduce_keeps_every_byte(tmp_path, routing):
         assert abs(j["prediction_error_fraction"]) < 0.5
     if routing == "ilp":
         for p in run["paths"]:
-            assert p["final_spine"] != "spine1", p          # rerouted off the failed spine
-            assert set(p["planned_spines"]) - {"spine1"}, p
+            assert p["final_path"][1] != "spine1", p         # rerouted off the failed spine
+            assert {q[1] for q in p["planned_paths"]} - {"spine1"}, p
     assert run["unfired_events"] == []
     assert leftovers() == NOTHING
 
@@ -66,7 +66,7 @@ def test_job_arriving_mid_run_moves_only_what_it_must(tmp_path):
     assert 0.9 < arrival["at_s"] < 1.5
     finish_b = next(e for e in epochs if e["reason"] == "finish ring-b")
     assert finish_b["rules_removed"] == 2 and finish_b["rules_added"] == 0
-    assert all(len(p["planned_spines"]) == 1 for p in run["paths"])
+    assert all(len(p["planned_paths"]) == 1 for p in run["paths"])
 
 
 def test_host_enforced_routes_match_static_rules(tmp_path):
@@ -76,9 +76,9 @@ def test_host_enforced_routes_match_static_rules(tmp_path):
     # same plan, other mechanism: every flow crossed its planned spine both ways
     for run in (static, host):
         for p in run["paths"]:
-            assert [p["observed_spine"]] == p["planned_spines"]
-    assert {p["conn_id"]: p["observed_spine"] for p in static["paths"]} == \
-        {p["conn_id"]: p["observed_spine"] for p in host["paths"]}
+            assert [p["observed_path"]] == p["planned_paths"]
+    assert {p["conn_id"]: p["observed_path"] for p in static["paths"]} == \
+        {p["conn_id"]: p["observed_path"] for p in host["paths"]}
     # no per-flow state at the leaves: one port rule per live spine instead
     leaf_rules = host["rules"]["peak_per_switch"]["leaf1"]
     assert leaf_rules == static["rules"]["peak_per_switch"]["leaf1"] - 2 + 3

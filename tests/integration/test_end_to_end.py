@@ -43,12 +43,12 @@ def test_allreduce_under_ecmp_and_ilp(tmp_path):
             assert job["cct_mean_s"] < 3 * job["ideal_cct_s"]
         assert (tmp_path / run["routing"] / "rules" / "commands.txt").exists()
         for p in run["paths"]:
-            assert p["observed_spine"] in ("spine1", "spine2")
+            assert p["observed_path"][1] in ("spine1", "spine2")
             # the flow's data crossed one spine (its handshake, sent before the job's first
             # epoch pinned it, may have hashed elsewhere), and at least its payload did
-            total = sum(p["spine_bytes"].values())
-            assert max(p["spine_bytes"].values()) >= 0.99 * total
-            assert max(p["spine_bytes"].values()) >= 2 * 150_000
+            total = sum(p["switch_bytes"].values())
+            assert max(p["switch_bytes"].values()) >= 0.99 * total
+            assert max(p["switch_bytes"].values()) >= 2 * 150_000
         # the model with the same paths must land near the emulation (tight bounds are the
         # fidelity benchmark's job; this catches unit or path mix-ups)
         assert abs(run["prediction_error_fraction"]) < 0.5
@@ -56,7 +56,7 @@ def test_allreduce_under_ecmp_and_ilp(tmp_path):
     assert (tmp_path / "emulated_vs_predicted.png").stat().st_size > 0
     ilp = res["runs"][1]
     for p in ilp["paths"]:
-        assert [p["observed_spine"]] == p["planned_spines"]
+        assert [p["observed_path"]] == p["planned_paths"]
     assert ilp["max_link_flows"] == 1
 
     assert leftovers() == NOTHING

@@ -1,0 +1,100 @@
+"""Step 6 of a run, on the live fabric: which path each flow really took, and what it moved.
+
+Every connection has a counting rule on every spine, agg and core it may cross (routing/rules.py,
+cookie per connection). Reading those counters after the run (or between two events) tells, per
+flow, the bytes each switch saw: the switches it crossed, and from them its path. Also here:
+each connection's measured rate and the per-transfer CSV.
+"""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from routing.rules import COOKIE_BASE
+from testbed.fabric import Fabric
+from testbed.installer import flow_bytes_by_cookie
+from traffic.collectives import Connection, JobPlan
+from traffic.driver import JobRecord
+
+Counts = dict[str, dict[int, int]]   # switch -> cookie -> bytes
+
+#: A flow "crossed" a switch when at least this share of its bytes did. Every connection is
+#: opened before any job starts, so its handshake (a few hundred bytes) takes the ECMP path
+#: before the controller pins the flow in its job's first epoch.
+CROSSED_MIN_FRACTION = 0.01
+
+
+def counted_switches(fabric: Fabric) -> list[str]:
+    """The switches that hold counting rules: every switch above the leaves."""
+    return fabric.spines + fabric.aggs + fabric.cores
+
+
+def switch_counts(fabric: Fabric) -> Counts:
+    """Bytes per counting-rule cookie on every counted switch, now."""
+    return {s: flow_bytes_by_cookie(s) for s in counted_switches(fabric)}
+
+
+def observed_paths(fabric: Fabric, conns: list[Connection], counts: Counts,
+                   before: Counts | None = None) -> dict[int, dict]:
+    """Per inter-leaf connection, from the counters (`counts`, minus `before` when given: the
+    bytes between two readings): "bytes" per counted switch, "switches_with_bytes" (those with
+    at least CROSSED_MIN_FRACTION of the flow's bytes, the flow's bytes being what the first
+    tier above its source leaf saw), and "path", the candidate path of `fabric` (give the
+    fabric without failures) whose least-counted switch saw most (None: no bytes)."""
+    out: dict[int, dict] = {}
+    before = before or {}
+    switches = counted_switches(fabric)
+    for c in conns:
+        a, b = fabric.leaf_of(c.src), fabric.leaf_of(c.dst)
+        if a == b:
+            continue
+        k = COOKIE_BASE + c.conn_id
+        per = {s: counts[s].get(k, 0) - before.get(s, {}).get(k, 0) for s in switches}
+        total = sum(per[u] for u in fabric.uplinks(a))
+        crossed = [s for s, n in per.items() if n > 0 and n >= CROSSED_MIN_FRACTION * total]
+        path = None
+        if crossed:
+            best = -1
+            for p in fabric.switch_paths(a, b):
+                n = min(per[s] for s in p[1:-1])
+                if n > best:
+                    best, path = n, p
+        out[c.conn_id] = {"path": path, "switches_with_bytes": crossed, "bytes": per}
+    return out
+
+
+def phase_paths(fabric: Fabric, conns: list[Connection], readings: list[Counts]
+                ) -> list[dict[int, tuple[str, ...] | None]]:
+    """Per phase between two consecutive counter readings, the path each connection's bytes
+    took in it (None: no bytes then)."""
+    return [{cid: o["path"] for cid, o in observed_paths(fabric, conns, b, a).items()}
+            for a, b in zip(readings, readings[1:])]
+
+
+def measured_conn_rates(plan: JobPlan, record: JobRecord) -> dict[int, float]:
+    """Per connection: bytes received / time a transfer was in flight (Mbit/s), all iterations."""
+    conn_of = {t.tid: t.conn_id for t in plan.transfers}
+    size_of = {t.tid: t.size_bytes for t in plan.transfers}
+    bits: dict[int, float] = {}
+    busy: dict[int, float] = {}
+    for it in record.iterations:
+        for tid, first, last in it.transfers:
+            c = conn_of[tid]
+            bits[c] = bits.get(c, 0.0) + size_of[tid] * 8
+            busy[c] = busy.get(c, 0.0) + (last - first)
+    return {c: bits[c] / busy[c] / 1e6 for c in bits if busy[c] > 0}
+
+
+def write_transfers_csv(path: Path, plans: list[JobPlan], records: dict[str, JobRecord]) -> None:
+    """Every transfer's first and last byte, in seconds from its iteration's start."""
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["job", "iteration", "tid", "step", "conn_id", "size_bytes",
+                    "first_byte_s", "last_byte_s"])
+        for p in plans:
+            by_tid = {t.tid: t for t in p.transfers}
+            for it in records[p.name].iterations:
+                for tid, first, last in it.transfers:
+                    t = by_tid[tid]
+                    w.writerow([p.name, it.iteration, tid, t.step, t.conn_id, t.size_bytes,
+                                f"{first - it.start_s:.6f}", f"{last - it.start_s:.6f}"])

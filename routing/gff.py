@@ -1,0 +1,92 @@
+"""Hedera's Global First Fit (Al-Fares et al., NSDI 2010), as a named baseline.
+
+Hedera's controller estimates each large flow's *natural demand* (the rate it would get if only
+the hosts' NICs limited it: max-min fair at the senders and receivers, Hedera's Fig. 7
+estimator), then places flows one by one on the first candidate path whose every link still
+has room for the flow's demand, reserving it there. A flow that fits nowhere keeps its ECMP
+path, as in Hedera. Here demands and capacities are in units of the host link rate, flows are
+placed in connection order, and candidates are tried in Fabric.switch_paths order.
+"""
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+from testbed.fabric import Fabric
+from traffic.collectives import Connection
+
+from .base import RoutingPlan, SolveStats
+from .ecmp import hashed_path
+from .paths import Path, path_lower_bound, path_of_assignment, path_table
+
+#: Demands within this of each other are equal (the estimator's convergence test).
+EPS = 1e-9
+
+
+def natural_demands(pairs: list[tuple[str, str]], max_rounds: int = 1000) -> list[float]:
+    """Hedera's demand estimator: per flow (src host, dst host), its max-min fair rate when
+    only the hosts' NICs (capacity 1 each way) limit it."""
+    n = len(pairs)
+    demand = [0.0] * n
+    converged = [False] * n
+    by_src: dict[str, list[int]] = defaultdict(list)
+    by_dst: dict[str, list[int]] = defaultdict(list)
+    for i, (s, d) in enumerate(pairs):
+        by_src[s].append(i)
+        by_dst[d].append(i)
+    for _ in range(max_rounds):
+        changed = False
+        for flows in by_src.values():           # senders share what is left equally
+            fixed = sum(demand[i] for i in flows if converged[i])
+            open_ = [i for i in flows if not converged[i]]
+            if open_:
+                share = max(0.0, 1.0 - fixed) / len(open_)
+                for i in open_:
+                    if abs(demand[i] - share) > EPS:
+                        demand[i], changed = share, True
+        for flows in by_dst.values():           # receivers cut the largest flows
+            if sum(demand[i] for i in flows) <= 1.0 + EPS:
+                continue
+            rl = set(flows)
+            below = 0.0                       # demand of the flows no longer receiver-limited
+            share = 1.0 / len(rl)
+            while True:
+                small = {i for i in rl if demand[i] < share - EPS}
+                if not small:
+                    break
+                rl -= small
+                below += sum(demand[i] for i in small)
+                share = (1.0 - below) / len(rl)
+            for i in rl:
+                converged[i] = True
+                if abs(demand[i] - share) > EPS:
+                    demand[i], changed = share, True
+        if not changed:
+            break
+    return demand
+
+
+def route_gff(fabric: Fabric, conns: list[Connection], seed: int = 0,
+              previous: dict[int, Path | None] | None = None) -> RoutingPlan:
+    t0 = time.perf_counter()
+    t = path_table(fabric, conns)
+    demand = natural_demands([(c.src, c.dst) for c in t.flows])
+    host_rate = fabric.spec.host_link_mbps
+    cap = [fabric.capacity_mbps(u, v) / host_rate for u, v in t.links]
+    reserved = [0.0] * t.n_links
+    assign, fallback = [], 0
+    for i, c in enumerate(t.flows):
+        fit = next((p for p in t.cand[i]
+                    if all(reserved[e] + demand[i] <= cap[e] + EPS for e in t.path_links[p])),
+                   None)
+        if fit is None:   # Hedera leaves it on its ECMP path
+            want = hashed_path(fabric, c, seed)
+            fit = next(p for p in t.cand[i] if t.paths[p] == want)
+            fallback += 1
+        for e in t.path_links[fit]:
+            reserved[e] += demand[i]
+        assign.append(fit)
+    stats = SolveStats(time.perf_counter() - t0,
+                       "first-fit" + (f" ({fallback} flows on ECMP)" if fallback else ""),
+                       None, path_lower_bound(t, fabric))
+    return RoutingPlan("gff", path_of_assignment(t, assign), stats)
