@@ -17,13 +17,13 @@ from typing import Callable
 from testbed.fabric import Fabric
 from traffic.collectives import Connection
 
-from .annealing import route_annealing
+from .annealing import route_annealing, route_annealing_paths
 from .base import RoutingError, RoutingPlan, SolveStats, max_link_flows
 from .ecmp import route_ecmp
 from .edge_coloring import route_edge_coloring, route_edge_coloring_paths
 from .gff import route_gff
 from .greedy import route_greedy, route_greedy_paths
-from .ilp import route_ilp
+from .ilp import route_ilp, route_ilp_paths
 from .mmf import route_mmf
 from .paths import Path
 
@@ -34,8 +34,8 @@ KERNELS: dict[str, tuple[Strategy, Strategy | None]] = {
     "ecmp": (route_ecmp, route_ecmp),
     "greedy": (route_greedy, route_greedy_paths),
     "edge-coloring": (route_edge_coloring, route_edge_coloring_paths),
-    "annealing": (route_annealing, None),
-    "ilp": (route_ilp, None),
+    "annealing": (route_annealing, route_annealing_paths),
+    "ilp": (route_ilp, route_ilp_paths),
     "mmf": (route_mmf, None),
     "gff": (route_gff, route_gff),
 }

@@ -36,7 +36,9 @@ from traffic.collectives import Connection
 
 from .base import (RoutingPlan, SolveStats, assignment_from_spine_of, assignment_loads,
                    flow_table, spine_of_from_assignment, table_lower_bound)
-from .greedy import greedy_assignment, greedy_fill
+from .greedy import greedy_assignment, greedy_fill, greedy_fill_paths
+from .paths import (Path, assignment_of_paths, loads_of, path_lower_bound, path_of_assignment,
+                    path_table)
 
 
 #: Moves tried per movable flow, and the floor and ceiling of the budget (see iteration_budget).
@@ -182,3 +184,101 @@ def route_annealing(fabric: Fabric, conns: list[Connection], seed: int = 0,
         T *= alpha
     stats = SolveStats(time.perf_counter() - start, "heuristic", None, lb)
     return RoutingPlan("annealing", spine_of_from_assignment(t, best), stats)
+
+
+# -- three tiers: the same search over paths ----------------------------------------------------
+def route_annealing_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,
+                          previous: dict[int, Path | None] | None = None, *,
+                          init: str = "random", max_iters: int | None = None,
+                          t0: float = 2.0, t1: float = 0.02, focus: float = 0.7) -> RoutingPlan:
+    """The leaf-spine search on paths: a move puts one flow on another candidate path (links
+    the two paths share keep their load); energy (M, N) lexicographic over every directed
+    switch link; the same budget (`iteration_budget`), cooling and low-churn descent. Stops
+    early when M reaches the path lower bound and N is 1 (a bound N cannot beat)."""
+    start = time.perf_counter()
+    t = path_table(fabric, conns)
+    rng = random.Random(seed)
+    n = len(t.flows)
+    lb = path_lower_bound(t, fabric)
+    if previous:
+        assign = assignment_of_paths(t, previous)
+        greedy_fill_paths(t, assign, loads_of(t, assign), seed)
+    elif init == "greedy":
+        assign = greedy_fill_paths(t, [-1] * n, [0] * t.n_links, seed)
+    elif init == "random":
+        assign = [rng.choice(c) for c in t.cand]
+    else:
+        raise ValueError(f"annealing: init must be 'random' or 'greedy', not {init!r}")
+    load = loads_of(t, assign)
+    if n == 0:
+        return RoutingPlan("annealing", path_of_assignment(t, assign),
+                           SolveStats(time.perf_counter() - start, "heuristic", None, lb))
+    M = max(load)
+    hist = [0] * (M + n + 2)
+    for v in load:
+        hist[v] += 1
+    K1 = len(load) + 1
+    sticky = bool(previous)
+    best_key, best = (M, hist[M]), list(assign)
+    pl, cand = t.path_links, t.cand
+    movable = [i for i in range(n) if len(cand[i]) > 1] if M > 1 else []
+    if max_iters is None:
+        max_iters = iteration_budget(len(movable))
+    target = (lb, 1)
+    alpha = (t1 / t0) ** (1.0 / max(1, max_iters))
+    T, it = t0, 0
+    rand, randrange = rng.random, rng.randrange
+    if best_key <= target:
+        movable = []
+
+    def shift(p: int, q: int) -> None:       # flow from path p to path q, histogram kept
+        old, new = pl[p], pl[q]
+        for e in old:
+            if e not in new:
+                hist[load[e]] -= 1
+                load[e] -= 1
+                hist[load[e]] += 1
+        for e in new:
+            if e not in old:
+                hist[load[e]] -= 1
+                load[e] += 1
+                hist[load[e]] += 1
+
+    while movable and it < max_iters:
+        it += 1
+        i = movable[randrange(len(movable))]
+        if rand() < focus:
+            for _ in range(64):
+                if any(load[e] == M for e in pl[assign[i]]):
+                    break
+                i = movable[randrange(len(movable))]
+        p, c = assign[i], cand[i]
+        if rand() < focus:   # the other path whose busiest link is least loaded
+            q, bestv = p, None
+            for x in c:
+                if x != p:
+                    v = max(load[e] + (e not in pl[p]) for e in pl[x])
+                    if bestv is None or v < bestv or (v == bestv and rand() < 0.5):
+                        q, bestv = x, v
+        else:
+            q = c[randrange(len(c))]
+        if q == p:
+            continue
+        old_e = M * K1 + hist[M]
+        shift(p, q)
+        newM = max(M, max(load[e] for e in pl[q]))
+        while hist[newM] == 0 and newM > 0:
+            newM -= 1
+        dE = newM * K1 + hist[newM] - old_e
+        if dE < 0 or (not sticky and (dE == 0 or rand() < math.exp(-dE / T))):
+            assign[i], M = q, newM
+            key = (M, hist[M])
+            if key < best_key:
+                best_key, best = key, list(assign)
+                if key <= target:
+                    break
+        else:
+            shift(q, p)
+        T *= alpha
+    stats = SolveStats(time.perf_counter() - start, "heuristic", None, lb)
+    return RoutingPlan("annealing", path_of_assignment(t, best), stats)
