@@ -147,7 +147,7 @@ def test_low_churn_epoch_keeps_paths(name):
     first = route(name, f, conns, seed=0)
     # one leaf's flows stop; the rest should stay where they were
     nxt = [c for c in conns if f.leaf_of(c.src) != "leaf1"]
-    ep = recompute(name, f, nxt, first.spine_of, seed=5)
+    ep = recompute(name, f, nxt, first.path_of, seed=5)
     assert ep.common == len(nxt)
     assert ep.churned == 0, ep.changed_ids
     assert ep.max_link_flows <= max_link_flows(f, conns, first.spine_of)
