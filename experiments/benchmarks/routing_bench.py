@@ -10,7 +10,18 @@ fit in 64 leaves are skipped (as in the paper: 4-5 jobs x ring size 8).
 
 Per strategy it prints the median solve time, max link flows against the lower bound (ratio of
 sums over the cases, and how many cases hit the bound), and the churn of an epoch change
-(one job leaves, a new job arrives; flows present in both epochs whose spine changed).
+(one job leaves, a new job arrives; flows present in both epochs whose spine changed). For the
+solver strategies (ilp, mmf) a second table splits the cases in which CBC ran from those whose
+optimum a bound proved without it (`solve.solver_ran`), counts the statuses and names the
+slowest case.
+
+Then a mixed section (`--mixed N`, 0 to skip): jobs sharing leaves, where mmf's job layer is
+not trivial (on the paper matrix every job has leaves of its own). N cases of the outside
+test pass's shape (two 4-rank all-to-alls, an 8-rank ring all-reduce and a 4-stage pipeline
+on random hosts of 8 leaves x 5 spines x 4 hosts) and N random harder ones (4-16 leaves, 2-8
+spines, 2-8 hosts per leaf, 2-7 jobs of all-to-all / ring / pipeline / all-gather, some
+failed spines and links), solved by ilp and mmf; it prints the median and max solve time,
+the statuses and the worst case.
 
 Jobs come from traffic/models.py (`model_job`, random whole leaves) when it is importable; else
 they are generated here with the same layout (GPU i of every copy forms ring i). The predicted
@@ -23,15 +34,15 @@ import argparse
 import random
 import statistics
 import sys
-import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from routing import STRATEGIES, route  # noqa: E402
+from routing import STRATEGIES, RoutingError, route  # noqa: E402
 from routing.base import lower_bound_link_flows, max_link_flows  # noqa: E402
-from routing.epochs import recompute  # noqa: E402
-from testbed.fabric import Fabric, FabricSpec, build_fabric  # noqa: E402
+from routing.epochs import churn as spine_churn, recompute  # noqa: E402
+from testbed.fabric import Fabric, FabricError, FabricSpec, build_fabric  # noqa: E402
 from traffic.collectives import Connection, JobSpec, Collective, plan_jobs  # noqa: E402
 
 try:  # model presets (another module of the project); fall back to the generator below
@@ -117,6 +128,124 @@ def allreduce_s(fabric: Fabric, specs: list[JobSpec], spine_of: dict) -> float |
     return max(max(j.cct_s) for j in pred.jobs.values())
 
 
+def fmt_ms(seconds: float) -> str:
+    ms_ = 1000 * seconds
+    return f"{ms_:.1f}" if ms_ < 10 else f"{ms_:.0f}"
+
+
+def ms(values: list[float]) -> str:
+    """median / max in ms, or a dash."""
+    if not values:
+        return "-"
+    return f"{fmt_ms(statistics.median(values))} / {fmt_ms(max(values))}"
+
+
+def solver_table(results: dict[str, list[tuple]]) -> None:
+    """Per solver strategy: cases where CBC ran vs proven without it, statuses, worst case."""
+    solvers = {n: r for n, r in results.items()
+               if r and any(st.solver_ran is not None for st, _ in r)}
+    if not solvers:
+        return
+    print("\n| strategy | CBC ran | solve when CBC ran: median / max (ms) "
+          "| no CBC (bound met): median / max (ms) | CBC solves per case (max) | statuses "
+          "| slowest case |")
+    print("| --- | ---: | ---: | ---: | ---: | --- | --- |")
+    for name, r in solvers.items():
+        ran = [st.time_s for st, _ in r if st.solver_ran]
+        not_ran = [st.time_s for st, _ in r if not st.solver_ran]
+        statuses = Counter(st.status for st, _ in r)
+        st, case = max(r, key=lambda x: x[0].time_s)
+        print(f"| {name} | {len(ran)}/{len(r)} | {ms(ran)} | {ms(not_ran)} "
+              f"| {max((s.solver_calls or 0) for s, _ in r)} "
+              f"| {', '.join(f'{k} {v}' for k, v in statuses.most_common())} "
+              f"| {fmt_ms(st.time_s)} ms, {st.status}, {st.solver_calls} CBC solves: "
+              f"{case} |")
+
+
+KINDS = [Collective.ALLTOALL, Collective.ALLREDUCE, Collective.PIPELINE, Collective.ALLGATHER]
+
+
+def four_jobs_case(seed: int) -> tuple[Fabric, list[Connection], str]:
+    """The outside test pass's shape: 2 all-to-alls (4 ranks), an 8-rank ring all-reduce and
+    a 4-stage pipeline on random hosts of 8 leaves x 5 spines x 4 hosts."""
+    rng = random.Random(f"four-jobs-{seed}")
+    fabric = build_fabric(FabricSpec(5, 8, 4, 100.0, 100.0))
+    hosts = [f"h{i}" for i in range(1, 33)]
+    rng.shuffle(hosts)
+    specs = []
+    for k, (kind, n) in enumerate([(Collective.ALLTOALL, 4), (Collective.ALLTOALL, 4),
+                                   (Collective.ALLREDUCE, 8), (Collective.PIPELINE, 4)]):
+        group, hosts = hosts[:n], hosts[n:]
+        specs.append(JobSpec(f"j{k}-{kind.value}", kind, [group], 1 << 20))
+    conns = connections(specs)
+    return fabric, conns, f"8x5x4, 4 jobs, seed {seed}, {len(conns)} flows"
+
+
+def random_mixed_case(seed: int) -> tuple[Fabric, list[Connection], str] | None:
+    """Random jobs sharing leaves on a random small fabric, some elements failed."""
+    rng = random.Random(f"mixed-{seed}")
+    leaves, spines, hpl = rng.randint(4, 16), rng.randint(2, 8), rng.randint(2, 8)
+    dead = tuple(rng.sample([f"spine{i}" for i in range(1, spines + 1)],
+                            rng.choice([0, 0, 0, 1]))) if spines > 2 else ()
+    links = {(f"leaf{rng.randint(1, leaves)}", f"spine{rng.randint(1, spines)}")
+             for _ in range(rng.choice([0, 0, 1, 3]))}
+    links = tuple(sorted(x for x in links if x[1] not in dead))
+    try:
+        fabric = build_fabric(FabricSpec(spines, leaves, hpl, 100.0, 100.0,
+                                         tuple(sorted(dead)), links))
+    except FabricError:
+        return None
+    hosts = [f"h{i}" for i in range(1, leaves * hpl + 1)]
+    rng.shuffle(hosts)
+    specs = []
+    for k in range(rng.randint(2, 7)):
+        kind = rng.choice(KINDS)
+        n = rng.randint(3, 6 if kind == Collective.ALLTOALL else 12)
+        if len(hosts) < n:
+            break
+        group, hosts = hosts[:n], hosts[n:]
+        specs.append(JobSpec(f"j{k}-{kind.value}", kind, [group], 1 << 20))
+    conns = connections(specs)
+    return fabric, conns, (f"{leaves}x{spines}x{hpl}, {len(specs)} jobs, {len(dead)} failed "
+                           f"spines, {len(links)} failed links, seed {seed}, "
+                           f"{len(conns)} flows")
+
+
+def mixed(n: int, names: list[str], opts: dict) -> None:
+    """Jobs sharing leaves: solve times, statuses and worst cases of the solver strategies."""
+    for title, make in (("4 jobs on 8 leaves x 5 spines", four_jobs_case),
+                        ("random harder cases", random_mixed_case)):
+        results: dict[str, list[tuple]] = {name: [] for name in names}
+        made = seed = 0
+        while made < n:
+            case = make(seed)
+            seed += 1
+            if case is None:
+                continue
+            fabric, conns, desc = case
+            try:
+                plans = {name: route(name, fabric, conns, **opts.get(name, {}))
+                         for name in names}
+            except RoutingError:
+                continue
+            made += 1
+            for name, plan in plans.items():
+                results[name].append((plan.stats, desc))
+            print(f"[mixed] {desc}: " + " ".join(
+                f"{name}={1000 * p.stats.time_s:.0f}ms ({p.stats.status}, "
+                f"{p.stats.solver_calls} CBC)" for name, p in plans.items()),
+                file=sys.stderr, flush=True)
+        print(f"\nMixed: {title}, {n} cases")
+        print("| strategy | median solve (ms) | max solve (ms) | statuses |")
+        print("| --- | ---: | ---: | --- |")
+        for name, r in results.items():
+            t = [st.time_s for st, _ in r]
+            statuses = Counter(st.status for st, _ in r)
+            print(f"| {name} | {fmt_ms(statistics.median(t))} | {fmt_ms(max(t))} "
+                  f"| {', '.join(f'{k} {v}' for k, v in statuses.most_common())} |")
+        solver_table(results)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--strategies", default="ecmp,greedy,edge-coloring,annealing,ilp,mmf")
@@ -124,6 +253,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="ring size 4 and 0/4 failed spines only")
     ap.add_argument("--no-predict", action="store_true", help="skip the all-reduce prediction")
     ap.add_argument("--ilp-time-limit", type=float, default=30.0)
+    ap.add_argument("--mixed", type=int, default=20,
+                    help="cases per mixed set (4-job 8x5, random harder); 0: skip")
+    ap.add_argument("--no-paper", action="store_true", help="skip the paper matrix")
     args = ap.parse_args(argv)
     names = args.strategies.split(",")
     for n in names:
@@ -135,10 +267,11 @@ def main(argv: list[str] | None = None) -> int:
     fails: list[tuple[int, float]] = [(0, 0.0), (4, 0.0)] if args.quick else \
         [(0, 0.0), (1, 0.0), (4, 0.0), (8, 0.0), (0, 0.05)]
     rows: dict[str, dict[str, list]] = {
-        n: {"t": [], "max": [], "lb": [], "ar": [], "churn": [], "fresh": [], "common": []}
+        n: {"t": [], "max": [], "lb": [], "ar": [], "churn": [], "fresh": [], "common": [],
+            "stats": [], "case": []}
         for n in names}
     cases = 0
-    for n_jobs in range(1, 6):
+    for n_jobs in ([] if args.no_paper else range(1, 6)):
         for ring in rings:
             for n_fail, frac in fails:
                 for rep in range(args.repeats):
@@ -167,6 +300,10 @@ def main(argv: list[str] | None = None) -> int:
                         plans[name] = plan
                         r = rows[name]
                         r["t"].append(plan.stats.time_s)
+                        r["stats"].append(plan.stats)
+                        r["case"].append(f"{n_jobs} jobs, ring {ring}, {n_fail} failed "
+                                         f"spines, {frac:.0%} failed links, "
+                                         f"{len(conns)} flows")
                         r["max"].append(max_link_flows(fabric, conns, plan.spine_of))
                         r["lb"].append(lb)
                         if kept_jobs:
@@ -176,9 +313,13 @@ def main(argv: list[str] | None = None) -> int:
                                            **opts.get(name, {}))
                             fresh = recompute(name, fabric, nxt, prev, seed=rep,
                                               low_churn=False, **opts.get(name, {}))
-                            r["churn"].append(ep.churned)
-                            r["fresh"].append(fresh.churned)
-                            r["common"].append(ep.common)
+                            # spines compared on both sides (whatever form the plans'
+                            # routes take)
+                            common, changed = spine_churn(prev, ep.plan.spine_of)
+                            _, changed_fresh = spine_churn(prev, fresh.plan.spine_of)
+                            r["churn"].append(len(changed))
+                            r["fresh"].append(len(changed_fresh))
+                            r["common"].append(common)
                     if not args.no_predict and predict is not None:
                         ar = {n: allreduce_s(fabric, specs, plans[n].spine_of) for n in names}
                         ref = ar.get("ilp")
@@ -191,24 +332,30 @@ def main(argv: list[str] | None = None) -> int:
                           + " ms: " + " ".join(f"{n}={1000 * rows[n]['t'][-1]:.0f}"
                                                for n in names),
                           file=sys.stderr, flush=True)
-    print(f"\n{cases} cases (64 leaves x 32 spines x 32 NICs; {args.repeats} seed(s) per cell)\n")
-    print("| strategy | median solve (ms) | max solve (ms) | max link flows / bound (sum) "
-          "| cases at bound | worst max/bound | all-reduce / ILP (mean, worst) "
-          "| churn low-churn mode | churn fresh solve |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for name in names:
-        r = rows[name]
-        if not r["t"]:
-            continue
-        ratio = sum(r["max"]) / max(1, sum(r["lb"]))
-        hit = sum(m == b for m, b in zip(r["max"], r["lb"]))
-        worst = max(m / max(1, b) for m, b in zip(r["max"], r["lb"]))
-        ar = (f"{statistics.mean(r['ar']):.3f}, {max(r['ar']):.3f}" if r["ar"] else "n/a")
-        common = sum(r["common"])
-        churn = f"{sum(r['churn']) / common:.1%}" if common else "n/a"
-        fresh = f"{sum(r['fresh']) / common:.1%}" if common else "n/a"
-        print(f"| {name} | {1000 * statistics.median(r['t']):.1f} | {1000 * max(r['t']):.0f} "
-              f"| {ratio:.3f} | {hit}/{len(r['max'])} | {worst:.2f} | {ar} | {churn} | {fresh} |")
+    if cases:
+        print(f"\n{cases} cases (64 leaves x 32 spines x 32 NICs; {args.repeats} seed(s) "
+              "per cell)\n")
+        print("| strategy | median solve (ms) | max solve (ms) | max link flows / bound (sum) "
+              "| cases at bound | worst max/bound | all-reduce / ILP (mean, worst) "
+              "| churn low-churn mode | churn fresh solve |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for name in names:
+            r = rows[name]
+            if not r["t"]:
+                continue
+            ratio = sum(r["max"]) / max(1, sum(r["lb"]))
+            hit = sum(m == b for m, b in zip(r["max"], r["lb"]))
+            worst = max(m / max(1, b) for m, b in zip(r["max"], r["lb"]))
+            ar = (f"{statistics.mean(r['ar']):.3f}, {max(r['ar']):.3f}" if r["ar"] else "n/a")
+            common = sum(r["common"])
+            churn = f"{sum(r['churn']) / common:.1%}" if common else "n/a"
+            fresh = f"{sum(r['fresh']) / common:.1%}" if common else "n/a"
+            print(f"| {name} | {fmt_ms(statistics.median(r['t']))} "
+                  f"| {fmt_ms(max(r['t']))} | {ratio:.3f} | {hit}/{len(r['max'])} "
+                  f"| {worst:.2f} | {ar} | {churn} | {fresh} |")
+        solver_table({n: list(zip(rows[n]["stats"], rows[n]["case"])) for n in names})
+    if args.mixed > 0:
+        mixed(args.mixed, [n for n in ("ilp", "mmf") if n in names], opts)
     return 0
 
 
