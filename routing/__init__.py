@@ -24,19 +24,19 @@ from .edge_coloring import route_edge_coloring, route_edge_coloring_paths
 from .gff import route_gff
 from .greedy import route_greedy, route_greedy_paths
 from .ilp import route_ilp, route_ilp_paths
-from .mmf import route_mmf
+from .mmf import route_mmf, route_mmf_paths
 from .paths import Path
 
 Strategy = Callable[..., RoutingPlan]
 
 #: name -> (leaf-spine kernel, three-tier kernel)
-KERNELS: dict[str, tuple[Strategy, Strategy | None]] = {
+KERNELS: dict[str, tuple[Strategy, Strategy]] = {
     "ecmp": (route_ecmp, route_ecmp),
     "greedy": (route_greedy, route_greedy_paths),
     "edge-coloring": (route_edge_coloring, route_edge_coloring_paths),
     "annealing": (route_annealing, route_annealing_paths),
     "ilp": (route_ilp, route_ilp_paths),
-    "mmf": (route_mmf, None),
+    "mmf": (route_mmf, route_mmf_paths),
     "gff": (route_gff, route_gff),
 }
 STRATEGIES = sorted(KERNELS)
@@ -50,9 +50,6 @@ def route(name: str, fabric: Fabric, conns: list[Connection], seed: int = 0,
     except KeyError:
         raise RoutingError(f"routing: unknown strategy {name!r}; choose from {STRATEGIES}")
     if fabric.tiers == 3:
-        if three_tier is None:
-            raise RoutingError(f"routing: {name} has no three-tier kernel yet; use one of "
-                               f"{[n for n, k in KERNELS.items() if k[1]]}")
         return three_tier(fabric, conns, seed=seed, previous=previous, **options)
     spines = None if previous is None else {
         cid: (p if p is None or isinstance(p, str) else p[1]) for cid, p in previous.items()}

@@ -10,7 +10,7 @@ from routing.paths import path_lower_bound, path_table
 from testbed.fabric import FabricError, FabricSpec, build_fabric, fat_tree_spec
 from traffic.collectives import Collective, JobSpec, plan_jobs
 
-THREE_TIER = sorted(n for n, (_, k3) in KERNELS.items() if k3 is not None)
+THREE_TIER = sorted(KERNELS)
 
 
 def random_case(seed: int):
@@ -52,7 +52,9 @@ def test_strategies_on_three_tiers(seed):
     lb = path_lower_bound(path_table(f, conns), f)
     worst = {}
     for name in THREE_TIER:
-        plan = route(name, f, conns, seed=seed)
+        # mmf on three tiers has no leaf-spine speed-ups: a few cases here take ~60 s to prove,
+        # so it gets 4 s (its result is then feasible, and the properties still hold)
+        plan = route(name, f, conns, seed=seed, **({"time_limit_s": 4} if name == "mmf" else {}))
         for c in conns:
             p = plan.path_of[c.conn_id]
             a, b = f.leaf_of(c.src), f.leaf_of(c.dst)
