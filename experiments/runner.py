@@ -82,7 +82,7 @@ def run_experiment(exp: Experiment, out_dir: Path,
         for name, rp in routed.items():
             if split_routing(name)[1] == "host":
                 check_port_plan(exp.fabric, [c for p in with_source_ports(
-                    exp.fabric, plans, rp.spine_of) for c in p.connections], rp.spine_of)
+                    exp.fabric, plans, rp.path_of) for c in p.connections], rp.path_of)
     except RoutingError as e:   # the input cannot be routed: an input error, nothing built
         raise ConfigError(f"routing: {e}") from None
     check_emulable(exp)
@@ -140,7 +140,7 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
     """One routing on the live fabric: rules, traffic under the controller, measurements."""
     strategy, enforcement = split_routing(name)
     if enforcement == "host":
-        plans = with_source_ports(exp.fabric, plans, rp.spine_of, port_offset)
+        plans = with_source_ports(exp.fabric, plans, rp.path_of, port_offset)
         controller = Controller(emu, exp.fabric, strategy, plans, exp.seed, run_dir / "rules",
                                 static_paths=rp.path_of)
         installed = controller.install_initial()

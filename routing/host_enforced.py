@@ -1,18 +1,21 @@
 """Host-enforced routing: the host picks the path by its choice of TCP source port.
 
 As in the paper's deployment (routes enforced at the hosts; for RDMA a flow's source port
-selects its path through the switches' hashing), the switches keep no per-flow state. Here the
-leaves forward a planned flow by a documented, deterministic function of its source port,
-written as masked OpenFlow matches (priority 90: below local delivery, above ECMP):
+selects its path through the switches' hashing), the switches keep no per-flow state. Every
+switch that has a choice forwards a planned flow by a documented, deterministic function of its
+source port, written as masked OpenFlow matches (priority 90: below local delivery and a pod's
+own prefixes, above ECMP; routing/rules.py `port_rules`). A planned port is
 
-    source port p, with PLANNED_PORT_FLAG (0x8000) set  ->  uplink to spine (p >> s) & mask,
-    b = ceil(log2 spines), s = 15 - b, mask = 2^b - 1
+    0x8000 | i_1 << s_1 | i_2 << s_2 | ... | connection index
 
-so a leaf holds one rule per spine, whatever the number of flows. The controller gives the
-flow of connection c towards spine index i (0-based) the source port
-0x8000 | (i << s) | c, unique per connection; the connection index sits in the low bits, as in
-ordinary mlfabric ports, so the fair link scheduler (testbed/shaping.py) separates the flows. Ports below 0x8000 (the agents' listen ports,
-hence all ACK streams, and intra-leaf connections) never match and take ECMP.
+with one field per tier that chooses, from bit 14 down: in a leaf-spine fabric one field, the
+spine index (b = ceil(log2 spines) bits); in three tiers two, the plane (the leaf's uplink to
+aggregation switch i_1) and the core within that plane (the agg's uplink i_2). A field of n
+choices has max(1, ceil(log2 n)) bits, s_1 = 15 - b_1, s_2 = s_1 - b_2. So a leaf holds one rule
+per uplink and an agg one per core, whatever the number of flows. The connection index sits in
+the low bits, as in ordinary mlfabric ports, so the fair link scheduler (testbed/shaping.py)
+separates the flows. Ports below 0x8000 (the agents' listen ports, hence all ACK streams, and
+intra-leaf connections) never match and take ECMP.
 """
 from __future__ import annotations
 
@@ -23,70 +26,112 @@ from testbed.fabric import Fabric
 from traffic.collectives import Connection, JobPlan
 
 from .base import RoutingError
-from .rules import FlowRule, Rule
+from .paths import Path
 
 PLANNED_PORT_FLAG = 0x8000
 PORT_RULE_PRIORITY = 90
 
 
+def choice_fields(fabric: Fabric) -> list[tuple[str, int, int]]:
+    """(role that chooses, bits, shift) per field, from bit 14 down."""
+    if fabric.tiers == 2:
+        sizes = [("leaf", len(fabric.spines))]
+    else:
+        sizes = [("leaf", fabric.spec.aggs_per_pod), ("agg", fabric.spec.cores_per_plane)]
+    out, top = [], 15
+    for role, n in sizes:
+        b = max(1, math.ceil(math.log2(n)))
+        top -= b
+        out.append((role, b, top))
+    return out
+
+
 def spine_bits(fabric: Fabric) -> int:
-    return max(1, math.ceil(math.log2(len(fabric.spines))))
+    return choice_fields(fabric)[0][1]
 
 
 def spine_shift(fabric: Fabric) -> int:
-    """Where the spine index starts in a planned source port (the bits below: connection)."""
-    return 15 - spine_bits(fabric)
+    """Where the first choice starts in a planned source port (leaf-spine: the spine index)."""
+    return choice_fields(fabric)[0][2]
 
 
-def port_rules(fabric: Fabric) -> list[Rule]:
-    """Per leaf and live uplink: tcp,tp_src=0x8000|i<<s/0x8000|mask<<s -> output to spine i."""
-    b, sh = spine_bits(fabric), spine_shift(fabric)
-    mask = PLANNED_PORT_FLAG | (((1 << b) - 1) << sh)
-    rules: list[Rule] = []
-    for leaf in fabric.leaves:
-        for i, s in enumerate(fabric.spines):
-            if fabric.is_live(leaf, s):
-                rules.append(FlowRule(leaf, PORT_RULE_PRIORITY,
-                                      f"tcp,tp_src={PLANNED_PORT_FLAG | i << sh:#x}/{mask:#x}",
-                                      f"output:{fabric.port(leaf, s)}"))
-    return rules
+def conn_bits(fabric: Fabric) -> int:
+    """Bits left for the connection index below the choice fields."""
+    return choice_fields(fabric)[-1][2]
 
 
-def source_port(fabric: Fabric, conn_id: int, spine: str) -> int:
-    """The source port that lands connection `conn_id` on `spine` (see module docstring)."""
-    b, sh = spine_bits(fabric), spine_shift(fabric)
-    if conn_id >= (1 << sh):
+def choices_of_path(fabric: Fabric, path: Path) -> list[int]:
+    """The index each choosing switch takes on `path` (0-based)."""
+    if fabric.tiers == 2:
+        return [fabric.spines.index(path[1])]
+    plane = fabric.graph.nodes[path[1]]["plane"] - 1
+    core = fabric.uplinks(path[1]).index(path[2]) if len(path) == 5 else 0
+    return [plane, core]
+
+
+def source_port(fabric: Fabric, conn_id: int, path: Path) -> int:
+    """The source port that lands connection `conn_id` on `path` (see module docstring)."""
+    low = conn_bits(fabric)
+    if conn_id >= (1 << low):
         raise RoutingError(f"host-enforced routing: connection {conn_id} exceeds the "
-                           f"{1 << sh} source ports available with {b} spine bits")
-    return PLANNED_PORT_FLAG | (fabric.spines.index(spine) << sh) | conn_id
+                           f"{1 << low} source ports left by the path bits")
+    port = PLANNED_PORT_FLAG | conn_id
+    for (_, _, shift), i in zip(choice_fields(fabric), choices_of_path(fabric, path)):
+        port |= i << shift
+    return port
+
+
+def path_of_port(fabric: Fabric, port: int, src_leaf: str, dst_leaf: str) -> Path | None:
+    """The path the switches give a flow from src_leaf to dst_leaf with this source port
+    (None: not a planned port, so ECMP), whether or not its links are live."""
+    if not port & PLANNED_PORT_FLAG or src_leaf == dst_leaf:
+        return None
+    idx = [(port >> shift) & ((1 << b) - 1) for _, b, shift in choice_fields(fabric)]
+    ups = fabric.uplinks(src_leaf)
+    if idx[0] >= len(ups):
+        return None
+    if fabric.tiers == 2:
+        return (src_leaf, ups[idx[0]], dst_leaf)
+    agg = ups[idx[0]]
+    if fabric.pod_of(src_leaf) == fabric.pod_of(dst_leaf):
+        return (src_leaf, agg, dst_leaf)
+    cores = fabric.uplinks(agg)
+    if idx[1] >= len(cores):
+        return None
+    plane = fabric.graph.nodes[agg]["plane"]
+    agg2 = next(g for g in fabric.uplinks(dst_leaf) if fabric.graph.nodes[g]["plane"] == plane)
+    return (src_leaf, agg, cores[idx[1]], agg2, dst_leaf)
 
 
 def spine_of_port(fabric: Fabric, port: int) -> str | None:
-    """What the leaves do with a source port: the spine it selects, or None (ECMP)."""
+    """Leaf-spine: what the leaves do with a source port: the spine it selects, or None."""
     if not port & PLANNED_PORT_FLAG:
         return None
     return fabric.spines[(port >> spine_shift(fabric)) & ((1 << spine_bits(fabric)) - 1)]
 
 
 def with_source_ports(fabric: Fabric, plans: list[JobPlan],
-                      spine_of: dict[int, str | None], offset: int = 0) -> list[JobPlan]:
-    """Copies of `plans` whose inter-leaf connections carry the source port of their spine;
+                      path_of: dict[int, Path | None], offset: int = 0) -> list[JobPlan]:
+    """Copies of `plans` whose inter-leaf connections carry the source port of their path;
     `offset` shifts the connection slot so that successive runs use distinct ports."""
     out = []
     for p in plans:
         conns = [dataclasses.replace(c, src_port=source_port(fabric, c.conn_id + offset,
-                                                             spine_of[c.conn_id]))
-                 if spine_of.get(c.conn_id) is not None else c
+                                                             path_of[c.conn_id]))
+                 if path_of.get(c.conn_id) is not None else c
                  for c in p.connections]
         out.append(dataclasses.replace(p, connections=conns))
     return out
 
 
 def check_port_plan(fabric: Fabric, conns: list[Connection],
-                    spine_of: dict[int, str | None]) -> None:
-    """Every planned connection's source port selects its planned spine."""
+                    path_of: dict[int, Path | None]) -> None:
+    """Every planned connection's source port selects its planned path."""
     for c in conns:
-        want = spine_of.get(c.conn_id)
-        if want is not None and spine_of_port(fabric, c.src_port) != want:
+        want = path_of.get(c.conn_id)
+        if want is None:
+            continue
+        got = path_of_port(fabric, c.src_port, fabric.leaf_of(c.src), fabric.leaf_of(c.dst))
+        if got != tuple(want):
             raise RoutingError(f"connection {c.conn_id}: port {c.src_port} selects "
-                               f"{spine_of_port(fabric, c.src_port)}, planned {want}")
+                               f"{'/'.join(got or ('ECMP',))}, planned {'/'.join(want)}")

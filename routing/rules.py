@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from testbed.fabric import Fabric
 from traffic.collectives import Connection
 
+from .host_enforced import PLANNED_PORT_FLAG, PORT_RULE_PRIORITY, choice_fields, path_of_port
 from .paths import Path
 
 COOKIE_BASE = 0x1000000
@@ -185,10 +186,19 @@ def static_rules(fabric: Fabric, conns: list[Connection],
     return rules
 
 
-def host_enforced_rules(fabric: Fabric) -> list[Rule]:
-    """Per leaf, one masked source-port rule per spine (see routing/host_enforced.py)."""
-    from .host_enforced import port_rules  # local import: host_enforced builds on this module
-    return port_rules(fabric)
+def port_rules(fabric: Fabric) -> list[Rule]:
+    """Host-enforced routing (routing/host_enforced.py): per switch that chooses (leaves; aggs
+    going up) and live uplink i, `tcp,tp_src=0x8000|i<<s/0x8000|mask<<s -> output to it`."""
+    rules: list[Rule] = []
+    for role, bits, shift in choice_fields(fabric):
+        mask = PLANNED_PORT_FLAG | (((1 << bits) - 1) << shift)
+        for sw in (fabric.leaves if role == "leaf" else fabric.aggs):
+            for i, up in enumerate(fabric.uplinks(sw)):
+                if fabric.is_live(sw, up):
+                    rules.append(FlowRule(sw, PORT_RULE_PRIORITY,
+                                          f"tcp,tp_src={PLANNED_PORT_FLAG | i << shift:#x}"
+                                          f"/{mask:#x}", f"output:{fabric.port(sw, up)}"))
+    return rules
 
 
 def rules_for(fabric: Fabric, conns: list[Connection], strategy: str,
@@ -204,7 +214,13 @@ def rules_for(fabric: Fabric, conns: list[Connection], strategy: str,
     if strategy == "ecmp":
         return rules
     if enforcement == "host":
-        return rules + host_enforced_rules(fabric)
+        # an agg's counting rule (priority 200) would hide its port rule: there it forwards
+        # as the flow's source port says, so the host alone still chooses the path
+        ported = {c.conn_id: path_of_port(fabric, c.src_port, fabric.leaf_of(c.src),
+                                          fabric.leaf_of(c.dst)) for c in conns}
+        pins = [r for r in static_rules(fabric, conns, ported) if r.switch not in fabric.leaves]
+        pinned = {rule_key(r) for r in pins}
+        return [r for r in rules if rule_key(r) not in pinned] + pins + port_rules(fabric)
     pins = static_rules(fabric, conns, path_of)
     pinned = {rule_key(r) for r in pins}
     return [r for r in rules if rule_key(r) not in pinned] + pins

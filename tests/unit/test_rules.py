@@ -1,7 +1,8 @@
 """Routing emits rule records; the records say exactly what each switch must do."""
 from routing import route
-from routing.host_enforced import (PLANNED_PORT_FLAG, check_port_plan, port_rules,
-                                   spine_of_port, with_source_ports)
+from routing.host_enforced import (PLANNED_PORT_FLAG, check_port_plan, spine_of_port,
+                                   with_source_ports)
+from routing.rules import port_rules
 from routing.rules import (COOKIE_BASE, FlowRule, GroupRule, bundle_text, by_switch,
                            diff_lines, rules_for)
 from testbed.fabric import FabricSpec, build_fabric
@@ -87,9 +88,9 @@ def test_host_enforced_ports_select_the_planned_spine():
                                5000)])
     conns = [c for p in plans for c in p.connections]
     plan = route("ilp", f, conns)
-    ported = with_source_ports(f, plans, plan.spine_of)
+    ported = with_source_ports(f, plans, plan.path_of)
     new_conns = [c for p in ported for c in p.connections]
-    check_port_plan(f, new_conns, plan.spine_of)
+    check_port_plan(f, new_conns, plan.path_of)
     assert len({c.src_port for c in new_conns}) == len(new_conns)
     for c in new_conns:
         if plan.spine_of[c.conn_id] is None:

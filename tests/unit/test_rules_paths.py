@@ -106,3 +106,27 @@ def test_aggregation_groups_hash_with_their_own_basis():
     assert agg and all(g.hash_basis == f.index_of(g.switch) for g in agg)
     assert "selection_method_param=1," in next(g for g in agg if g.switch == "agg1").ofctl()
     assert all(g.hash_basis == 0 for g in groups if g.switch.startswith("leaf"))
+
+
+@pytest.mark.parametrize("name", ["fat-tree-4", "clos3", "leaf-spine"])
+def test_host_enforced_ports_take_exactly_the_planned_path(name):
+    """@host on any fabric: the source port's bits pick the uplink at the leaf and, going up
+    across pods, at the agg; walking the packet through the rules follows the planned path."""
+    from routing.host_enforced import check_port_plan, with_source_ports
+    f = build_fabric(FABRICS[name])
+    plans = plan_jobs([JobSpec("a2a", Collective.ALLTOALL, [f.hosts], 1000)])
+    conns = [c for p in plans for c in p.connections]
+    plan = {}
+    for i, c in enumerate(conns):
+        a, b = f.leaf_of(c.src), f.leaf_of(c.dst)
+        paths = f.switch_paths(a, b)
+        plan[c.conn_id] = None if a == b else paths[(i * 7) % len(paths)]
+    ported = [c for p in with_source_ports(f, plans, plan) for c in p.connections]
+    check_port_plan(f, ported, plan)
+    rules = rules_for(f, ported, "ilp", plan, enforcement="host")
+    assert not any(isinstance(r, FlowRule) and r.priority == 200 and r.switch.startswith("leaf")
+                   for r in rules)
+    for c in ported:
+        walks = walk(f, rules, pkt_of(f, c), c.src)
+        if plan[c.conn_id] is not None:
+            assert [tuple(w[:-1]) for w in walks] == [plan[c.conn_id]], c
