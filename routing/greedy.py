@@ -297,7 +297,8 @@ def greedy_fill_paths(t: PathTable, assign: list[int], load: list[int],
 
 def improve_max_paths(t: PathTable, assign: list[int], load: list[int],
                       max_moves: int = 10_000) -> int:
-    """Move flows off the busiest links while a move keeps every link it adds below the max."""
+    """Move flows off the busiest links while a move relieves a link at the max and keeps every
+    link it adds below it."""
     pl = t.path_links
     moves = 0
     while moves < max_moves:
@@ -305,13 +306,18 @@ def improve_max_paths(t: PathTable, assign: list[int], load: list[int],
         if m <= 1:
             return moves
         moved = False
-        for i, p in enumerate(assign):
+        hot = [i for i, p in enumerate(assign) if any(load[e] == m for e in pl[p])]
+        for i in hot:
+            p = assign[i]
             old = pl[p]
             if all(load[e] != m for e in old):
                 continue
             for q in t.cand[i]:
                 new = pl[q]
-                if q != p and all(load[e] + 1 < m for e in new if e not in old):
+                # the move must take the flow off a link at the max (not one both paths share)
+                # and put nothing at the max: the links at m strictly decrease, so it ends
+                if (q != p and any(load[e] == m for e in old if e not in new)
+                        and all(load[e] + 1 < m for e in new if e not in old)):
                     for e in old:
                         load[e] -= 1
                     for e in new:
