@@ -197,14 +197,21 @@ def solve_min_max_paths(t: PathTable, fabric: Fabric, seed: int = 0,
                         previous: dict[int, Path | None] | None = None,
                         time_limit_s: float = 30.0) -> MinMax:
     """The aggregated min-max ILP on paths: y[(a,b),p] flows of leaf pair (a, b) on its
-    candidate path p, sum_p y = n_ab, and every directed switch link's flows <= a. Warm start,
-    bounds, statuses and the skipped-CBC case as `solve_min_max`."""
+    candidate path p, sum_p y = n_ab, and every directed switch link's flows <= a. Warm start:
+    the better of greedy and the staged edge-colouring (or `previous` + greedy); bounds,
+    statuses and the skipped-CBC case as `solve_min_max`."""
     lb = path_lower_bound(t, fabric)
     n = len(t.flows)
     prefer = assignment_of_paths(t, previous) if previous else None
     start = list(prefer) if prefer else [-1] * n
     greedy_fill_paths(t, start, loads_of(t, start), seed)
     ub = max_load(loads_of(t, start))
+    if not previous and ub > lb:   # the staged colouring often meets the bound where greedy
+        from .edge_coloring import route_edge_coloring_paths    # does not (cyclic import)
+        coloured = assignment_of_paths(
+            t, route_edge_coloring_paths(fabric, t.conns, seed).path_of)
+        if min(coloured) >= 0 and max_load(loads_of(t, coloured)) < ub:
+            start, ub = coloured, max_load(loads_of(t, coloured))
     if prefer is None:
         prefer = start
     groups = flow_groups(t)

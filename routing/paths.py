@@ -58,61 +58,43 @@ class PathTable:
 
 
 def path_table(fabric: Fabric, conns: list[Connection]) -> PathTable:
-    """Build the PathTable of `conns`; raises RoutingError naming a flow with no live path."""
+    """Build the PathTable of `conns`; raises RoutingError naming a flow with no live path.
+    Link ids are indices into `fabric.links`; the fabric caches each leaf pair's paths."""
     leaf_idx = {name: i for i, name in enumerate(fabric.leaves)}
-    link_id: dict[tuple[str, str], int] = {}
-    links: list[tuple[str, str]] = []
+    leaf_of = {h: leaf_idx[fabric.leaf_of(h)] for h in {x for c in conns for x in (c.src, c.dst)}}
     paths: list[Path] = []
     path_links: list[tuple[int, ...]] = []
     pair_paths: dict[tuple[int, int], tuple[int, ...]] = {}
     flows, src, dst, job, cand = [], [], [], [], []
     job_idx: dict[str, int] = {}
+    leaves = fabric.leaves
     for c in conns:
-        a, b = leaf_idx[fabric.leaf_of(c.src)], leaf_idx[fabric.leaf_of(c.dst)]
+        a, b = leaf_of[c.src], leaf_of[c.dst]
         if a == b:
             continue
         pc = pair_paths.get((a, b))
         if pc is None:
-            ids = []
-            for p in fabric.switch_paths(fabric.leaves[a], fabric.leaves[b]):
-                lids = []
-                for e in zip(p, p[1:]):
-                    if e not in link_id:
-                        link_id[e] = len(links)
-                        links.append(e)
-                    lids.append(link_id[e])
-                ids.append(len(paths))
-                paths.append(p)
-                path_links.append(tuple(lids))
-            pc = pair_paths[a, b] = tuple(ids)
+            ps = fabric.switch_paths(leaves[a], leaves[b])
+            n0 = len(paths)
+            paths += ps
+            path_links += fabric.switch_path_links(leaves[a], leaves[b])
+            pc = pair_paths[a, b] = tuple(range(n0, len(paths)))
         if not pc:
             raise RoutingError(
                 f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) has no live path between "
-                f"{fabric.leaves[a]} and {fabric.leaves[b]}")
+                f"{leaves[a]} and {leaves[b]}")
         flows.append(c)
         src.append(a)
         dst.append(b)
         job.append(job_idx.setdefault(c.job, len(job_idx)))
         cand.append(pc)
-    up: dict[int, list[int]] = {}
-    down: dict[int, list[int]] = {}
-    for a in set(src):
-        leaf = fabric.leaves[a]
-        up[a] = [_id(link_id, links, (leaf, u)) for u in fabric.uplinks(leaf)
-                 if fabric.is_live(leaf, u)]
-    for b in set(dst):
-        leaf = fabric.leaves[b]
-        down[b] = [_id(link_id, links, (u, leaf)) for u in fabric.uplinks(leaf)
-                   if fabric.is_live(u, leaf)]
-    return PathTable(list(conns), flows, src, dst, job, list(job_idx), list(fabric.leaves),
-                     links, paths, path_links, pair_paths, cand, up, down)
-
-
-def _id(link_id: dict, links: list, e: tuple[str, str]) -> int:
-    if e not in link_id:
-        link_id[e] = len(links)
-        links.append(e)
-    return link_id[e]
+    li = fabric.link_index
+    up = {a: [li[leaves[a], u] for u in fabric.uplinks(leaves[a]) if fabric.is_live(leaves[a], u)]
+          for a in set(src)}
+    down = {b: [li[u, leaves[b]] for u in fabric.uplinks(leaves[b])
+                if fabric.is_live(u, leaves[b])] for b in set(dst)}
+    return PathTable(list(conns), flows, src, dst, job, list(job_idx), list(leaves),
+                     fabric.links, paths, path_links, pair_paths, cand, up, down)
 
 
 # -- loads --------------------------------------------------------------------------------------

@@ -269,6 +269,16 @@ class Fabric:
     def _path_cache(self) -> dict:
         return {}
 
+    def switch_path_links(self, src_leaf: str, dst_leaf: str) -> list[tuple[int, ...]]:
+        """Per path of `switch_paths(src_leaf, dst_leaf)`, its links' indices in `links`."""
+        key = (src_leaf, dst_leaf, "links")
+        cache = self._path_cache
+        if key not in cache:
+            li = self.link_index
+            cache[key] = [tuple(li[e] for e in zip(p, p[1:]))
+                          for p in self.switch_paths(src_leaf, dst_leaf)]
+        return cache[key]
+
     def _switch_paths(self, a: str, b: str) -> list[tuple[str, ...]]:
         if a == b:
             return [(a,)]

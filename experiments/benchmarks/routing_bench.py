@@ -42,7 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from routing import STRATEGIES, RoutingError, route  # noqa: E402
 from routing.base import lower_bound_link_flows, max_link_flows  # noqa: E402
 from routing.epochs import churn as spine_churn, recompute  # noqa: E402
-from testbed.fabric import Fabric, FabricError, FabricSpec, build_fabric  # noqa: E402
+from testbed.fabric import (Fabric, FabricError, FabricSpec, build_fabric,  # noqa: E402
+                            fat_tree_spec)
 from traffic.collectives import Connection, JobSpec, Collective, plan_jobs  # noqa: E402
 
 try:  # model presets (another module of the project); fall back to the generator below
@@ -246,6 +247,80 @@ def mixed(n: int, names: list[str], opts: dict) -> None:
         solver_table(results)
 
 
+# -- three tiers --------------------------------------------------------------------------------
+def three_tier_fabrics() -> list[tuple[str, FabricSpec]]:
+    """The fabrics of the issue's targets: fat-trees k=8 and k=16, and the 2,048-NIC clos3 of
+    experiments/configs/clos3-2048-5jobs.yaml (8 pods x 8 leaves x 32 NICs, 8 planes of 8
+    cores, 2:1 at the core)."""
+    clos3 = FabricSpec(topology="clos3", pods=8, leaves_per_pod=8, aggs_per_pod=8,
+                       cores_per_plane=8, hosts_per_leaf=32, host_link_mbps=100_000,
+                       leaf_agg_mbps=100_000, agg_core_mbps=50_000)
+    return [("fat-tree k=8", fat_tree_spec(8, 100_000, 100_000)),
+            ("fat-tree k=16", fat_tree_spec(16, 100_000, 100_000)),
+            ("clos3 2,048 NICs", clos3)]
+
+
+def three_tier_jobs(fabric: Fabric, rng: random.Random, placement: str) -> list[JobSpec]:
+    """2-5 jobs of ring all-reduce (4 or 8 ranks per ring, rings of GPU i of every copy) over
+    about 3/4 of the hosts: `whole-leaves` places each job on random whole leaves (as the
+    paper), `fragmented` on random hosts of the whole fabric (jobs share leaves and pods)."""
+    hosts = list(fabric.hosts)
+    per_leaf = fabric.spec.hosts_per_leaf
+    n_jobs = rng.randint(2, 5)
+    budget = (3 * len(hosts) // 4) // n_jobs
+    if placement == "whole-leaves":
+        leaves = list(fabric.leaves)
+        rng.shuffle(leaves)
+        take = max(1, budget // per_leaf)
+        groups = [[h for leaf in leaves[i * take:(i + 1) * take]
+                   for h in hosts if fabric.leaf_of(h) == leaf] for i in range(n_jobs)]
+    else:
+        rng.shuffle(hosts)
+        groups = [hosts[i * budget:(i + 1) * budget] for i in range(n_jobs)]
+    specs = []
+    for j, g in enumerate(groups):
+        ring = rng.choice([4, 8])
+        copies = len(g) // ring
+        if copies < 1:
+            continue
+        # GPU i of every copy forms ring i: rings cross leaves whatever the placement
+        rings = [[g[c * (len(g) // ring) + i] for c in range(ring)] for i in range(copies)]
+        specs.append(JobSpec(f"j{j}", Collective.ALLREDUCE, rings, 1_000_000))
+    return specs
+
+
+def three_tier(names: list[str], seeds: int, opts: dict) -> None:
+    """Per fabric and placement: median and max solve time, max link flows over the path lower
+    bound (sum over cases), cases at the bound."""
+    for title, spec in three_tier_fabrics():
+        fabric = build_fabric(spec)
+        for placement in ("whole-leaves", "fragmented"):
+            rows = {n: {"t": [], "max": [], "lb": [], "at": 0} for n in names}
+            for seed in range(seeds):
+                rng = random.Random(f"{title}-{placement}-{seed}")
+                conns = connections(three_tier_jobs(fabric, rng, placement))
+                for name in names:
+                    plan = route(name, fabric, conns, seed=seed, **opts.get(name, {}))
+                    m = max_link_flows(fabric, conns, plan.path_of)
+                    lb = plan.stats.lower_bound_link_flows
+                    r = rows[name]
+                    r["t"].append(plan.stats.time_s)
+                    r["max"].append(m)
+                    r["lb"].append(lb)
+                    r["at"] += m == lb
+                    print(f"[{title} {placement} {seed}] {name}: {len(conns)} conns, "
+                          f"{1000 * plan.stats.time_s:.1f} ms, max {m} (bound {lb}), "
+                          f"{plan.stats.status}", file=sys.stderr, flush=True)
+            print(f"\n{title} ({len(fabric.hosts)} hosts, {len(fabric.switches)} switches), "
+                  f"{placement}, {seeds} cases")
+            print("| strategy | median solve (ms) | max solve (ms) | max link flows / bound "
+                  "| cases at bound |")
+            print("| --- | ---: | ---: | ---: | ---: |")
+            for name, r in rows.items():
+                print(f"| {name} | {fmt_ms(statistics.median(r['t']))} | {fmt_ms(max(r['t']))} "
+                      f"| {sum(r['max']) / max(1, sum(r['lb'])):.2f} | {r['at']}/{seeds} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--strategies", default="ecmp,greedy,edge-coloring,annealing,ilp,mmf")
@@ -256,6 +331,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mixed", type=int, default=20,
                     help="cases per mixed set (4-job 8x5, random harder); 0: skip")
     ap.add_argument("--no-paper", action="store_true", help="skip the paper matrix")
+    ap.add_argument("--three-tier", type=int, default=5,
+                    help="cases per three-tier fabric and placement; 0: skip")
+    ap.add_argument("--three-tier-strategies", default="ecmp,gff,greedy,edge-coloring,ilp,"
+                    "annealing")
+    ap.add_argument("--only-three-tier", action="store_true")
     args = ap.parse_args(argv)
     names = args.strategies.split(",")
     for n in names:
@@ -271,6 +351,9 @@ def main(argv: list[str] | None = None) -> int:
             "stats": [], "case": []}
         for n in names}
     cases = 0
+    if args.only_three_tier:
+        three_tier(args.three_tier_strategies.split(","), args.three_tier, opts)
+        return 0
     for n_jobs in ([] if args.no_paper else range(1, 6)):
         for ring in rings:
             for n_fail, frac in fails:
@@ -356,6 +439,8 @@ def main(argv: list[str] | None = None) -> int:
         solver_table({n: list(zip(rows[n]["stats"], rows[n]["case"])) for n in names})
     if args.mixed > 0:
         mixed(args.mixed, [n for n in ("ilp", "mmf") if n in names], opts)
+    if args.three_tier > 0:
+        three_tier(args.three_tier_strategies.split(","), args.three_tier, opts)
     return 0
 
 
