@@ -6,7 +6,9 @@
 For each routing: the wall time of `predict` for 1 and for 11 iterations of every job (median
 of --repeats runs), the event batches (rate recomputations) and completions per second, the
 peak Python heap of one run (tracemalloc, run separately), and the network-wide efficiency
-against `ideal`. Target (issue 3): one iteration of the 5-job scenario in at most 1 s on 2 cores.
+against `ideal`. Targets: one iteration of the 5-job scenario in at most 1 s on 2 cores, on the
+paper's leaf-spine (default) and on the 2,048-NIC clos3 (--config
+experiments/configs/clos3-2048-5jobs.yaml).
 """
 from __future__ import annotations
 
@@ -21,27 +23,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-import yaml  # noqa: E402
-
+from experiments.config import load as load_config  # noqa: E402
 from routing import route  # noqa: E402
-from testbed.fabric import FabricSpec, build_fabric  # noqa: E402
 from traffic.collectives import plan_jobs  # noqa: E402
 from traffic.metrics import network_efficiency  # noqa: E402
-from traffic.models import specs_from_entries  # noqa: E402
 from traffic.predictor import Prediction, ideal, predict  # noqa: E402
 
 DEFAULT_CONFIG = ROOT / "experiments" / "configs" / "paper-5jobs-d4.yaml"
 
 
 def load(path: Path):
-    cfg = yaml.safe_load(path.read_text())
-    f = cfg["fabric"]
-    fabric = build_fabric(FabricSpec(
-        f["spines"], f["leaves"], f["hosts_per_leaf"], f["host_link_mbps"],
-        f["spine_link_mbps"], tuple(f.get("failed_spines", [])),
-        tuple(tuple(x) for x in f.get("failed_links", []))))
-    specs = specs_from_entries(cfg["jobs"], fabric, seed=cfg.get("seed", 0))
-    return cfg, fabric, specs
+    """The config through the project's own parser (any fabric kind)."""
+    exp = load_config(path)
+    return exp.raw, exp.fabric, exp.jobs
 
 
 def timed(fn, repeats: int) -> tuple[float, Prediction]:
@@ -83,9 +77,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n[{name}] routing {route_s:.3f} s")
         for iterations in (1, 11):
             plans = plan_jobs([replace(s, iterations=iterations) for s in specs])
-            wall, pr = timed(lambda: predict(fabric, plans, rp.spine_of), args.repeats)
+            wall, pr = timed(lambda: predict(fabric, plans, rp.path_of), args.repeats)
             iwall, ip = timed(lambda: ideal(fabric, plans), args.repeats)
-            heap = peak_heap_mb(lambda: predict(fabric, plans, rp.spine_of))
+            heap = peak_heap_mb(lambda: predict(fabric, plans, rp.path_of))
             print(f"  {iterations:2d} iteration(s): predict {wall:.3f} s, "
                   f"{pr.event_batches} event batches ({pr.event_batches / wall:,.0f}/s), "
                   f"{pr.completions} completions ({pr.completions / wall:,.0f}/s), "
