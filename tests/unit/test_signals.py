@@ -51,9 +51,11 @@ def test_a_signal_delivered_to_another_thread_is_held_too(sigterm_raises):
 
 
 def test_a_process_interrupted_mid_block_exits_with_the_signals_code():
+    # Ctrl-C's usual handler, whatever the parent left (a background shell ignores SIGINT)
     code = textwrap.dedent("""
         import os, signal, sys, time
         from testbed.signals import deferred
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         with deferred():
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.1)
