@@ -9,7 +9,6 @@ the results as config.yaml, which loads again to the same experiment.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 import random
 import re

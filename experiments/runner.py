@@ -12,7 +12,6 @@ fabric is built, so bad input changes nothing on the machine.
 from __future__ import annotations
 
 import contextlib
-import csv
 import dataclasses
 import os
 import statistics
@@ -29,8 +28,8 @@ from testbed.installer import settle_flow_stats
 from testbed.monitor import CpuMonitor
 from testbed.net import EmulatedFabric, EmulationSettings
 from testbed.shaping import BUCKETS, Shaping
-from traffic.collectives import Connection, JobPlan, plan_jobs, with_port_offset
-from traffic.driver import JobRecord, TrafficDriver
+from traffic.collectives import JobPlan, plan_jobs, with_port_offset
+from traffic.driver import TrafficDriver
 from traffic.goodput import goodput_factor
 from traffic.predictor import ideal, predict
 
