@@ -24,8 +24,17 @@ bytes of active flows); outputs are per-iteration CCTs, per-transfer FCT summari
 max over iterations; every iteration's FCTs only with keep_fcts=True) and per-link utilization
 (time-weighted mean and max, optionally a series in bins of `util_bin_s`).
 
+Other semantics (`Semantics`, default ours): floodns's synchronous ring steps
+(ring_sync="step"), its recomputation at every iteration start and end
+(recompute="iterations", asked of the router) and its unrecorded tail step; its all-reduce
+time (max over rings of ring end - iteration start) and next start (start + that + compute)
+are ours already. floodns's 1 ns between steps (<= 15 ns per iteration) is not modelled.
+
+The run is a `_Simulation`: `step()` processes one batch (advance the fluid, complete flows,
+fire timers, zero-byte transfers, epochs, admit new flows, recompute rates).
+
 Entry points: `predict(fabric, plans, spine_of, goodput_factor=1.0, *, router=None,
-util_bin_s=None, keep_fcts=False, batch_tol_s=1e-9) -> Prediction` and
+util_bin_s=None, keep_fcts=False, batch_tol_s=1e-9, semantics=OURS) -> Prediction` and
 `ideal(fabric, plans, goodput_factor=1.0) -> Prediction` (the same workload on a non-blocking
 fabric, where only the host links limit). `max_min_rates` is the water-filling kernel.
 """
@@ -164,10 +173,52 @@ class Prediction:
 # --------------------------------------------------------------------------------------------
 # the simulation
 # --------------------------------------------------------------------------------------------
-class _Job:
-    """Static DAG of one job (indices = positions in plan.transfers) and its per-iteration state."""
+RING_SYNCS = ("rank", "step")
+RECOMPUTES = ("epochs", "iterations")
 
-    def __init__(self, plan: JobPlan, row_of_conn: dict[int, int], keep_fcts: bool):
+
+@dataclass(frozen=True)
+class Semantics:
+    """How the model runs the jobs: ours (the default) or floodns's (`Semantics.floodns()`).
+
+    ring_sync: `rank` (NCCL): a rank's step-k send waits for the chunk of step k-1 it
+    receives; `step` (floodns): a ring's step k starts when the ring's whole step k-1 has
+    ended (every transfer of step k-1 among those its dependencies connect it to).
+    recompute: `epochs`: the router is asked for routes when jobs start or finish (and at
+    fabric events); `iterations` (floodns's central strategies): also at every later
+    iteration start, and at every iteration end while another job is communicating (in an
+    iteration, or past its last one: floodns never counts a finished job as idle again).
+    tail_step: floodns starts one more iteration after the last (after compute_s) and runs
+    only its first step (its roots), unrecorded; the job ends, for the router too, after it.
+    """
+
+    ring_sync: str = "rank"
+    recompute: str = "epochs"
+    tail_step: bool = False
+
+    @classmethod
+    def floodns(cls) -> "Semantics":
+        return cls(ring_sync="step", recompute="iterations", tail_step=True)
+
+    def check(self) -> None:
+        if self.ring_sync not in RING_SYNCS:
+            raise PredictorError(f"ring_sync: {self.ring_sync!r}; choose from {RING_SYNCS}")
+        if self.recompute not in RECOMPUTES:
+            raise PredictorError(f"recompute: {self.recompute!r}; choose from {RECOMPUTES}")
+
+
+OURS = Semantics()
+
+
+class _Job:
+    """Static DAG of one job (indices = positions in plan.transfers) and its per-iteration state.
+
+    With ring_sync="step", transfers are grouped by (dependency component, step): a transfer
+    of step k waits for its component's whole step k-1 through one barrier count (O(n) per
+    step, not n^2 edges), which replaces its deps and connection predecessor in step k-1."""
+
+    def __init__(self, plan: JobPlan, row_of_conn: dict[int, int], keep_fcts: bool,
+                 ring_sync: str = "rank"):
         self.plan = plan
         spec = plan.spec
         self.name = spec.name
@@ -189,8 +240,7 @@ class _Job:
             self.row = np.array([row_of_conn[t.conn_id] for t in ts], dtype=np.int64)
         except KeyError as e:
             raise PredictorError(f"jobs.{self.name}: transfer on unknown connection {e}") from None
-        succ: list[list[int]] = [[] for _ in range(n)]
-        indeg = [0] * n
+        preds_of: list[set[int]] = []
         last_on_conn: dict[int, int] = {}
         for i, t in enumerate(ts):
             preds = set()
@@ -203,9 +253,21 @@ class _Job:
             if prev is not None:
                 preds.add(prev)
             last_on_conn[t.conn_id] = i
+            preds_of.append(preds)
+        self.group_of: list[int] = []               # barrier group of each transfer (step)
+        self.group_size: list[int] = []
+        self.group_next: list[list[int]] = []       # transfers waiting on a group's barrier
+        if ring_sync == "step":
+            self._barriers(ts, preds_of)
+        succ: list[list[int]] = [[] for _ in range(n)]
+        indeg = [0] * n
+        for i, preds in enumerate(preds_of):
             for p in preds:
                 succ[p].append(i)
-            indeg[i] = len(preds)
+            indeg[i] += len(preds)
+        for nxt in self.group_next:
+            for i in nxt:
+                indeg[i] += 1
         self.succ = succ
         self.indeg0 = indeg
         self.roots = [i for i in range(n) if indeg[i] == 0]
@@ -214,9 +276,12 @@ class _Job:
         # dynamic state
         self.iteration = 0
         self.indeg: list[int] = []
+        self.group_left: list[int] = []
         self.started_at = np.zeros(n)
         self.done = 0
         self.iter_start = 0.0
+        self.communicating = False   # in an iteration, or past the last one (floodns's view)
+        self.tail = False            # running the unrecorded tail step (Semantics.tail_step)
         self.ccts: list[float] = []
         self.starts: list[float] = []
         self.ends: list[float] = []
@@ -224,6 +289,81 @@ class _Job:
         self.fct_max = np.zeros(n)
         self.fct_cur = np.zeros(n)
         self.fct_all = np.zeros((self.iterations, n)) if keep_fcts else None
+
+    def _barriers(self, ts: list, preds_of: list[set[int]]) -> None:
+        """Step sync: one barrier per (component, step); preds in the previous step of the
+        same component are replaced by that step's barrier."""
+        parent = list(range(len(ts)))
+
+        def root(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+        for i, preds in enumerate(preds_of):
+            for p in preds:
+                parent[root(p)] = root(i)
+        group: dict[tuple[int, int], int] = {}
+        for i, t in enumerate(ts):
+            g = group.setdefault((root(i), t.step), len(group))
+            self.group_of.append(g)
+        self.group_size = [0] * len(group)
+        for g in self.group_of:
+            self.group_size[g] += 1
+        self.group_next = [[] for _ in group]
+        for i, t in enumerate(ts):
+            g_prev = group.get((root(i), t.step - 1))
+            if g_prev is None:
+                continue
+            preds_of[i] = {p for p in preds_of[i] if self.group_of[p] != g_prev}
+            self.group_next[g_prev].append(i)
+
+    # -- one iteration ------------------------------------------------------------------------
+    def begin(self, t: float) -> None:
+        self.indeg = list(self.indeg0)
+        self.group_left = list(self.group_size)
+        self.done = 0
+        self.iter_start = t
+        self.started_at[:] = t
+        self.communicating = True
+
+    def release(self, i: int) -> list[int]:
+        """Transfer i completed: the transfers that may start now."""
+        out = []
+        indeg = self.indeg
+        for s in self.succ[i]:
+            indeg[s] -= 1
+            if indeg[s] == 0:
+                out.append(s)
+        if self.group_of:
+            g = self.group_of[i]
+            self.group_left[g] -= 1
+            if self.group_left[g] == 0:
+                for s in self.group_next[g]:
+                    indeg[s] -= 1
+                    if indeg[s] == 0:
+                        out.append(s)
+        return out
+
+    def record(self, t: float) -> None:
+        """The iteration ended at t."""
+        self.ccts.append(t - self.iter_start)
+        self.starts.append(self.iter_start)
+        self.ends.append(t)
+        self.fct_sum += self.fct_cur
+        np.maximum(self.fct_max, self.fct_cur, out=self.fct_max)
+        if self.fct_all is not None:
+            self.fct_all[self.iteration] = self.fct_cur
+        self.iteration += 1
+        self.communicating = False
+
+    def result(self) -> JobResult:
+        runs = max(self.iteration, 1)
+        return JobResult(
+            name=self.name, cct_s=self.ccts, iteration_start_s=self.starts,
+            iteration_end_s=self.ends, transfer_bytes=self.size.copy(),
+            transfer_conn=np.array([t.conn_id for t in self.plan.transfers], dtype=np.int64),
+            fct_mean_s=self.fct_sum / runs, fct_max_s=self.fct_max.copy(), fct_s=self.fct_all)
 
 
 UNROUTED = -1   # link index of a connection that crosses leaves but has no spine (yet)
@@ -291,244 +431,294 @@ class Router(Protocol):
         """Event k happens at t: the fabric after it and the routes the controller then sets."""
         ...
 
+    def recompute(self, t: float) -> dict[int, str | None]:
+        """Only with Semantics(recompute="iterations"): an iteration began or ended at t and
+        the controller recomputes every active flow's route (floodns's central strategies)."""
+        ...
+
+
+class _Simulation:
+    """One run of the fluid model: the state `predict` advances from event batch to batch.
+
+    Active flows are parallel arrays (job index, transfer index, remaining bytes, connection
+    row, link rows); timers are iteration starts (job index >= 0) and fabric events
+    (negative); `step()` advances to the next batch and returns False when nothing is left."""
+
+    def __init__(self, fabric: Fabric, plans: list[JobPlan],
+                 spine_of: dict[int, str | None] | None, goodput_factor: float,
+                 nonblocking: bool, batch_tol_s: float, util_bin_s: float | None,
+                 keep_fcts: bool, router: Router | None, semantics: Semantics):
+        self.wall0 = time.perf_counter()
+        if not goodput_factor > 0:
+            raise PredictorError("goodput_factor must be positive")
+        if util_bin_s is not None and not util_bin_s > 0:
+            raise PredictorError("util_bin_s must be positive")
+        semantics.check()
+        names = [p.name for p in plans]
+        if len(set(names)) != len(names):
+            raise PredictorError("job names must be unique")
+        self.fabric, self.plans, self.router, self.sem = fabric, plans, router, semantics
+        self.goodput_factor, self.nonblocking = goodput_factor, nonblocking
+        self.batch_tol_s, self.util_bin_s = batch_tol_s, util_bin_s
+        self.links = list(fabric.links)
+        self.n_links = len(self.links)
+        self.nominal = np.array([fabric.capacity_mbps(u, v) for (u, v) in self.links],
+                                dtype=float)
+        self.cap = np.append(self.nominal * goodput_factor, np.inf)     # + the pad link
+        self.conn_table, row_of = _conn_links(fabric, plans, spine_of, nonblocking,
+                                              allow_unrouted=router is not None)
+        self.jobs = [_Job(p, row_of, keep_fcts, semantics.ring_sync) for p in plans]
+        self.fabric_now = fabric
+        self.n_reroutes = 0
+        self.width = path_width(fabric)
+        self.a_job = np.zeros(0, dtype=np.int64)
+        self.a_tid = np.zeros(0, dtype=np.int64)
+        self.a_rem = np.zeros(0)
+        self.a_row = np.zeros(0, dtype=np.int64)                  # connection row
+        self.a_links = np.zeros((0, self.width), dtype=np.int64)
+        self.rates = np.zeros(0)
+        self.util_integral = np.zeros(self.n_links + 1)
+        self.util_max = np.zeros(self.n_links + 1)
+        self.series: dict[int, np.ndarray] = {}
+        self.timers: list[tuple[float, int, int]] = []            # (time, seq, job)
+        self.seq = 0
+        for j, job in enumerate(self.jobs):
+            self._push(job.start_s, j)
+        if router is not None:
+            for k, t in enumerate(router.event_times()):
+                self._push(float(t), -1 - k)
+        self.jobs_left = len(self.jobs)
+        self.started: list[str] = []          # first iterations begun in this batch
+        self.finished: list[str] = []         # jobs that ended their last iteration
+        self.iteration_bounds = 0             # later iterations begun or ended (recompute)
+        self.now = 0.0
+        self.batches = self.completions = self.n_rounds = 0
+
+    def _push(self, t: float, j: int) -> None:
+        heapq.heappush(self.timers, (t, self.seq, j))
+        self.seq += 1
+
+    # -- routes --------------------------------------------------------------------------------
+    def reroute(self, spines: dict[int, str | None], new_fabric: Fabric) -> None:
+        """New routes from the router: every flow in flight follows them from now."""
+        if list(new_fabric.links) != self.links:
+            raise PredictorError("a router's fabric must have the same links as the original")
+        self.fabric_now = new_fabric
+        self.conn_table, _ = _conn_links(new_fabric, self.plans, spines, self.nonblocking,
+                                         allow_unrouted=True)
+        self.a_links = self.conn_table[self.a_row]
+        self.n_reroutes += 1
+
+    # -- the jobs' DAGs ------------------------------------------------------------------------
+    def start_iteration(self, j: int, t: float, new: list[tuple[int, int]]) -> None:
+        job = self.jobs[j]
+        if job.iteration == 0:
+            self.started.append(job.name)
+        elif self.sem.recompute == "iterations":
+            self.iteration_bounds += 1
+        job.begin(t)
+        for i in job.roots:
+            new.append((j, i))
+
+    def finish(self, j: int, i: int, t: float, new: list[tuple[int, int]]) -> None:
+        """Transfer i of job j completes at t: release successors, maybe end the iteration."""
+        self.completions += 1
+        job = self.jobs[j]
+        if job.tail:
+            job.done += 1
+            if job.done == len(job.roots):
+                self.jobs_left -= 1
+                self.finished.append(job.name)
+            return
+        job.fct_cur[i] = t - job.started_at[i]
+        for s in job.release(i):
+            job.started_at[s] = t
+            new.append((j, s))
+        job.done += 1
+        if job.done == job.n:
+            self.end_iteration(j, t)
+
+    def end_iteration(self, j: int, t: float) -> None:
+        job = self.jobs[j]
+        job.record(t)
+        if (self.sem.recompute == "iterations"
+                and any(o.communicating for o in self.jobs if o is not job)):
+            self.iteration_bounds += 1
+        if job.iteration < job.iterations:
+            self._push(t + job.compute_s, j)
+        elif self.sem.tail_step and job.roots:
+            job.tail = True
+            self._push(t + job.compute_s, j)
+        else:
+            self.jobs_left -= 1
+            self.finished.append(job.name)
+
+    # -- one batch -----------------------------------------------------------------------------
+    def _advance(self, t_next: float) -> None:
+        """Move the fluid from now to t_next at the current rates (utilization integrals)."""
+        dt = t_next - self.now
+        if self.a_rem.size and dt > 0:
+            load = np.bincount(self.a_links.ravel(), weights=np.repeat(self.rates, self.width),
+                               minlength=self.n_links + 1)
+            self.util_integral += load * dt
+            np.maximum(self.util_max, load, out=self.util_max)
+            if self.util_bin_s is not None:
+                self._bin(load, t_next)
+        self.now = t_next
+
+    def _bin(self, load: np.ndarray, t_next: float) -> None:
+        w = self.util_bin_s
+        for b in range(int(self.now // w), int(t_next // w) + 1):
+            lo, hi = max(self.now, b * w), min(t_next, (b + 1) * w)
+            if hi > lo:
+                if b not in self.series:
+                    self.series[b] = np.zeros(self.n_links + 1)
+                self.series[b] += load * (hi - lo)
+
+    def _complete(self, done_mask: np.ndarray, dt: float, new: list[tuple[int, int]]) -> None:
+        """Flows within batch_tol_s of their end complete now."""
+        self.a_rem = self.a_rem - self.rates * 1e6 / 8.0 * dt
+        for f in np.nonzero(done_mask)[0].tolist():
+            self.finish(int(self.a_job[f]), int(self.a_tid[f]), self.now, new)
+        keep = ~done_mask
+        self.a_job, self.a_tid, self.a_rem = self.a_job[keep], self.a_tid[keep], self.a_rem[keep]
+        self.a_row, self.a_links = self.a_row[keep], self.a_links[keep]
+        np.maximum(self.a_rem, 0.0, out=self.a_rem)
+
+    def _fire_timers(self, new: list[tuple[int, int]]) -> None:
+        """Iteration starts and fabric events due now."""
+        while self.timers and self.timers[0][0] <= self.now + self.batch_tol_s:
+            _, _, j = heapq.heappop(self.timers)
+            if j < 0:
+                reroute_fabric, spines = self.router.fire(-1 - j, self.now)
+                self.reroute(spines, reroute_fabric)
+                continue
+            self.start_iteration(j, self.now, new)
+            if self.jobs[j].n == 0:
+                self.end_iteration(j, self.now)
+
+    def _epochs(self) -> None:
+        """The controller's epochs: jobs that start, then jobs that finished; with
+        recompute=iterations also every later iteration's start and end (floodns)."""
+        r = self.router
+        if r is not None:
+            if self.started:
+                self.reroute(r.jobs_started(self.started, self.now), self.fabric_now)
+            for name in self.finished:
+                self.reroute(r.job_finished(name, self.now), self.fabric_now)
+            if self.iteration_bounds:
+                self.reroute(r.recompute(self.now), self.fabric_now)
+        self.finished.clear()
+        self.started.clear()
+        self.iteration_bounds = 0
+
+    def _admit(self, new: list[tuple[int, int]]) -> None:
+        nj = np.fromiter((j for j, _ in new), dtype=np.int64, count=len(new))
+        ni = np.fromiter((i for _, i in new), dtype=np.int64, count=len(new))
+        sizes = np.empty(len(new))
+        rows = np.empty(len(new), dtype=np.int64)
+        for k, (j, i) in enumerate(new):
+            sizes[k] = self.jobs[j].size[i]
+            rows[k] = self.jobs[j].row[i]
+        self.a_job = np.concatenate([self.a_job, nj])
+        self.a_tid = np.concatenate([self.a_tid, ni])
+        self.a_rem = np.concatenate([self.a_rem, sizes])
+        self.a_row = np.concatenate([self.a_row, rows])
+        self.a_links = np.concatenate([self.a_links, self.conn_table[rows]])
+
+    def _check_routed(self) -> None:
+        if self.router is None or not self.a_links.size:
+            return
+        unrouted = (self.a_links == UNROUTED).any(axis=1)
+        if unrouted.any():
+            f = int(np.nonzero(unrouted)[0][0])
+            job = self.jobs[int(self.a_job[f])]
+            t = job.plan.transfers[int(self.a_tid[f])]
+            raise PredictorError(f"jobs.{job.name}: connection {t.conn_id} carries a transfer "
+                                 f"at t={self.now:.6g} s but the router gave it no spine")
+
+    def step(self) -> bool:
+        """Process the next batch of events; False when the run is over."""
+        if self.a_rem.size:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                left_s = self.a_rem * 8.0 / (self.rates * 1e6)
+            dt_flow = float(left_s.min())
+        else:
+            left_s = self.a_rem
+            dt_flow = np.inf
+        t_timer = self.timers[0][0] if self.timers else np.inf
+        t_next = min(self.now + dt_flow, t_timer)
+        if not np.isfinite(t_next) or self.jobs_left == 0:
+            return False
+        dt = t_next - self.now
+        done_mask = left_s <= dt + self.batch_tol_s
+        self._advance(t_next)
+        self.batches += 1
+        new: list[tuple[int, int]] = []
+        if self.a_rem.size:
+            self._complete(done_mask, dt, new)
+        self._fire_timers(new)
+        while True:                       # zero-byte transfers complete at once
+            zero = [(j, i) for (j, i) in new if self.jobs[j].size[i] <= 0]
+            if not zero:
+                break
+            new = [(j, i) for (j, i) in new if self.jobs[j].size[i] > 0]
+            for j, i in zero:
+                self.finish(j, i, self.now, new)
+        self._epochs()
+        if new:
+            self._admit(new)
+        self._check_routed()
+        self.rates = max_min_rates(self.a_links, self.cap)
+        self.n_rounds += 1
+        return True
+
+    # -- results -------------------------------------------------------------------------------
+    def result(self) -> Prediction:
+        makespan = self.now
+        results: dict[str, JobResult] = {}
+        for job in self.jobs:
+            if job.iteration < job.iterations:
+                raise PredictorError(
+                    f"jobs.{job.name}: stalled after {job.iteration} of {job.iterations} "
+                    f"iterations at t={self.now:.6g} s (a flow with no capacity on its path?)")
+            results[job.name] = job.result()
+        n_links, nominal = self.n_links, self.nominal
+        nominal_pad = np.append(nominal, np.inf)
+        mean_util = (self.util_integral / makespan / nominal_pad)[:n_links] if makespan > 0 \
+            else np.zeros(n_links)
+        series_arr = None
+        if self.util_bin_s is not None:
+            n_bins = int(np.ceil(makespan / self.util_bin_s)) if makespan > 0 else 0
+            series_arr = np.zeros((n_bins, n_links), dtype=np.float32)
+            for b, v in self.series.items():
+                if b < n_bins:
+                    series_arr[b] = (v[:n_links] / self.util_bin_s / nominal)
+        return Prediction(
+            jobs=results, links=self.links, link_capacity_mbps=nominal,
+            link_mean_util=mean_util, link_max_util=(self.util_max / nominal_pad)[:n_links],
+            makespan_s=makespan, goodput_factor=self.goodput_factor,
+            nonblocking=self.nonblocking, util_bin_s=self.util_bin_s,
+            link_util_series=series_arr, event_batches=self.batches,
+            completions=self.completions, wall_s=time.perf_counter() - self.wall0,
+            stats={"rate_recomputations": self.n_rounds, "reroutes": self.n_reroutes})
+
 
 def _simulate(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | None] | None,
               goodput_factor: float, nonblocking: bool, batch_tol_s: float,
               util_bin_s: float | None, keep_fcts: bool,
-              router: Router | None = None) -> Prediction:
-    wall0 = time.perf_counter()
-    if not goodput_factor > 0:
-        raise PredictorError("goodput_factor must be positive")
-    if util_bin_s is not None and not util_bin_s > 0:
-        raise PredictorError("util_bin_s must be positive")
-    names = [p.name for p in plans]
-    if len(set(names)) != len(names):
-        raise PredictorError("job names must be unique")
-    links = list(fabric.links)
-    n_links = len(links)
-    nominal = np.array([fabric.capacity_mbps(u, v) for (u, v) in links], dtype=float)
-    cap = np.append(nominal * goodput_factor, np.inf)          # + the pad link
-    conn_table, row_of = _conn_links(fabric, plans, spine_of, nonblocking,
-                                     allow_unrouted=router is not None)
-    jobs = [_Job(p, row_of, keep_fcts) for p in plans]
-    job_index = {job.name: j for j, job in enumerate(jobs)}
-    fabric_now = fabric
-    n_reroutes = 0
-
-    # active flows: parallel arrays (job index, transfer index, remaining bytes, link rows)
-    a_job = np.zeros(0, dtype=np.int64)
-    a_tid = np.zeros(0, dtype=np.int64)
-    a_rem = np.zeros(0)
-    a_row = np.zeros(0, dtype=np.int64)                       # connection row
-    width = path_width(fabric)
-    a_links = np.zeros((0, width), dtype=np.int64)
-    rates = np.zeros(0)
-
-    util_integral = np.zeros(n_links + 1)
-    util_max = np.zeros(n_links + 1)
-    series: dict[int, np.ndarray] = {}
-    timers: list[tuple[float, int, int]] = []                 # (time, seq, job)
-    seq = 0
-    for j, job in enumerate(jobs):
-        heapq.heappush(timers, (job.start_s, seq, j))
-        seq += 1
-    if router is not None:           # fabric events: timers with a negative "job" index
-        for k, t in enumerate(router.event_times()):
-            heapq.heappush(timers, (float(t), seq, -1 - k))
-            seq += 1
-    jobs_left = len(jobs)
-    started: list[str] = []
-    finished: list[str] = []
-
-    def reroute(spines: dict[int, str | None], new_fabric: Fabric) -> None:
-        """New routes from the router: every flow in flight follows them from now."""
-        nonlocal conn_table, a_links, fabric_now, n_reroutes
-        if list(new_fabric.links) != links:
-            raise PredictorError("a router's fabric must have the same links as the original")
-        fabric_now = new_fabric
-        conn_table, _ = _conn_links(fabric_now, plans, spines, nonblocking, allow_unrouted=True)
-        a_links = conn_table[a_row]
-        n_reroutes += 1
-
-    now = 0.0
-    batches = 0
-    completions = 0
-    n_rounds = 0
-
-    def start_iteration(j: int, t: float, new: list[tuple[int, int]]) -> None:
-        job = jobs[j]
-        job.indeg = list(job.indeg0)
-        job.done = 0
-        job.iter_start = t
-        job.started_at[:] = t
-        for i in job.roots:
-            new.append((j, i))
-
-    def finish(j: int, i: int, t: float, new: list[tuple[int, int]]) -> None:
-        """Transfer i of job j completes at t: release successors, maybe end the iteration."""
-        nonlocal seq, completions
-        completions += 1
-        job = jobs[j]
-        job.fct_cur[i] = t - job.started_at[i]
-        indeg = job.indeg
-        for s in job.succ[i]:
-            indeg[s] -= 1
-            if indeg[s] == 0:
-                job.started_at[s] = t
-                new.append((j, s))
-        job.done += 1
-        if job.done == job.n:
-            end_iteration(j, t)
-
-    def end_iteration(j: int, t: float) -> None:
-        nonlocal seq, jobs_left
-        job = jobs[j]
-        job.ccts.append(t - job.iter_start)
-        job.starts.append(job.iter_start)
-        job.ends.append(t)
-        job.fct_sum += job.fct_cur
-        np.maximum(job.fct_max, job.fct_cur, out=job.fct_max)
-        if job.fct_all is not None:
-            job.fct_all[job.iteration] = job.fct_cur
-        job.iteration += 1
-        if job.iteration < job.iterations:
-            heapq.heappush(timers, (t + job.compute_s, seq, j))
-            seq += 1
-        else:
-            jobs_left -= 1
-            finished.append(job.name)
-
-    while True:
-        # ---- when is the next event? ------------------------------------------------------
-        if a_rem.size:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                left_s = a_rem * 8.0 / (rates * 1e6)
-            dt_flow = float(left_s.min())
-        else:
-            left_s = a_rem
-            dt_flow = np.inf
-        t_timer = timers[0][0] if timers else np.inf
-        t_next = min(now + dt_flow, t_timer)
-        if not np.isfinite(t_next) or jobs_left == 0:
-            break
-        dt = t_next - now
-        done_mask = left_s <= dt + batch_tol_s
-        # ---- advance the fluid ------------------------------------------------------------
-        if a_rem.size and dt > 0:
-            load = np.bincount(a_links.ravel(), weights=np.repeat(rates, width),
-                               minlength=n_links + 1)
-            util_integral += load * dt
-            np.maximum(util_max, load, out=util_max)
-            if util_bin_s is not None:
-                b0 = int(now // util_bin_s)
-                b1 = int(t_next // util_bin_s)
-                for b in range(b0, b1 + 1):
-                    lo, hi = max(now, b * util_bin_s), min(t_next, (b + 1) * util_bin_s)
-                    if hi > lo:
-                        if b not in series:
-                            series[b] = np.zeros(n_links + 1)
-                        series[b] += load * (hi - lo)
-        now = t_next
-        batches += 1
-        new: list[tuple[int, int]] = []
-        # ---- completions (batched within batch_tol_s) --------------------------------------
-        if a_rem.size:
-            a_rem = a_rem - rates * 1e6 / 8.0 * dt
-            done_idx = np.nonzero(done_mask)[0]
-            for f in done_idx.tolist():
-                finish(int(a_job[f]), int(a_tid[f]), now, new)
-            keep = ~done_mask
-            a_job, a_tid, a_rem = a_job[keep], a_tid[keep], a_rem[keep]
-            a_row, a_links = a_row[keep], a_links[keep]
-            np.maximum(a_rem, 0.0, out=a_rem)
-        # ---- timers (iteration starts, fabric events) --------------------------------------
-        while timers and timers[0][0] <= now + batch_tol_s:
-            _, _, j = heapq.heappop(timers)
-            if j < 0:
-                reroute_fabric, spines = router.fire(-1 - j, now)
-                reroute(spines, reroute_fabric)
-                continue
-            if jobs[j].iteration == 0:
-                started.append(jobs[j].name)
-            start_iteration(j, now, new)
-            if jobs[j].n == 0:
-                end_iteration(j, now)
-        # ---- zero-byte transfers complete at once -----------------------------------------
-        while True:
-            zero = [(j, i) for (j, i) in new if jobs[j].size[i] <= 0]
-            if not zero:
-                break
-            new = [(j, i) for (j, i) in new if jobs[j].size[i] > 0]
-            for j, i in zero:
-                finish(j, i, now, new)
-        # ---- the controller's epochs: jobs that start, then jobs that finished -------------
-        if router is not None:
-            if started:
-                reroute(router.jobs_started(started, now), fabric_now)
-            for name in finished:
-                reroute(router.job_finished(name, now), fabric_now)
-        finished.clear()
-        started.clear()
-        # ---- admit new flows, recompute rates ----------------------------------------------
-        if new:
-            nj = np.fromiter((j for j, _ in new), dtype=np.int64, count=len(new))
-            ni = np.fromiter((i for _, i in new), dtype=np.int64, count=len(new))
-            sizes = np.empty(len(new))
-            rows = np.empty(len(new), dtype=np.int64)
-            for k, (j, i) in enumerate(new):
-                sizes[k] = jobs[j].size[i]
-                rows[k] = jobs[j].row[i]
-            a_job = np.concatenate([a_job, nj])
-            a_tid = np.concatenate([a_tid, ni])
-            a_rem = np.concatenate([a_rem, sizes])
-            a_row = np.concatenate([a_row, rows])
-            a_links = np.concatenate([a_links, conn_table[rows]])
-        if router is not None and a_links.size and (a_links == UNROUTED).any():
-            f = int(np.nonzero((a_links == UNROUTED).any(axis=1))[0][0])
-            t = jobs[int(a_job[f])].plan.transfers[int(a_tid[f])]
-            raise PredictorError(f"jobs.{jobs[int(a_job[f])].name}: connection {t.conn_id} "
-                                 f"carries a transfer at t={now:.6g} s but the router gave "
-                                 f"it no spine")
-        rates = max_min_rates(a_links, cap)
-        n_rounds += 1
-
-    makespan = now
-    results: dict[str, JobResult] = {}
-    for job in jobs:
-        runs = max(job.iteration, 1)
-        if job.iteration < job.iterations:
-            raise PredictorError(
-                f"jobs.{job.name}: stalled after {job.iteration} of {job.iterations} iterations "
-                f"at t={now:.6g} s (a flow with no capacity on its path?)")
-        results[job.name] = JobResult(
-            name=job.name, cct_s=job.ccts, iteration_start_s=job.starts,
-            iteration_end_s=job.ends,
-            transfer_bytes=job.size.copy(),
-            transfer_conn=np.array([t.conn_id for t in job.plan.transfers], dtype=np.int64),
-            fct_mean_s=job.fct_sum / runs, fct_max_s=job.fct_max.copy(), fct_s=job.fct_all)
-    nominal_pad = np.append(nominal, np.inf)
-    mean_util = (util_integral / makespan / nominal_pad)[:n_links] if makespan > 0 \
-        else np.zeros(n_links)
-    series_arr = None
-    if util_bin_s is not None:
-        n_bins = int(np.ceil(makespan / util_bin_s)) if makespan > 0 else 0
-        series_arr = np.zeros((n_bins, n_links), dtype=np.float32)
-        for b, v in series.items():
-            if b < n_bins:
-                series_arr[b] = (v[:n_links] / util_bin_s / nominal)
-    return Prediction(
-        jobs=results, links=links, link_capacity_mbps=nominal, link_mean_util=mean_util,
-        link_max_util=(util_max / nominal_pad)[:n_links], makespan_s=makespan,
-        goodput_factor=goodput_factor, nonblocking=nonblocking, util_bin_s=util_bin_s,
-        link_util_series=series_arr, event_batches=batches, completions=completions,
-        wall_s=time.perf_counter() - wall0,
-        stats={"rate_recomputations": n_rounds, "reroutes": n_reroutes})
+              router: Router | None = None, semantics: Semantics = OURS) -> Prediction:
+    sim = _Simulation(fabric, plans, spine_of, goodput_factor, nonblocking, batch_tol_s,
+                      util_bin_s, keep_fcts, router, semantics)
+    while sim.step():
+        pass
+    return sim.result()
 
 
 def predict(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | None] | None,
             goodput_factor: float = 1.0, *, batch_tol_s: float = 1e-9,
             util_bin_s: float | None = None, keep_fcts: bool = False,
-            router: Router | None = None) -> Prediction:
+            router: Router | None = None, semantics: Semantics = OURS) -> Prediction:
     """Predict every job's per-iteration CCT when connection c is routed via spine_of[c].
 
     With a `router`, routes change as the controller changes them: spine_of then holds the
@@ -540,15 +730,16 @@ def predict(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | None
     flow never leaves its leaf). goodput_factor multiplies every link capacity. Completions within
     batch_tol_s (s) of each other are processed as one batch. util_bin_s: also record link
     utilization per time bin of that width. keep_fcts: keep every iteration's FCTs.
+    semantics: ours (default) or floodns's ring steps, recomputations and tail step.
     Raises PredictorError for a missing or failed route."""
     return _simulate(fabric, plans, spine_of, goodput_factor, False, batch_tol_s,
-                     util_bin_s, keep_fcts, router)
+                     util_bin_s, keep_fcts, router, semantics)
 
 
 def ideal(fabric: Fabric, plans: list[JobPlan], goodput_factor: float = 1.0, *,
           batch_tol_s: float = 1e-9, util_bin_s: float | None = None,
-          keep_fcts: bool = False) -> Prediction:
+          keep_fcts: bool = False, semantics: Semantics = OURS) -> Prediction:
     """The same workload on a non-blocking fabric: every flow crosses only its two host links
     (sender's uplink, receiver's downlink), so only the hosts' NICs limit."""
     return _simulate(fabric, plans, None, goodput_factor, True, batch_tol_s,
-                     util_bin_s, keep_fcts)
+                     util_bin_s, keep_fcts, None, semantics)
