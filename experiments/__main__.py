@@ -1,4 +1,5 @@
-"""mlfabric's command line: `python -m experiments {run,predict,calibrate,clean} ...`.
+"""mlfabric's command line: `python -m experiments {run,predict,sweep,report,validate,calibrate,
+clean} ...`.
 
 Input problems print one line naming the key and the fix, and exit 2 before anything is built.
 Runtime failures print one line and exit 1; the fabric has been torn down by then.
@@ -28,6 +29,22 @@ MAX_CALIBRATE_S = 600
 _OUT_HELP = ("; it must not hold earlier results unless --force (which removes only what "
              "mlfabric writes there)")
 _FORCE_HELP = "replace the results an earlier run left in --out"
+_SET_HELP = ("change one config key before it is checked, e.g. --set fabric.spine_link_mbps=10 "
+             "or --set jobs[0].iterations=5 (the value is YAML; repeatable)")
+#: --repeat: independent repetitions, each its own run folder (rep-1 .. rep-N).
+MAX_REPEAT = 1000
+
+
+def _add_set(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
+                   help=_SET_HELP)
+
+
+def _add_repeat(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help=f"N independent repetitions (1..{MAX_REPEAT}), each in OUT/rep-K with "
+                        "its own source ports (so its own ECMP hash outcome); OUT/results.csv "
+                        "holds them all")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,6 +57,12 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--out", type=str, default=None,
                    help="results folder (default: results/<name>)" + _OUT_HELP)
     r.add_argument("--force", action="store_true", help=_FORCE_HELP)
+    _add_set(r)
+    _add_repeat(r)
+    r.add_argument("--cli", nargs="?", const="after", choices=("after", "before"),
+                   help="open Mininet's CLI on the live fabric after the last routing (or "
+                        "before the first routing's traffic with `--cli before`); leaving it "
+                        "tears the fabric down as usual")
     pr = sub.add_parser("predict", help="predict CONFIG with the flow-level model (no root)")
     pr.add_argument("config", type=Path)
     pr.add_argument("--out", type=str, default=None,
@@ -48,6 +71,28 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--util-bin-s", type=float, default=None,
                     help="also write links_over_time.csv with utilization per bin of this "
                          "many seconds (at least 0.001; at most 20,000,000 bins x links)")
+    _add_set(pr)
+    _add_repeat(pr)
+    sw = sub.add_parser("sweep", help="run the points of SWEEP.yaml on a Dask cluster")
+    sw.add_argument("sweep", type=Path)
+    sw.add_argument("--out", type=str, default=None,
+                    help="sweep folder (default: results/<sweep file name>); started again on "
+                         "the same folder, it skips the finished points")
+    sw.add_argument("--force", action="store_true",
+                    help="start over: remove the sweep's earlier results in --out")
+    _add_set(sw)
+    sw.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
+                    help="a running Dask scheduler (default: a local cluster)")
+    sw.add_argument("--workers", type=int, default=None,
+                    help="worker processes of the local cluster (default: one per core; "
+                         "emulated points: always 1)")
+    rp = sub.add_parser("report", help="merge run and sweep folders into one CSV and figures")
+    rp.add_argument("dirs", type=Path, nargs="+", metavar="DIR")
+    rp.add_argument("--out", type=str, required=True, help="report folder" + _OUT_HELP)
+    rp.add_argument("--force", action="store_true", help=_FORCE_HELP)
+    v = sub.add_parser("validate", help="check CONFIG (and --set changes) without running it")
+    v.add_argument("config", type=Path)
+    _add_set(v)
     c = sub.add_parser("calibrate", help="measure goodput and fairness on CONFIG's fabric (root)")
     c.add_argument("config", type=Path, nargs="?",
                    default=Path("experiments/configs/quickstart.yaml"))
@@ -73,12 +118,43 @@ def _writes_results(fn, folder: Path):
         raise err from None
 
 
+def _check_repeat(n: int) -> None:
+    from .config import ConfigError
+    if not 1 <= n <= MAX_REPEAT:
+        raise ConfigError(f"--repeat: from 1 to {MAX_REPEAT}, got {n}")
+
+
+def _repetitions(out: Path, n: int) -> list[tuple[int, Path]]:
+    """(repetition, run folder): OUT itself for one, OUT/rep-1 .. OUT/rep-N for several."""
+    return [(1, out)] if n == 1 else [(r, out / f"rep-{r}") for r in range(1, n + 1)]
+
+
+def _repeated(exp, args, out: Path, one) -> None:
+    """Call one(folder, repetition, port_offset) per repetition; then each folder's
+    results.csv and environment.json, and OUT/results.csv over all of them."""
+    from .overrides import set_values
+    from .sweep import repetition_offset
+    from .tidy import finish_environment, start_record, write_results_csv
+    folders = []
+    for r, folder in _repetitions(out, args.repeat):
+        start = start_record()
+        results = _writes_results(lambda: one(folder, r, repetition_offset(exp, r)), out)
+        _writes_results(lambda: write_results_csv(folder, results, set_values(args.set)), out)
+        _writes_results(lambda: finish_environment(folder, start), out)
+        folders.append(folder)
+    if len(folders) > 1:
+        from .report import merge_csvs
+        _writes_results(lambda: merge_csvs([f / "results.csv" for f in folders],
+                                           out / "results.csv"), out)
+
+
 def _cmd_run(args) -> int:
-    from .config import load
     from .outdir import check_out
+    from .overrides import load_with
     from .runner import check_emulable
-    exp = load(args.config)  # ConfigError -> exit 2, nothing built
+    exp = load_with(args.config, args.set)  # ConfigError -> exit 2, nothing built
     check_emulable(exp)      # pure: link rates the emulator can shape
+    _check_repeat(args.repeat)
     out = check_out(args.out, Path("results") / exp.name, args.force)
     if os.geteuid() != 0:
         print("error: run: emulation needs root; use `sudo make run` or "
@@ -86,20 +162,79 @@ def _cmd_run(args) -> int:
         return 2
     from .runner import run_experiment
     out.clear()
-    _writes_results(lambda: run_experiment(exp, out.path), out.path)
+    _repeated(exp, args, out.path, lambda folder, r, offset: run_experiment(
+        exp, folder, repetition=r, port_offset=offset, cli=args.cli))
     return 0
 
 
 def _cmd_predict(args) -> int:
-    from .config import check_util_bin_s, load
+    from .config import check_util_bin_s
     from .outdir import check_out
+    from .overrides import load_with
     from .predict import predict_experiment
-    exp = load(args.config)
+    exp = load_with(args.config, args.set)
     check_util_bin_s(exp, args.util_bin_s)
+    _check_repeat(args.repeat)
     out = check_out(args.out, Path("results") / f"{exp.name}-predicted", args.force)
     out.clear()
-    _writes_results(lambda: predict_experiment(exp, out.path, util_bin_s=args.util_bin_s),
-                    out.path)
+    _repeated(exp, args, out.path, lambda folder, r, offset: predict_experiment(
+        exp, folder, util_bin_s=args.util_bin_s, repetition=r, port_offset=offset))
+    from .report import draw_report
+    figures = _writes_results(lambda: draw_report([out.path], out.path / "plots"), out.path)
+    print(f"figures: {out.path / 'plots'} ({len(figures)} PNG + SVG)")
+    return 0
+
+
+def _cmd_sweep(args) -> int:
+    from .outdir import check_out
+    from .sweep import check_scheduler, check_workers, load_sweep, run_sweep
+    sweep = load_sweep(args.sweep, args.set)   # every path and key checked: exit 2
+    check_scheduler(args.scheduler)
+    check_workers(args.workers)
+    default = Path("results") / args.sweep.stem
+    resume = not args.force and args.out is not None and (Path(args.out) / "sweep.json").is_file()
+    resume = resume or (args.out is None and not args.force and (default / "sweep.json").is_file())
+    out = check_out(args.out, default, args.force or resume)
+    if sweep.mode == "run" and args.scheduler is None and os.geteuid() != 0:
+        print("error: sweep: mode run emulates on this machine and needs root; use sudo, or "
+              "--scheduler with workers started as root", file=sys.stderr)
+        return 2
+    if not resume:
+        out.clear()
+    summary = _writes_results(lambda: run_sweep(sweep, out.path, args.scheduler,
+                                                args.workers, argv=sys.argv), out.path)
+    print(f"sweep: {summary['points']} points, {summary['skipped']} skipped (finished before), "
+          f"{summary['ran']} ran, {summary['failed']} failed, in {summary['wall_s']:.1f} s; "
+          f"results: {out.path / 'results.csv'}")
+    return 1 if summary["failed"] else 0
+
+
+def _cmd_report(args) -> int:
+    from .outdir import check_out
+    from .report import report
+    out = check_out(args.out, Path("results") / "report", args.force)
+    out.clear()
+    summary = _writes_results(lambda: report(args.dirs, out.path), out.path)
+    print(f"report: {summary['runs']} run folders, {summary['rows']} rows -> "
+          f"{out.path / 'results.csv'}; figures: {', '.join(summary['figures'])}")
+    return 0
+
+
+def _cmd_validate(args) -> int:
+    """Load CONFIG with its --set changes (every check `run` and `predict` make before
+    building anything); exit 0 and one summary line, or the usual one-line error and 2."""
+    from .config import ConfigError
+    from .overrides import load_with
+    from .runner import check_emulable
+    exp = load_with(args.config, args.set)
+    try:
+        check_emulable(exp)
+        emulable = "yes"
+    except ConfigError as e:
+        emulable = f"no: {e}"
+    print(f"{args.config}: ok: {exp.name}, {exp.fabric.title}, {len(exp.jobs)} jobs, "
+          f"routing {', '.join(exp.routing)}, {len(exp.events)} events; `run` can emulate "
+          f"it: {emulable}")
     return 0
 
 
@@ -152,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, raise_terminated)
     try:
-        return {"run": _cmd_run, "predict": _cmd_predict, "calibrate": _cmd_calibrate,
+        return {"run": _cmd_run, "predict": _cmd_predict, "sweep": _cmd_sweep,
+                "report": _cmd_report, "validate": _cmd_validate, "calibrate": _cmd_calibrate,
                 "clean": _cmd_clean}[args.command](args)
     except ConfigError as e:            # bad input: found before anything was built
         print(f"error: {e}", file=sys.stderr)

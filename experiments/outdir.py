@@ -5,7 +5,8 @@ resolves --out to an absolute path and refuses, with one ConfigError line naming
 value, a file, a folder on a kernel file system (/proc, /sys, /dev), a folder this user cannot
 write (permissions, read-only or immutable), a full file system, and a folder that already holds
 earlier mlfabric results (unless --force). With --force, `OutDir.clear` later removes only what
-mlfabric writes there (the names in RESULT_FILES and RESULT_DIRS, and each routing's folder),
+mlfabric writes there (the names in RESULT_FILES and RESULT_DIRS, each routing's folder, and
+the rep-N folders of --repeat),
 never anything else and never outside --out; symlinks are removed, never followed.
 
 `writing(path)` names the file in an OSError that has none (a full disk while writing).
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,11 +28,14 @@ from .config import ConfigError, quote, run_dir_name
 
 #: Files mlfabric writes at the top of --out (runner.py, predict.py, calibrate.py).
 RESULT_FILES = ("results.json", "config.yaml", "environment.json", "fabric.txt",
-                "emulated_vs_predicted.png", "timeline.png", "calibration.json")
+                "emulated_vs_predicted.png", "timeline.png", "calibration.json",
+                "results.csv", "sweep.json", "efficiency.csv")
 #: Folders it writes there: each routing's (also `<strategy>-at-host`), and calibrate's.
 RESULT_DIRS = tuple(sorted({run_dir_name(s) for s in STRATEGIES}
                            | {run_dir_name(f"{s}@host") for s in STRATEGIES if s != "ecmp"}
-                           | {"rules", "logs-one", "logs-shared"}))
+                           | {"rules", "logs-one", "logs-shared", "plots", "points"}))
+#: `--repeat N` writes one run folder per repetition: rep-1 .. rep-N.
+REPEAT_DIR = re.compile(r"rep-[0-9]{1,4}")
 #: Refused as --out: kernel file systems, by path and by mount type.
 KERNEL_PATHS = ("/proc", "/sys", "/dev")
 KERNEL_FS_TYPES = {"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs",
@@ -91,7 +96,8 @@ def earlier_results(folder: Path) -> list[str]:
         names = set(os.listdir(folder))
     except OSError:
         return []
-    return sorted(names & (set(RESULT_FILES) | set(RESULT_DIRS)))
+    return sorted(names & (set(RESULT_FILES) | set(RESULT_DIRS))
+                  | {n for n in names if REPEAT_DIR.fullmatch(n)})
 
 
 def check_out(raw: str | None, default: Path, force: bool = False) -> OutDir:

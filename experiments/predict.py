@@ -16,7 +16,7 @@ import yaml
 
 from routing import route
 from routing.base import RoutingError, max_link_flows
-from traffic.collectives import JobPlan, plan_jobs
+from traffic.collectives import JobPlan, plan_jobs, with_port_offset
 from traffic.predictor import Prediction, ideal, predict
 
 from .config import ConfigError, Experiment, run_dir_name, split_routing
@@ -59,18 +59,23 @@ def write_prediction_csvs(run_dir: Path, plans: list[JobPlan], pred: Prediction)
 
 def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1.0,
                        log: Callable[[str], None] = print,
-                       util_bin_s: float | None = None) -> dict:
+                       util_bin_s: float | None = None, repetition: int = 1,
+                       port_offset: int = 0) -> dict:
     """Predict every routing of `exp`; write and return results.json. `util_bin_s`: also
-    write each used link's utilization per time bin of that many seconds. `out_dir` is
+    write each used link's utilization per time bin of that many seconds. `port_offset`
+    shifts every source port (ECMP hashes them: each repetition its own outcome). `out_dir` is
     checked by the CLI (experiments/outdir.py); an OSError while writing names its file."""
     out_dir.mkdir(parents=True, exist_ok=True)
     with writing(out_dir / "config.yaml"):
         (out_dir / "config.yaml").write_text(yaml.safe_dump(exp.resolved(), sort_keys=False))
     plans = plan_jobs(exp.jobs)
+    if port_offset:
+        plans = with_port_offset(plans, port_offset)
     conns = [c for p in plans for c in p.connections]
     ideal_pred = ideal(exp.fabric, plans)
     results = {"schema_version": SCHEMA_VERSION, "name": exp.name, "seed": exp.seed,
-               "goodput_factor": goodput_factor, "runs": []}
+               "goodput_factor": goodput_factor, "repetition": repetition,
+               "source_port_offset": port_offset, "runs": []}
     for name in exp.routing:
         strategy, enforcement = split_routing(name)
         try:

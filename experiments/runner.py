@@ -39,6 +39,7 @@ from .measure import (measured_conn_rates, observed_paths, phase_paths, switch_c
                       write_transfers_csv)
 from .routes import ControllerRoutes
 from .plots import emulated_vs_predicted, timeline
+from .progress import iteration_progress, open_cli
 from .results import (SCHEMA_VERSION, environment, fairness, job_result, run_result,
                       slowest_per_iteration, solve_block, table, write_json)
 
@@ -69,8 +70,12 @@ def check_emulable(exp: Experiment) -> None:
 
 
 def run_experiment(exp: Experiment, out_dir: Path,
-                   log: Callable[[str], None] = print) -> dict:
-    """Run every routing of `exp` on one emulated fabric; write and return results.json."""
+                   log: Callable[[str], None] = print, repetition: int = 1,
+                   port_offset: int = 0, cli: str | None = None) -> dict:
+    """Run every routing of `exp` on one emulated fabric; write and return results.json.
+    `port_offset` shifts every source port (each repetition its own ECMP hash outcome);
+    `cli` "before" / "after": Mininet's CLI on the live fabric before the first routing's
+    traffic or after the last routing (experiments/progress.py)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     plans = plan_jobs(exp.jobs)
     conns = [c for p in plans for c in p.connections]
@@ -92,7 +97,8 @@ def run_experiment(exp: Experiment, out_dir: Path,
     slowest_ideal_s = max(j.mean_cct_s for j in ideal_pred.jobs.values())
     timeout_s = em.iteration_timeout_s or 20 * slowest_ideal_s + 30.0
     run_id = f"{os.getpid()}-{int(time.time())}"
-    results = {"schema_version": SCHEMA_VERSION, "name": exp.name, "seed": exp.seed, "runs": []}
+    results = {"schema_version": SCHEMA_VERSION, "name": exp.name, "seed": exp.seed,
+               "repetition": repetition, "source_port_offset": port_offset, "runs": []}
     settings = EmulationSettings(datapath=em.datapath, mtu_bytes=em.mtu_bytes,
                                  queue_packets=em.queue_packets, scheduler=em.link_scheduler,
                                  window_frames=em.window_frames)
@@ -117,14 +123,18 @@ def run_experiment(exp: Experiment, out_dir: Path,
         env["goodput_factor"], env["goodput_factor_source"] = goodput, source
         results["environment"] = env
         write_json(out_dir / "environment.json", env)
+        if cli == "before":
+            open_cli(emu, log)
         for i, name in enumerate(exp.routing):
             # each routing's connections get their own source ports (see with_port_offset)
-            run_plans = with_port_offset(plans, i * len(conns))
+            run_plans = with_port_offset(plans, port_offset + i * len(conns))
             run = run_one_routing(exp, emu, name, routed[name], run_plans, ideal_pred,
                                   goodput, timeout_s, out_dir / run_dir_name(name), log,
-                                  port_offset=i * len(conns))
+                                  port_offset=port_offset + i * len(conns))
             results["runs"].append(run)
             write_json(out_dir / "results.json", results)
+        if cli == "after":
+            open_cli(emu, log)
     write_json(out_dir / "results.json", results)
     emulated_vs_predicted(results, out_dir / "emulated_vs_predicted.png")
     timeline(results, out_dir / "timeline.png")
@@ -163,7 +173,8 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
         driver.connect()
         with CpuMonitor() as monitor, (capture or contextlib.nullcontext()):
             records = driver.run_jobs(on_start=controller.jobs_started,
-                                      on_finish=controller.job_finished, timers=timers)
+                                      on_finish=controller.job_finished, timers=timers,
+                                      on_iteration=iteration_progress(name, plans, log))
     finally:
         driver.stop_agents()
     fidelity = monitor.summary()

@@ -195,14 +195,16 @@ class TrafficDriver:
 
     def run_jobs(self, on_start: Callable[[list[str], float], None] | None = None,
                  on_finish: Callable[[str, float], None] | None = None,
-                 timers: list[tuple[float, Callable[[float], None]]] = ()
+                 timers: list[tuple[float, Callable[[float], None]]] = (),
+                 on_iteration: Callable[[str, IterationRecord], None] | None = None
                  ) -> dict[str, JobRecord]:
         """Run every job's iterations; returns per-job records (times in time.monotonic()).
 
         Hooks for a controller, all called with seconds since the jobs' clock started
         (`self.t0`): on_start(jobs, t) just before jobs send their first byte (jobs that
         start together come in one call), on_finish(job, t) after a job's last iteration,
-        and each timer (at_s, fn) once at at_s. They run synchronously: traffic waits."""
+        and each timer (at_s, fn) once at at_s; on_iteration(job, record) after each verified
+        iteration (progress lines). They run synchronously: traffic waits."""
         by_job = {p.name: [a for a in self.agents if a.job == p.name] for p in self.plans}
         pending_timers = sorted(timers, key=lambda t: t[0])
         specs = {p.name: p.spec for p in self.plans}
@@ -259,6 +261,8 @@ class TrafficDriver:
                     job_rec = records[agent.job]
                     job_rec.iterations.append(rec)
                     del running[agent.job]
+                    if on_iteration:
+                        on_iteration(agent.job, rec)
                     spec = specs[agent.job]
                     if len(job_rec.iterations) < spec.iterations:
                         next_go[agent.job] = time.monotonic() + spec.compute_s

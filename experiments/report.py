@@ -1,0 +1,386 @@
+"""`report DIR... --out REPORT`: merge run and sweep folders into one table and draw figures.
+
+A DIR is a run folder (results.json), a `--repeat` folder (rep-N/), a sweep folder
+(points/<name>/), or any folder holding such folders. REPORT gets:
+
+- results.csv: every run's tidy rows (experiments/tidy.py) plus `run_dir`;
+- efficiency.csv: per routing and configuration, the mean efficiency over repeats and seeds
+  with its 95% confidence interval (Student's t), and n;
+- plots/*.png and *.svg: CDF of iteration CCT per routing (ideal CCT as a line); CDF of
+  predicted FCTs; efficiency per routing with 95% CIs; emulated against predicted CCT with
+  y = x (when emulated runs are present); a lower x upper tier load heatmap per routing; link
+  utilization over time (when a prediction wrote links_over_time.csv).
+
+Efficiency of one run and routing is the results.json definition: the lowest over jobs of the
+job's ideal CCT / its mean iteration CCT.
+"""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Iterable
+
+import pandas as pd
+
+from .config import ConfigError, quote
+from .plots import plt
+from .tidy import BASE_COLUMNS, rows
+
+#: Two-sided 95% Student t quantiles by degrees of freedom; past 30, 1.96 + 2.4 / df is
+#: within 0.002 of the exact value.
+T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+        2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+#: Folders searched below each DIR for run folders; more are refused.
+MAX_RUNS = 100_000
+#: Series drawn in one CDF, bars in one efficiency figure, heatmap panels.
+MAX_SERIES = 40
+FORMATS = ("png", "svg")
+
+
+def t975(df: int) -> float:
+    return T975[df - 1] if df <= len(T975) else 1.96 + 2.4 / df
+
+
+def ci95(values: list[float]) -> tuple[float, float, float]:
+    """(mean, low, high): the mean and its 95% t interval (no width for one value)."""
+    m = statistics.fmean(values)
+    if len(values) < 2:
+        return m, m, m
+    half = t975(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
+    return m, m - half, m + half
+
+
+# -- finding and reading runs ----------------------------------------------------------------
+def find_runs(dirs: Iterable[Path]) -> list[Path]:
+    """Every run folder (one holding results.json) in or below `dirs`, each once, sorted;
+    ConfigError naming a DIR that is missing or holds none."""
+    found: dict[Path, None] = {}
+    for d in dirs:
+        if not d.is_dir():
+            raise ConfigError(f"report: {quote(str(d))} is not a folder; give run or sweep "
+                              "folders")
+        here = sorted(p.parent.resolve() for p in d.rglob("results.json"))
+        if not here:
+            raise ConfigError(f"report: {quote(str(d))} holds no run folder (results.json); "
+                              "give run or sweep folders")
+        for p in here:
+            if (p / "point.json").is_file() and not _point_ok(p):
+                continue
+            found[p] = None
+            if len(found) > MAX_RUNS:
+                raise ConfigError(f"report: more than {MAX_RUNS:,} run folders")
+    return sorted(found)
+
+
+def _point_ok(folder: Path) -> bool:
+    try:
+        return json.loads((folder / "point.json").read_text()).get("status") == "ok"
+    except (OSError, ValueError):
+        return False
+
+
+def run_table(folder: Path) -> pd.DataFrame:
+    """A run folder's tidy rows: its results.csv, or rows built from results.json."""
+    csv = folder / "results.csv"
+    if csv.is_file():
+        t = pd.read_csv(csv)
+    else:
+        t = pd.DataFrame(rows(json.loads((folder / "results.json").read_text())))
+    t["run_dir"] = str(folder)
+    return t
+
+
+def merge_csvs(paths: list[Path], out: Path) -> Path:
+    """Concatenate tidy CSVs (columns united, base columns first) into `out`."""
+    table = _ordered(pd.concat([pd.read_csv(p) for p in paths], ignore_index=True))
+    table.to_csv(out, index=False, float_format="%.9g")
+    return out
+
+
+def _ordered(t: pd.DataFrame) -> pd.DataFrame:
+    first = [c for c in BASE_COLUMNS if c in t.columns]
+    return t[first + [c for c in t.columns if c not in first]]
+
+
+def swept_columns(t: pd.DataFrame) -> list[str]:
+    """Columns that tell configurations apart: swept / --set keys (not seed or repetition)."""
+    return [c for c in t.columns if c not in BASE_COLUMNS and c != "run_dir"
+            and t[c].nunique(dropna=False) > 1]
+
+
+def efficiency_table(t: pd.DataFrame) -> pd.DataFrame:
+    """Per (configuration, routing, mode): mean efficiency over runs, 95% CI, n."""
+    keys = ["name", *swept_columns(t)]
+    per_job = t.groupby(["run_dir", "routing", "mode", "job"], dropna=False).agg(
+        cct=("cct_s", "mean"), ideal=("ideal_cct_s", "first"))
+    per_job["eff"] = per_job["ideal"] / per_job["cct"]
+    per_run = per_job.groupby(["run_dir", "routing", "mode"]).eff.min().reset_index()
+    conf = t.drop_duplicates("run_dir").set_index("run_dir")[keys]
+    per_run = per_run.join(conf, on="run_dir")
+    out = []
+    for key, g in per_run.groupby([*keys, "routing", "mode"], dropna=False, sort=False):
+        m, lo, hi = ci95(list(g.eff))
+        out.append({**dict(zip([*keys, "routing", "mode"], key)), "efficiency_mean": m,
+                    "efficiency_ci95_low": lo, "efficiency_ci95_high": hi, "runs": len(g)})
+    return pd.DataFrame(out)
+
+
+# -- figures ---------------------------------------------------------------------------------
+def _save(fig, out: Path, stem: str) -> str:
+    """Write PNG and SVG, the box grown to hold titles and outside legends."""
+    for ext in FORMATS:
+        fig.savefig(out / f"{stem}.{ext}", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return stem
+
+
+def _series(t: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """(label, rows) per routing and mode, in first-seen order."""
+    two_modes = t["mode"].nunique() > 1
+    out = []
+    for (routing, mode), g in t.groupby(["routing", "mode"], sort=False):
+        out.append((f"{routing} ({mode})" if two_modes else str(routing), g))
+    return out[:MAX_SERIES]
+
+
+def _ecdf(ax, values, label: str, **kw) -> None:
+    xs = sorted(values)
+    n = len(xs)
+    ax.step([xs[0], *xs], [0.0, *[(i + 1) / n for i in range(n)]], where="post", label=label,
+            **kw)
+
+
+def _ideal_lines(ax, ideals: list[float]) -> None:
+    for i, v in enumerate(sorted(set(round(x, 9) for x in ideals))[:8]):
+        ax.axvline(v, color="grey", ls=":", lw=2.5, zorder=1,
+                   label="ideal CCT (non-blocking fabric)" if i == 0 else None)
+
+
+def cct_cdf(t: pd.DataFrame, out: Path, title: str) -> str:
+    """Per routing, the CDF of every job iteration's CCT; ideal CCTs as dashed lines."""
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    for i, (label, g) in enumerate(_series(t)):
+        _ecdf(ax, g["cct_s"], f"{label} (n={len(g)})", lw=1.6, ls=["-", "--", "-.", ":"][i % 4])
+    _ideal_lines(ax, list(t["ideal_cct_s"].dropna()))
+    ax.set_xlabel("iteration CCT (s)")
+    ax.set_ylabel("fraction of iterations")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlim(left=0)
+    ax.set_title(f"{title}: CDF of iteration CCT per routing")
+    ax.legend(fontsize=8, loc="lower right")
+    return _save(fig, out, "cct_cdf")
+
+
+def fct_cdf(runs: list[Path], out: Path, title: str) -> str | None:
+    """Per routing, the CDF of predicted transfer FCTs (fct.csv: mean over iterations)."""
+    by_routing: dict[str, list[pd.Series]] = {}
+    for run in runs:
+        for csv in sorted(run.glob("*/fct.csv")):
+            by_routing.setdefault(csv.parent.name.replace("-at-", "@"), []).append(
+                pd.read_csv(csv, usecols=["fct_mean_s"])["fct_mean_s"])
+    if not by_routing:
+        return None
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    for i, (routing, parts) in enumerate(list(by_routing.items())[:MAX_SERIES]):
+        values = pd.concat(parts)
+        _ecdf(ax, values, f"{routing} (n={len(values)})", lw=1.6,
+              ls=["-", "--", "-.", ":"][i % 4])
+    ax.set_xlabel("predicted flow completion time, mean over iterations (s)")
+    ax.set_ylabel("fraction of transfers")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlim(left=0)
+    ax.set_title(f"{title}: CDF of predicted FCT per routing")
+    ax.legend(fontsize=8, loc="lower right")
+    return _save(fig, out, "fct_cdf")
+
+
+def efficiency_bars(eff: pd.DataFrame, out: Path, title: str) -> str:
+    """Mean efficiency per routing (bars) and configuration (groups), 95% CIs as whiskers."""
+    keys = [c for c in eff.columns if c not in ("routing", "mode", "efficiency_mean",
+                                                "efficiency_ci95_low", "efficiency_ci95_high",
+                                                "runs")]
+    eff = eff.copy()
+    eff["config"] = eff[keys].astype(str).agg(", ".join, axis=1) if keys else ""
+    two_modes = eff["mode"].nunique() > 1
+    eff["series"] = eff["routing"] + (" (" + eff["mode"] + ")" if two_modes else "")
+    configs = list(dict.fromkeys(eff["config"]))[:MAX_SERIES]
+    series = list(dict.fromkeys(eff["series"]))[:MAX_SERIES]
+    width = 0.8 / len(series)
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.0 + 0.9 * len(configs) * max(1, len(series))
+                                        / 2), 4.4))
+    for i, s in enumerate(series):
+        g = eff[eff["series"] == s].set_index("config").reindex(configs)
+        xs = [k + (i - (len(series) - 1) / 2) * width for k in range(len(configs))]
+        err = [g["efficiency_mean"] - g["efficiency_ci95_low"],
+               g["efficiency_ci95_high"] - g["efficiency_mean"]]
+        ax.bar(xs, g["efficiency_mean"], width, yerr=err, capsize=3, label=s)
+    ax.axhline(1.0, color="black", ls="--", lw=1, label="ideal (efficiency 1)")
+    ax.set_xticks(range(len(configs)))
+    ax.set_xticklabels([c if len(c) <= 40 else c[:37] + "..." for c in configs],
+                       rotation=20 if len(configs) > 3 else 0, ha="right" if
+                       len(configs) > 3 else "center", fontsize=7)
+    ax.set_ylabel("efficiency (ideal CCT / mean CCT, 1 = ideal)")
+    ax.set_ylim(0, 1.15)
+    n = int(eff["runs"].max())
+    ax.set_title(f"{title}: efficiency per routing\n(mean, 95% CI over repeats and seeds; "
+                 f"up to {n} runs each)", fontsize=9)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    return _save(fig, out, "efficiency")
+
+
+def emulated_vs_predicted(t: pd.DataFrame, out: Path, title: str) -> str | None:
+    """Emulated iteration CCT against the model's, per routing, with y = x."""
+    em = t[(t["mode"] == "emulated") & t["predicted_cct_s"].notna()]
+    if em.empty:
+        return None
+    fig, ax = plt.subplots(figsize=(5.5, 5))
+    for routing, g in list(em.groupby("routing", sort=False))[:MAX_SERIES]:
+        err = g["cct_s"].mean() / g["predicted_cct_s"].mean() - 1
+        ax.scatter(g["predicted_cct_s"], g["cct_s"], s=24, label=f"{routing} ({err:+.1%})")
+    hi = 1.08 * float(max(em["cct_s"].max(), em["predicted_cct_s"].max()))
+    ax.plot([0, hi], [0, hi], color="grey", ls="--", lw=1, label="y = x")
+    ax.set_xlim(0, hi)
+    ax.set_ylim(0, hi)
+    ax.set_xlabel("predicted iteration CCT (s)")
+    ax.set_ylabel("emulated iteration CCT (s)")
+    ax.set_title(f"{title}: emulated vs predicted CCT (error of the means)", fontsize=9)
+    ax.legend(fontsize=8, loc="upper left")
+    return _save(fig, out, "emulated_vs_predicted")
+
+
+#: (lower, upper) tiers of a heatmap, by switch name prefix.
+TIERS = (("leaf", "spine"), ("leaf", "agg"), ("agg", "core"))
+
+
+def _tier(name: str) -> str:
+    return name.rstrip("0123456789")
+
+
+def _index(name: str) -> int:
+    digits = name[len(_tier(name)):]
+    return int(digits) if digits else 0
+
+
+def link_loads(runs: list[Path]) -> dict[str, pd.DataFrame]:
+    """Per routing: each switch-to-switch link's mean utilization over the runs, the busier
+    direction of the two (links.csv of predicted runs)."""
+    parts: dict[str, list[pd.DataFrame]] = {}
+    for run in runs:
+        for csv in sorted(run.glob("*/links.csv")):
+            parts.setdefault(csv.parent.name.replace("-at-", "@"), []).append(
+                pd.read_csv(csv, usecols=["src", "dst", "mean_utilization"]))
+    out = {}
+    for routing, ps in parts.items():
+        t = pd.concat(ps)
+        t = t.groupby(["src", "dst"]).mean_utilization.sum() / len(ps)
+        t = t.reset_index()
+        t["a"], t["b"] = t[["src", "dst"]].min(axis=1), t[["src", "dst"]].max(axis=1)
+        out[routing] = t
+    return out
+
+
+def load_heatmap(runs: list[Path], out: Path, title: str) -> str | None:
+    """Per routing (rows of panels) and tier pair (columns): lower x upper switch load."""
+    loads = link_loads(runs)
+    panels = []
+    for routing, t in list(loads.items())[:MAX_SERIES]:
+        for lower, upper in TIERS:
+            def pair(r, lower=lower, upper=upper):
+                ends = sorted([r.src, r.dst], key=lambda n: (_tier(n) != lower, n))
+                return ends if _tier(ends[0]) == lower and _tier(ends[1]) == upper else None
+            cells: dict[tuple[str, str], float] = {}
+            for r in t.itertuples():
+                p = pair(r)
+                if p:
+                    cells[tuple(p)] = max(cells.get(tuple(p), 0.0), r.mean_utilization)
+            if cells:
+                panels.append((routing, lower, upper, cells))
+    if not panels:
+        return None
+    cols = len({(lo, up) for _, lo, up, _ in panels})
+    rows_n = len({p[0] for p in panels})
+    fig, axes = plt.subplots(rows_n, cols, figsize=(4.2 * cols + 1, 3.2 * rows_n + 0.6),
+                             squeeze=False, layout="constrained")
+    tier_cols = list(dict.fromkeys((lo, up) for _, lo, up, _ in panels))
+    routings = list(dict.fromkeys(p[0] for p in panels))
+    image = None
+    for routing, lower, upper, cells in panels:
+        ax = axes[routings.index(routing), tier_cols.index((lower, upper))]
+        lows = sorted({a for a, _ in cells}, key=_index)
+        ups = sorted({b for _, b in cells}, key=_index)
+        grid = [[cells.get((a, b), 0.0) for b in ups] for a in lows]
+        image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        ax.set_xticks(range(len(ups)))
+        ax.set_xticklabels(ups if len(ups) <= 16 else [""] * len(ups), rotation=90,
+                           fontsize=6)
+        ax.set_yticks(range(len(lows)))
+        ax.set_yticklabels(lows if len(lows) <= 16 else [""] * len(lows), fontsize=6)
+        ax.set_xlabel(f"{upper} switch")
+        ax.set_ylabel(f"{lower} switch")
+        ax.set_title(f"{routing}: {lower} x {upper}", fontsize=9)
+    for ax in axes.flat:
+        if not ax.images:
+            ax.axis("off")
+    fig.colorbar(image, ax=axes.ravel().tolist(),
+                 label="mean utilization of the busier direction (fraction of capacity)")
+    fig.suptitle(f"{title}: predicted link load, mean over {len(runs)} run folder(s)",
+                 fontsize=10)
+    return _save(fig, out, "load_heatmap")
+
+
+def link_utilization(runs: list[Path], out: Path, title: str) -> str | None:
+    """Per routing: the mean and the busiest used link's utilization per time bin (the
+    first run folder holding links_over_time.csv)."""
+    for run in runs:
+        csvs = sorted(run.glob("*/links_over_time.csv"))
+        if csvs:
+            break
+    else:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for i, csv in enumerate(csvs[:MAX_SERIES]):
+        t = pd.read_csv(csv)
+        g = t.groupby("bin_start_s").mean_utilization
+        name = csv.parent.name.replace("-at-", "@")
+        line, = ax.plot(g.mean().index, g.mean().values, lw=1.5, label=f"{name}: mean link")
+        ax.plot(g.max().index, g.max().values, lw=1, ls="--", color=line.get_color(),
+                label=f"{name}: busiest link")
+    ax.set_xlabel("time since the jobs started (s)")
+    ax.set_ylabel("utilization (fraction of link capacity)")
+    ax.set_ylim(0, 1.05)
+    ax.set_title(f"{title}: link utilization over time ({run.name})", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    return _save(fig, out, "link_utilization")
+
+
+def draw_report(dirs: list[Path], plots: Path, table: pd.DataFrame | None = None,
+                runs: list[Path] | None = None) -> list[str]:
+    """Draw every figure the data allows into `plots` (PNG and SVG); returns their stems."""
+    runs = runs if runs is not None else find_runs(dirs)
+    if table is None:
+        table = _ordered(pd.concat([run_table(r) for r in runs], ignore_index=True))
+    plots.mkdir(parents=True, exist_ok=True)
+    names = sorted(set(table["name"].astype(str)))
+    title = names[0] if len(names) == 1 else f"{len(names)} experiments"
+    figures = [cct_cdf(table, plots, title),
+               fct_cdf(runs, plots, title),
+               efficiency_bars(efficiency_table(table), plots, title),
+               emulated_vs_predicted(table, plots, title),
+               load_heatmap(runs, plots, title),
+               link_utilization(runs, plots, title)]
+    return [f for f in figures if f]
+
+
+def report(dirs: list[Path], out: Path) -> dict:
+    """Merge every run folder under `dirs` into out/results.csv and out/efficiency.csv, and
+    draw out/plots/; returns {'runs', 'rows', 'figures'}."""
+    runs = find_runs(dirs)
+    table = _ordered(pd.concat([run_table(r) for r in runs], ignore_index=True))
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "results.csv", index=False, float_format="%.9g")
+    efficiency_table(table).to_csv(out / "efficiency.csv", index=False, float_format="%.6g")
+    figures = draw_report(dirs, out / "plots", table, runs)
+    return {"runs": len(runs), "rows": len(table), "figures": figures}
