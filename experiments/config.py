@@ -51,6 +51,8 @@ EXPLICIT_JOB_KEYS = {"name", "collective", "hosts", "groups", "size_bytes", "ite
                      "compute_s", "start_s"}
 MODEL_JOB_KEYS = {"name", "model", "dp", "placement", "iterations", "compute_s",
                   "start_s", "scale_bytes"}
+PATTERN_JOB_KEYS = {"name", "pattern", "hosts", "stride", "p_leaf", "p_pod", "hotspots", "seed",
+                    "size_bytes", "iterations", "compute_s", "start_s"}
 EMULATION_KEYS = {"datapath", "tcp_cc", "mtu_bytes", "queue_packets", "link_scheduler",
                   "window_frames", "iteration_timeout_s",
                   "capture"}
@@ -601,13 +603,13 @@ def _explicit_job(d: dict, where: str, fabric: Fabric) -> JobSpec:
 
 
 def _model_job(d: dict, where: str, fabric: Fabric, rng: random.Random,
-               used_leaves: set[str]) -> JobSpec:
+               used: set[str]) -> JobSpec:
     _check_keys(d, MODEL_JOB_KEYS, where)
     from traffic import models  # the presets live with the workloads
     name = _name(d, "name", where)
     model = _choice(d, "model", where, sorted(models.MODELS))
-    _choice(d, "placement", where, ["random-tors"], "random-tors",
-            " (explicit placement: list the rings as groups of a collective job)")
+    placement = _choice(d, "placement", where, list(models.PLACEMENTS), "random-tors",
+                        " (explicit placement: list the rings as groups of a collective job)")
     dp = _int(d, "dp", where, minimum=2, maximum=MAX_DP)
     scale = _num(d, "scale_bytes", where, 1.0, maximum=MAX_SCALE_BYTES)
     ring_bytes = models.MODELS[model].ring_bytes(scale)
@@ -616,15 +618,56 @@ def _model_job(d: dict, where: str, fabric: Fabric, rng: random.Random,
                           f"more than {MAX_SIZE_BYTES:,} (1 TiB)")
     try:
         return models.model_job(
-            name=name, model=model, dp=dp, fabric=fabric, rng=rng,
-            used_leaves=used_leaves,
+            name=name, model=model, dp=dp, fabric=fabric, rng=rng, used=used,
             iterations=_int(d, "iterations", where, 1, maximum=MAX_ITERATIONS),
             start_s=_num(d, "start_s", where, 0.0, positive=False),
             compute_s=(_num(d, "compute_s", where, positive=False)
                        if "compute_s" in d else None),
-            scale_bytes=scale)
+            scale_bytes=scale, placement=placement)
     except WorkloadError as e:
         raise ConfigError(_job_key(str(e), [name], where)) from None
+
+
+def _pattern_job(d: dict, where: str, fabric: Fabric, seed: int, used: set[str]) -> JobSpec:
+    """Hedera's long-flow patterns (traffic/patterns.py) over `hosts` (default: every host
+    that no other job uses), one flow of size_bytes per sender."""
+    from traffic import patterns
+    _check_keys(d, PATTERN_JOB_KEYS, where)
+    name = _name(d, "name", where)
+    pattern = _choice(d, "pattern", where, list(patterns.PATTERNS))
+    for key, only in (("stride", "stride"), ("p_leaf", "staggered"), ("p_pod", "staggered"),
+                      ("hotspots", "hotspot")):
+        if key in d and pattern != only:
+            raise ConfigError(f"{where}.{key}: only for pattern: {only} (this job is "
+                              f"pattern: {pattern}); remove it")
+    hosts = (_hosts(d["hosts"], f"{where}.hosts", fabric) if "hosts" in d
+             else [h for h in fabric.hosts if h not in used])
+    if len(set(hosts)) != len(hosts):
+        raise ConfigError(f"{where}.hosts: a host is listed twice")
+    if len(hosts) < 2:
+        raise ConfigError(f"{where}.hosts: a pattern needs at least 2 hosts, {len(hosts)} free")
+    p_leaf = _num(d, "p_leaf", where, 0.0, positive=False, maximum=1.0)
+    p_pod = _num(d, "p_pod", where, 0.0, positive=False, maximum=1.0)
+    if p_leaf + p_pod > 1.0:
+        raise ConfigError(f"{where}.p_pod: p_leaf + p_pod = {_fmt(p_leaf + p_pod)} > 1; "
+                          "they are probabilities of disjoint choices")
+    if pattern == "stride" and "stride" not in d:
+        raise ConfigError(f"{where}.stride: missing; host x sends to x + stride, e.g. "
+                          "stride: 4")
+    try:
+        pairs = patterns.pattern_pairs(
+            fabric, hosts, pattern, _int(d, "seed", where, seed, minimum=0, maximum=MAX_SEED),
+            stride_hosts=_int(d, "stride", where, 1, maximum=len(hosts) - 1),
+            p_leaf=p_leaf, p_pod=p_pod,
+            hotspots=_int(d, "hotspots", where, 1, maximum=len(hosts) - 1))
+    except WorkloadError as e:
+        raise ConfigError(f"{where}.{e}") from None
+    return JobSpec(
+        name=name, collective=Collective.FLOWS, groups=[list(p) for p in pairs],
+        size_bytes=_int(d, "size_bytes", where, maximum=MAX_SIZE_BYTES, why="1 TiB"),
+        iterations=_int(d, "iterations", where, 1, maximum=MAX_ITERATIONS),
+        compute_s=_num(d, "compute_s", where, 0.0, positive=False),
+        start_s=_num(d, "start_s", where, 0.0, positive=False))
 
 
 def _job_key(msg: str, names: list[str], *wheres: str) -> str:
@@ -647,13 +690,16 @@ def _jobs(v: Any, fabric: Fabric, seed: int) -> list[JobSpec]:
         if not isinstance(d, dict):
             raise ConfigError(f"jobs[{i}]: expected a mapping with name, collective, hosts, "
                               f"..., got {type(d).__name__}")
-    # explicit jobs first, so that random placement avoids the leaves they already use
+    # explicit jobs first, so that placed jobs avoid the hosts they already use; then model
+    # jobs in order; pattern jobs last (by default they take every host still free)
     explicit = {i: _explicit_job(d, f"jobs[{i}]", fabric)
-                for i, d in enumerate(v) if "model" not in d}
-    used_leaves = {fabric.leaf_of(h) for j in explicit.values() for h in j.hosts}
-    jobs: list[JobSpec] = [explicit[i] if i in explicit
-                           else _model_job(d, f"jobs[{i}]", fabric, rng, used_leaves)
-                           for i, d in enumerate(v)]
+                for i, d in enumerate(v) if "model" not in d and "pattern" not in d}
+    used = {h for j in explicit.values() for h in j.hosts}
+    placed = {i: _model_job(d, f"jobs[{i}]", fabric, rng, used)
+              for i, d in enumerate(v) if "model" in d}
+    placed.update({i: _pattern_job(d, f"jobs[{i}]", fabric, seed, used)
+                   for i, d in enumerate(v) if "pattern" in d and "model" not in d})
+    jobs: list[JobSpec] = [explicit[i] if i in explicit else placed[i] for i in range(len(v))]
     names: set[str] = set()
     for j in jobs:
         if j.name in names:
@@ -661,7 +707,8 @@ def _jobs(v: Any, fabric: Fabric, seed: int) -> list[JobSpec]:
         names.add(j.name)
     seen: dict[str, str] = {}
     for i, j in enumerate(jobs):
-        for h in j.hosts:
+        # a flows job's host may send and receive in several pairs; any other rank is one host
+        for h in (dict.fromkeys(j.hosts) if j.collective is Collective.FLOWS else j.hosts):
             if h in seen:
                 raise ConfigError(f"jobs[{i}].hosts: host {h!r} is listed twice (also in job "
                                   f"{seen[h]!r}); give each rank its own host")
@@ -678,6 +725,8 @@ def _group_counts(collective: Collective, n: int) -> tuple[int, int, int]:
         return n, (n - 1) * n, n - 1
     if collective is Collective.ALLTOALL:
         return n * (n - 1), n * (n - 1), n - 1
+    if collective is Collective.FLOWS:
+        return 1, 1, 1                  # one [src, dst] pair
     return n - 1, n - 1, n - 1          # pipeline
 
 
@@ -763,15 +812,23 @@ def split_routing(entry: str) -> tuple[str, str]:
     return strategy, enforcement or "switch"
 
 
+#: The reference "routing": the same hosts on one non-blocking switch (host links only). The
+#: model predicts it as traffic/predictor.ideal; the emulator builds one OVS switch for it.
+NONBLOCKING = "nonblocking"
+
+
 def _routing(v: Any) -> list[str]:
+    names = ", ".join(sorted([*STRATEGIES, NONBLOCKING]))
     if not isinstance(v, list) or not v or not all(isinstance(r, str) for r in v):
-        raise ConfigError(f"routing: expected a list of strategies from "
-                          f"{', '.join(sorted(STRATEGIES))}, got {quote(v)}")
+        raise ConfigError(f"routing: expected a list of strategies from {names}, got {quote(v)}")
     for r in v:
         strategy, enforcement = split_routing(r)
-        if strategy not in STRATEGIES:
+        if strategy == NONBLOCKING and enforcement != "switch":
+            raise ConfigError(f"routing: {quote(r)}: the non-blocking reference has no routes "
+                              "to enforce; write nonblocking")
+        if strategy not in STRATEGIES and strategy != NONBLOCKING:
             raise ConfigError(f"routing: unknown strategy {quote(strategy)}; choose from "
-                              f"{', '.join(sorted(STRATEGIES))} (optionally with @host)")
+                              f"{names} (optionally with @host)")
         if enforcement not in ("switch", "host"):
             raise ConfigError(f"routing: {quote(r)}: the suffix must be @host (or nothing)")
         if enforcement == "host" and strategy == "ecmp":

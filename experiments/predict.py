@@ -19,11 +19,11 @@ from routing.base import RoutingError, max_link_flows
 from traffic.collectives import JobPlan, plan_jobs, with_port_offset
 from traffic.predictor import Prediction, ideal, predict
 
-from .config import ConfigError, Experiment, run_dir_name, split_routing
+from .config import NONBLOCKING, ConfigError, Experiment, run_dir_name, split_routing
 from .outdir import writing
 from .routes import ControllerRoutes
-from .results import (SCHEMA_VERSION, fairness, job_result, run_result, solve_block, table,
-                      write_json)
+from .results import (SCHEMA_VERSION, add_nonblocking_fraction, fairness, host_link_flows,
+                      job_result, run_result, solve_block, table, write_json)
 
 
 def write_prediction_csvs(run_dir: Path, plans: list[JobPlan], pred: Prediction) -> None:
@@ -57,6 +57,21 @@ def write_prediction_csvs(run_dir: Path, plans: list[JobPlan], pred: Prediction)
                                 f"{row[i]:.6f}"])
 
 
+def _nonblocking_run(exp: Experiment, plans: list[JobPlan], goodput_factor: float,
+                     util_bin_s: float | None, run_dir: Path, log: Callable[[str], None]) -> dict:
+    """The non-blocking reference: every flow crosses only its two host links."""
+    pred = ideal(exp.fabric, plans, goodput_factor, util_bin_s=util_bin_s)
+    jobs = [job_result(p.spec, pred.jobs[p.name].cct_s, pred.jobs[p.name].mean_cct_s, None,
+                       pred.jobs[p.name].conn_rates_mbps()) for p in plans]
+    run = run_result(NONBLOCKING, "predicted", jobs, host_link_flows(plans),
+                     {"scope": "one plan", "status": "reference", "time_s": 0.0},
+                     fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),
+                     predict_wall_s=pred.wall_s)
+    write_prediction_csvs(run_dir, plans, pred)
+    log(f"[{NONBLOCKING}] one switch, host links only; predicted in {pred.wall_s:.2f} s")
+    return run
+
+
 def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1.0,
                        log: Callable[[str], None] = print,
                        util_bin_s: float | None = None, repetition: int = 1,
@@ -78,6 +93,10 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
                "source_port_offset": port_offset, "runs": []}
     for name in exp.routing:
         strategy, enforcement = split_routing(name)
+        if strategy == NONBLOCKING:
+            results["runs"].append(_nonblocking_run(exp, plans, goodput_factor, util_bin_s,
+                                                    out_dir / run_dir_name(name), log))
+            continue
         try:
             # one plan before the run: ECMP's hash, or the fixed host-enforced plan; the other
             # strategies are solved at every epoch by the policy
@@ -107,6 +126,7 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
                             if solve["scope"] == "epochs" else
                             f"one plan in {solve['time_s']:.3f} s ({solve['status']})")
             + f"; predicted in {pred.wall_s:.2f} s")
+    add_nonblocking_fraction(results)
     with writing(out_dir / "results.json"):
         write_json(out_dir / "results.json", results)
     log(table(results))

@@ -13,6 +13,10 @@ Pure code; emulated and predicted runs go through the same functions. Units live
   max and sum, for strategies that re-solve at every epoch; the one plan otherwise.
 - per job, algbw and busbw follow nccl-tests: algbw = size / time, busbw = algbw x 2(n-1)/n
   for all-reduce, x (n-1)/n for all-gather, reduce-scatter and all-to-all.
+- `throughput_mbps`: Hedera's aggregate throughput: the sum over a job's connections (per
+  run: over every job's) of each one's rate while it had data in flight (`conn_rate_mbps`,
+  bytes / time from first to last byte, over all iterations). `nonblocking_fraction`: a run's
+  throughput / the `nonblocking` reference run's of the same mode, when the routings include it.
 """
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from traffic.collectives import JobSpec, bus_factor
+from traffic.collectives import JobPlan, JobSpec, bus_factor
 
 SCHEMA_VERSION = 2   # 2: run efficiency = lowest per-job efficiency; prediction_error_fraction; solve per epoch
 
@@ -41,6 +45,7 @@ def job_result(spec: JobSpec, cct_s: list[float], ideal: float,
         "size_bytes": spec.size_bytes,
         "cct_s": cct_s, "cct_mean_s": mean, "ideal_cct_s": ideal, "efficiency": ideal / mean,
         "algbw_mbps": algbw, "busbw_mbps": algbw * bus_factor(spec.collective, spec.group_size),
+        "throughput_mbps": sum(conn_rates_mbps.values()),
         "bytes_verified": bytes_verified,
         "conn_rate_mbps": {str(c): r for c, r in sorted(conn_rates_mbps.items())},
     }
@@ -72,7 +77,26 @@ def run_result(routing: str, mode: str, jobs: list[dict], max_link_flows: int,
             "ideal_cct_s": max(j["ideal_cct_s"] for j in jobs),
             "efficiency": worst["efficiency"], "efficiency_job": worst["name"],
             "network_efficiency": statistics.fmean(j["efficiency"] for j in jobs),
+            "throughput_mbps": sum(j["throughput_mbps"] for j in jobs),
             "max_link_flows": max_link_flows, "solve": solve, **extra, "jobs": jobs}
+
+
+def host_link_flows(plans: list[JobPlan]) -> int:
+    """The most connections on one host link (a NIC's uplink or downlink)."""
+    count: dict[tuple[str, str], int] = {}
+    for c in (c for p in plans for c in p.connections):
+        for key in (("out", c.src), ("in", c.dst)):
+            count[key] = count.get(key, 0) + 1
+    return max(count.values())
+
+
+def add_nonblocking_fraction(results: dict, reference: str = "nonblocking") -> None:
+    """Hedera's metric: each run's aggregate throughput / that of the non-blocking reference
+    run of the same mode (`nonblocking_fraction`), when the results hold one."""
+    ref = {r["mode"]: r["throughput_mbps"] for r in results["runs"] if r["routing"] == reference}
+    for r in results["runs"]:
+        if r["mode"] in ref:
+            r["nonblocking_fraction"] = r["throughput_mbps"] / ref[r["mode"]]
 
 
 def solve_block(one_plan: dict, epoch_solves: list[dict] | None) -> dict:

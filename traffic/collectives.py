@@ -23,6 +23,9 @@ host link rate; nccl-tests conventions for S):
   Ideal time (n-1)/n x S / B (the n-1 flows share the sender's link); busbw = algbw x (n-1)/n.
 * pipeline point-to-point: stage i sends S bytes to stage i+1 (n-1 connections), and stage i+1
   forwards only after receiving: a chain. Ideal time (n-1) x S / B; busbw = algbw (sendrecv).
+* flows: every group is one [src, dst] pair that sends S bytes at once, no dependencies (the
+  traffic patterns of traffic/patterns.py); a host may appear in several pairs. Ideal time at
+  least the busiest host link's bytes / B (exact for permutations); busbw = algbw.
 
 Source ports: connection c uses SOURCE_PORT_BASE + (c mod SOURCE_PORT_SPAN), so ports stay in
 20000..65535 at any scale; `plan_jobs` checks that every connection's 5-tuple is unique.
@@ -45,6 +48,7 @@ class Collective(str, Enum):
     REDUCE_SCATTER = "reducescatter"
     ALLTOALL = "alltoall"
     PIPELINE = "pipeline"          # point-to-point chain stage i -> i+1
+    FLOWS = "flows"                # independent long flows, one per [src, dst] group
 
 
 #: TCP port every agent of job j listens on is LISTEN_PORT_BASE + j.
@@ -256,12 +260,29 @@ def pipeline_p2p(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
     return JobPlan(spec=spec, index=index, connections=conns, transfers=transfers)
 
 
+def independent_flows(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
+    """One connection and one transfer of S bytes per [src, dst] group, all at once."""
+    _check_groups(spec)
+    conns: list[Connection] = []
+    transfers: list[Transfer] = []
+    for g in spec.groups:
+        if len(g) != 2:
+            raise WorkloadError(f"jobs.{spec.name}.groups: a flow is one [src, dst] pair, "
+                                f"got {len(g)} hosts")
+        c = _connection(spec, index, first_conn_id + len(conns), g[0], g[1])
+        conns.append(c)
+        transfers.append(Transfer(tid=len(transfers), conn_id=c.conn_id,
+                                  size_bytes=spec.size_bytes, step=0))
+    return JobPlan(spec=spec, index=index, connections=conns, transfers=transfers)
+
+
 _PLANNERS = {
     Collective.ALLREDUCE: ring_allreduce,
     Collective.ALLGATHER: ring_chain,
     Collective.REDUCE_SCATTER: ring_chain,
     Collective.ALLTOALL: all_to_all,
     Collective.PIPELINE: pipeline_p2p,
+    Collective.FLOWS: independent_flows,
 }
 
 
@@ -296,7 +317,7 @@ def bus_factor(collective: Collective, n: int) -> float:
     reduce-scatter and all-to-all, 1 for point-to-point (sendrecv)."""
     if collective is Collective.ALLREDUCE:
         return 2 * (n - 1) / n
-    if collective is Collective.PIPELINE:
+    if collective in (Collective.PIPELINE, Collective.FLOWS):
         return 1.0
     return (n - 1) / n
 
@@ -323,6 +344,15 @@ def ideal_cct_s(spec: JobSpec, host_link_mbps: float) -> float:
         return busiest * 8 / bits_per_s
     if spec.collective is Collective.PIPELINE:
         return (n - 1) * spec.size_bytes * 8 / bits_per_s
+    if spec.collective is Collective.FLOWS:
+        # the busiest host link (sender's or receiver's): exact when each host sends and
+        # receives at most one flow, a lower bound otherwise (max-min need not reach it)
+        out: dict[str, int] = {}
+        inn: dict[str, int] = {}
+        for src, dst in spec.groups:
+            out[src] = out.get(src, 0) + 1
+            inn[dst] = inn.get(dst, 0) + 1
+        return max(*out.values(), *inn.values()) * spec.size_bytes * 8 / bits_per_s
     raise WorkloadError(f"no closed form for {spec.collective}")  # pragma: no cover
 
 

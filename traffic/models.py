@@ -21,15 +21,15 @@ and BLOOM 176B 18.05 s. Each copy processes its own tokens, so compute_s does no
 
 Placement: a host is one GPU's NIC. `random-tors` draws whole leaves at random (seeded, from
 those no other job uses), ceil(GPUs / hosts_per_leaf) of them, and fills them in draw order, leaf
-by leaf: copy c's GPU i is the (c x GPUs per copy + i)-th host. Explicit `hosts` lists give the
-same mapping over the listed hosts.
+by leaf; `fragmented` draws single free hosts anywhere, `packed` takes the lowest-numbered free
+ones (see `place`). Copy c's GPU i is the (c x GPUs per copy + i)-th placed host. Explicit
+`hosts` lists give the same mapping over the listed hosts.
 """
 from __future__ import annotations
 
 import math
 import random
 from dataclasses import dataclass
-from typing import Any
 
 from testbed.fabric import Fabric
 from traffic.collectives import Collective, JobSpec, WorkloadError
@@ -102,16 +102,18 @@ def rings_of(hosts: list[str], gpus_per_copy: int, dp: int) -> list[list[str]]:
     return [[hosts[c * gpus_per_copy + i] for c in range(dp)] for i in range(gpus_per_copy)]
 
 
+PLACEMENTS = ("random-tors", "fragmented", "packed")
+
+
 def model_job(name: str, model: str, dp: int, fabric: Fabric, rng: random.Random,
-              used_leaves: set[str], iterations: int = 11, start_s: float = 0.0,
+              used: set[str], iterations: int = 11, start_s: float = 0.0,
               compute_s: float | None = None, scale_bytes: float = 1.0,
-              hosts: list[str] | None = None) -> JobSpec:
+              hosts: list[str] | None = None, placement: str = "random-tors") -> JobSpec:
     """A data-parallel job of `model` with `dp` copies, as a JobSpec whose groups are the rings.
 
-    hosts=None places it with `random-tors`: whole leaves drawn with `rng` from those not in
-    `used_leaves`; the leaves it takes are added to `used_leaves` (so later jobs avoid them).
-    With explicit `hosts` (at least GPUs-per-copy x dp of them, extra ones unused) their
-    leaves are added to `used_leaves` too. Raises WorkloadError naming the YAML key."""
+    hosts=None places it by `placement` (see `place`) on hosts not in `used`; explicit `hosts`
+    (at least GPUs-per-copy x dp of them, extra ones unused) are taken as given. Either way
+    the hosts it takes are added to `used`. Raises WorkloadError naming the YAML key."""
     key = f"jobs.{name}"
     preset = get_model(model, f"{key}.model")
     if isinstance(dp, bool) or not isinstance(dp, int) or dp < 2:
@@ -126,16 +128,7 @@ def model_job(name: str, model: str, dp: int, fabric: Fabric, rng: random.Random
         raise WorkloadError(f"{key}.scale_bytes: must be a positive number, got {scale_bytes!r}")
     gpus = preset.gpus_per_copy * dp
     if hosts is None:
-        per_leaf = fabric.spec.hosts_per_leaf
-        k = leaves_needed(preset, dp, per_leaf)
-        free = [leaf for leaf in fabric.leaves if leaf not in used_leaves]
-        if k > len(free):
-            raise WorkloadError(
-                f"{key}.dp: {model} x dp={dp} needs {gpus} GPUs = {k} whole leaves of "
-                f"{per_leaf} hosts, but only {len(free)} of {len(fabric.leaves)} leaves are free")
-        chosen = rng.sample(free, k)
-        placed = [h for leaf in chosen for h in _hosts_on(fabric, leaf)][:gpus]
-        used_leaves.update(chosen)
+        placed = place(fabric, gpus, placement, rng, used, f"{model} x dp={dp}", f"{key}.dp")
     else:
         if len(hosts) < gpus:
             raise WorkloadError(f"{key}.hosts: {model} x dp={dp} needs {gpus} hosts, "
@@ -143,9 +136,10 @@ def model_job(name: str, model: str, dp: int, fabric: Fabric, rng: random.Random
         if len(set(hosts)) != len(hosts):
             raise WorkloadError(f"{key}.hosts: a host is listed twice")
         try:
-            used_leaves.update(leaves_of(fabric, hosts))
+            leaves_of(fabric, hosts)
         except WorkloadError as e:
             raise WorkloadError(f"{key}.hosts: {e}") from None
+        used.update(hosts)
         placed = list(hosts[:gpus])
     ring_bytes = preset.ring_bytes(scale_bytes)
     if ring_bytes < dp:
@@ -158,99 +152,41 @@ def model_job(name: str, model: str, dp: int, fabric: Fabric, rng: random.Random
         compute_s=float(preset.compute_s() if compute_s is None else compute_s))
 
 
+def place(fabric: Fabric, gpus: int, placement: str, rng: random.Random, used: set[str],
+          what: str = "the job", key: str = "placement") -> list[str]:
+    """`gpus` hosts not in `used`, in rank order, and add them to `used`:
+
+    random-tors  whole leaves drawn at random from those with no used host, filled in draw
+                 order (the leaves' leftover hosts are reserved too: no other job shares them)
+    fragmented   hosts drawn at random from all free hosts of the fabric, so that jobs share
+                 leaves, aggregation and core links (a busy scheduler's leftovers)
+    packed       the lowest-numbered free hosts, leaf after leaf (a simple first-fit scheduler)
+    """
+    if placement == "random-tors":
+        per_leaf = fabric.spec.hosts_per_leaf
+        k = math.ceil(gpus / per_leaf)
+        free = [leaf for leaf in fabric.leaves if not used.intersection(_hosts_on(fabric, leaf))]
+        if k > len(free):
+            raise WorkloadError(
+                f"{key}: {what} needs {gpus} GPUs = {k} whole leaves of "
+                f"{per_leaf} hosts, but only {len(free)} of {len(fabric.leaves)} leaves are free")
+        chosen = rng.sample(free, k)
+        on_leaves = [h for leaf in chosen for h in _hosts_on(fabric, leaf)]
+        used.update(on_leaves)
+        return on_leaves[:gpus]
+    if placement not in PLACEMENTS:
+        raise WorkloadError(f"placement: unknown {placement!r}; choose from {list(PLACEMENTS)}")
+    free_hosts = [h for h in fabric.hosts if h not in used]
+    if gpus > len(free_hosts):
+        raise WorkloadError(f"{key}: {what} needs {gpus} GPUs, but only {len(free_hosts)} of "
+                            f"{len(fabric.hosts)} hosts are free")
+    placed = (rng.sample(free_hosts, gpus) if placement == "fragmented"
+              else free_hosts[:gpus])
+    used.update(placed)
+    return placed
+
+
 def _hosts_on(fabric: Fabric, leaf: str) -> list[str]:
     i = fabric.index_of(leaf)
     h = fabric.spec.hosts_per_leaf
     return [f"h{(i - 1) * h + s}" for s in range(1, h + 1)]
-
-
-_MODEL_KEYS = {"name", "model", "dp", "placement", "hosts", "iterations", "start_s",
-               "compute_s", "scale_bytes"}
-_EXPLICIT_KEYS = {"name", "collective", "hosts", "groups", "size_bytes", "iterations",
-                  "start_s", "compute_s", "scale_bytes"}
-
-
-def specs_from_entries(entries: list[dict[str, Any]], fabric: Fabric,
-                       seed: int = 0) -> list[JobSpec]:
-    """Turn the YAML `jobs:` list into JobSpecs (a convenience for config loaders).
-
-    Model entries: {name, model, dp, placement: random-tors | hosts: [...], iterations, start_s,
-    compute_s?, scale_bytes?}. Explicit entries: {name, collective, hosts | groups,
-    size_bytes, iterations?, start_s?, compute_s?, scale_bytes?}. Explicit jobs are placed
-    first; their leaves are never drawn for random-tors jobs. Random draws use
-    random.Random(seed), in the order the entries appear."""
-    if not isinstance(entries, list) or not entries:
-        raise WorkloadError("jobs: must be a non-empty list")
-    used: set[str] = set()
-    specs: dict[int, JobSpec] = {}
-    names: set[str] = set()
-    for e in entries:
-        if not isinstance(e, dict) or not isinstance(e.get("name"), str) or not e["name"]:
-            raise WorkloadError("jobs: every job needs a name")
-        if e["name"] in names:
-            raise WorkloadError(f"jobs.{e['name']}: duplicate job name")
-        names.add(e["name"])
-    rng = random.Random(seed)
-    order = sorted(range(len(entries)), key=lambda k: "model" in entries[k])  # explicit first
-    for k in order:
-        e = entries[k]
-        key = f"jobs.{e['name']}"
-        if "model" in e:
-            unknown = set(e) - _MODEL_KEYS
-            if unknown:
-                raise WorkloadError(f"{key}: unknown keys {sorted(unknown)}")
-            placement = e.get("placement", "random-tors" if "hosts" not in e else "explicit")
-            if placement not in ("random-tors", "explicit"):
-                raise WorkloadError(f"{key}.placement: 'random-tors' or 'explicit', "
-                                    f"got {placement!r}")
-            if placement == "explicit" and "hosts" not in e:
-                raise WorkloadError(f"{key}.hosts: explicit placement needs a host list")
-            specs[k] = model_job(
-                e["name"], e["model"], e.get("dp"), fabric, rng, used,
-                iterations=e.get("iterations", 11), start_s=e.get("start_s", 0.0),
-                compute_s=e.get("compute_s"), scale_bytes=e.get("scale_bytes", 1.0),
-                hosts=e.get("hosts") if placement == "explicit" else None)
-        else:
-            specs[k] = _explicit_job(e, fabric, used)
-    return [specs[k] for k in range(len(entries))]
-
-
-def _explicit_job(e: dict[str, Any], fabric: Fabric, used: set[str]) -> JobSpec:
-    key = f"jobs.{e['name']}"
-    unknown = set(e) - _EXPLICIT_KEYS
-    if unknown:
-        raise WorkloadError(f"{key}: unknown keys {sorted(unknown)}")
-    try:
-        coll = Collective(e.get("collective"))
-    except ValueError:
-        raise WorkloadError(f"{key}.collective: choose from "
-                            f"{[c.value for c in Collective]}, got {e.get('collective')!r}") from None
-    if "groups" in e:
-        groups = e["groups"]
-        if not isinstance(groups, list) or not all(isinstance(g, list) for g in groups):
-            raise WorkloadError(f"{key}.groups: must be a list of host lists")
-    elif isinstance(e.get("hosts"), list):
-        groups = [e["hosts"]]
-    else:
-        raise WorkloadError(f"{key}.hosts: must be a list of host names")
-    try:
-        used.update(leaves_of(fabric, [h for g in groups for h in g]))
-    except WorkloadError as err:
-        raise WorkloadError(f"{key}.hosts: {err}") from None
-    size = e.get("size_bytes")
-    if isinstance(size, bool) or not isinstance(size, (int, float)) or size < 1:
-        raise WorkloadError(f"{key}.size_bytes: must be a positive number, got {size!r}")
-    scale = e.get("scale_bytes", 1.0)
-    if not isinstance(scale, (int, float)) or not scale > 0:
-        raise WorkloadError(f"{key}.scale_bytes: must be a positive number, got {scale!r}")
-    iterations = e.get("iterations", 1)
-    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
-        raise WorkloadError(f"{key}.iterations: must be a positive integer, got {iterations!r}")
-    start_s = e.get("start_s", 0.0)
-    compute_s = e.get("compute_s", 0.0)
-    for k2, v in (("start_s", start_s), ("compute_s", compute_s)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-            raise WorkloadError(f"{key}.{k2}: must be a number >= 0, got {v!r}")
-    return JobSpec(name=e["name"], collective=coll, groups=[list(g) for g in groups],
-                   size_bytes=max(1, int(round(size * scale))), iterations=iterations,
-                   start_s=float(start_s), compute_s=float(compute_s))

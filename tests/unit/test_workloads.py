@@ -11,7 +11,7 @@ import yaml
 from testbed.fabric import FabricSpec, build_fabric
 from traffic.collectives import (SOURCE_PORT_BASE, SOURCE_PORT_MAX, Collective, JobSpec,
                                  WorkloadError, bus_factor, plan_jobs)
-from traffic.models import MODELS, model_job, specs_from_entries
+from traffic.models import MODELS, _hosts_on, model_job
 
 CONFIGS = sorted((Path(__file__).resolve().parents[2] / "experiments" / "configs")
                  .glob("paper-*.yaml"))
@@ -159,7 +159,7 @@ def test_random_tors_placement():
     leaves_a = {fab.leaf_of(x) for x in a.hosts}
     leaves_b = {fab.leaf_of(x) for x in b.hosts}
     assert len(leaves_a) == 6 and len(leaves_b) == 8 and not leaves_a & leaves_b
-    assert used == leaves_a | leaves_b
+    assert used == {h for leaf in leaves_a | leaves_b for h in _hosts_on(fab, leaf)}
     assert len(set(a.hosts)) == 192
     # whole leaves: every host of a used leaf belongs to the job
     assert Counter(fab.leaf_of(x) for x in a.hosts) == {leaf: 32 for leaf in leaves_a}
@@ -179,7 +179,7 @@ def test_explicit_hosts():
     used: set[str] = set()
     spec = model_job("a", "gpt3-175b", 2, fab, random.Random(0), used, hosts=hosts(128))
     assert spec.groups[0] == ["h1", "h65"] and spec.groups[63] == ["h64", "h128"]
-    assert used == {"leaf1", "leaf2", "leaf3", "leaf4"}
+    assert used == set(hosts(128))
     with pytest.raises(WorkloadError, match="jobs.a.hosts"):
         model_job("a", "gpt3-175b", 2, fab, random.Random(0), set(), hosts=hosts(100))
 
@@ -191,32 +191,13 @@ def test_job_that_does_not_fit_names_the_key():
     model_job("l1", "llama2-70b", 8, fab, rng, used)            # 32 leaves
     model_job("l2", "llama2-70b", 4, fab, rng, used)            # 16 leaves
     model_job("g", "gpt3-175b", 8, fab, rng, used)              # 16 leaves: exactly full
-    assert len(used) == 64
+    assert len(used) == 64 * 32
     with pytest.raises(WorkloadError, match=r"jobs\.b\.dp: .* 3 whole leaves .* only 0 of 64"):
         model_job("b", "bloom-176b", 2, fab, rng, used)
     with pytest.raises(WorkloadError, match=r"jobs\.z\.dp"):
         model_job("z", "gpt3-175b", 1, fab, rng, set())
     with pytest.raises(WorkloadError, match=r"jobs\.z\.model"):
         model_job("z", "gpt5", 2, fab, rng, set())
-
-
-def test_specs_from_entries_mixes_explicit_and_model_jobs():
-    fab = paper_fabric()
-    entries = [
-        {"name": "m", "model": "llama2-70b", "dp": 2, "placement": "random-tors",
-         "iterations": 3, "start_s": 0.5},
-        {"name": "e", "collective": "allgather", "hosts": ["h1", "h40", "h80"],
-         "size_bytes": 3000, "iterations": 2},
-    ]
-    specs = specs_from_entries(entries, fab, seed=3)
-    assert [s.name for s in specs] == ["m", "e"]
-    m, e = specs
-    assert e.collective is Collective.ALLGATHER and e.groups == [["h1", "h40", "h80"]]
-    taken = {fab.leaf_of(x) for x in e.hosts}
-    assert not taken & {fab.leaf_of(x) for x in m.hosts}   # random-tors avoids explicit leaves
-    assert m.iterations == 3 and m.start_s == 0.5
-    with pytest.raises(WorkloadError, match=r"jobs\.m: unknown keys"):
-        specs_from_entries([{**entries[0], "dpp": 2}], fab)
 
 
 # ---- the paper-scale configs ---------------------------------------------------------------
@@ -237,7 +218,8 @@ def test_paper_config_builds(path):
     assert 1 <= len(cfg["jobs"]) <= 5
     assert {j["dp"] for j in cfg["jobs"]} <= {2, 4, 8}
     assert {j["model"] for j in cfg["jobs"]} <= set(MODELS)
-    specs = specs_from_entries(cfg["jobs"], fab, seed=cfg["seed"])
+    from experiments.config import load
+    specs = load(path).jobs
     plans = plan_jobs(specs)
     assert all(c.src_port <= SOURCE_PORT_MAX for p in plans for c in p.connections)
     leaves = [{fab.leaf_of(x) for x in s.hosts} for s in specs]
