@@ -27,13 +27,15 @@ from testbed.shaping import MAX_MTU_BYTES, SCHEDULERS, auto_mtu_bytes
 DEFAULT_WINDOW_FRAMES = 16
 from traffic.collectives import (SOURCE_PORT_SPAN, Collective, JobSpec, WorkloadError,
                                  ideal_cct_s, plan_jobs)
+from traffic.predictor import RECOMPUTES, RING_SYNCS, Semantics
 
 
 class ConfigError(ValueError):
     """Bad experiment input; the message names the key and the fix."""
 
 
-TOP_KEYS = {"name", "seed", "fabric", "jobs", "routing", "emulation", "events"}
+TOP_KEYS = {"name", "seed", "fabric", "jobs", "routing", "emulation", "events",
+            "jobs_from", "semantics", "replay_log"}
 EVENT_KINDS = ("fail_spine", "restore_spine", "fail_switch", "restore_switch", "fail_link",
                "restore_link")
 FAILURE_KEYS = {"failed_switches", "failed_links"}
@@ -204,6 +206,8 @@ class Experiment:
     emulation: EmulationConfig = field(default_factory=EmulationConfig)
     events: list[Event] = field(default_factory=list)
     raw: dict = field(default_factory=dict)
+    semantics: Semantics = field(default_factory=Semantics)   # traffic/predictor.py
+    replay_log: Path | None = None            # floodns flow log for routing `replay`
 
     def resolved(self) -> dict:
         """The config as run: every default filled in, model jobs expanded to their rings
@@ -220,6 +224,8 @@ class Experiment:
             "routing": list(self.routing),
             "emulation": self.emulation.resolved(),
             "events": [e.as_dict() for e in self.events],
+            **({"semantics": self.semantics.as_dict()} if self.semantics != Semantics() else {}),
+            **({"replay_log": str(self.replay_log)} if self.replay_log else {}),
         }
 
 
@@ -963,18 +969,21 @@ def _emulation(d: dict, fabric: Fabric) -> EmulationConfig:
     return e
 
 
-def parse(doc: Any) -> Experiment:
+def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
     """Validate a parsed YAML document; raises ConfigError. Nothing is built but the fabric
-    model (a graph) and the jobs' plans, both bounded by the limits checked before them."""
+    model (a graph) and the jobs' plans, both bounded by the limits checked before them.
+    `base_dir`: where relative paths (jobs_from, replay_log) start; default the cwd."""
     _check_tree(doc)
     d = _check_keys(doc, TOP_KEYS, "config")
     name = _name(d, "name", "config")
     seed = _int(d, "seed", "config", 1, minimum=0, maximum=MAX_SEED)
-    if "fabric" not in d:
+    imported = _jobs_from(d, base_dir)     # None, or (fabric section, jobs): floodns inputs
+    if "fabric" not in d and imported is None:
         raise ConfigError("fabric: required (spines, leaves, hosts_per_leaf, ...)")
-    fabric = _fabric(d["fabric"])
-    routing = _routing(d.get("routing"))
-    jobs = _jobs(d.get("jobs"), fabric, seed)
+    fabric = _fabric(d["fabric"] if "fabric" in d else imported[0])
+    routing, replay_log = _routing_replay(d, base_dir)
+    jobs = (_jobs(d.get("jobs"), fabric, seed) if imported is None
+            else _imported_jobs(imported[1], fabric))
     _check_size(jobs, routing)
     try:
         plan_jobs(jobs)  # rings, bytes, unique 5-tuples
@@ -983,12 +992,102 @@ def parse(doc: Any) -> Experiment:
     emulation = _emulation(_section(d, "emulation"), fabric)
     _check_timing(jobs, fabric, emulation)
     events = _events(d.get("events"), fabric, routing, jobs, emulation)
-    return Experiment(name, seed, fabric, jobs, routing, emulation, events, d)
+    return Experiment(name, seed, fabric, jobs, routing, emulation, events, d,
+                      _semantics(d.get("semantics")), replay_log)
 
 
 def load(path: str | Path) -> Experiment:
     """Read and validate an experiment YAML file; raises ConfigError."""
-    return parse(read_yaml(path))
+    return parse(read_yaml(path), Path(path).parent)
+
+
+# -- other tools' inputs (issue 13): floodns traffic folders, replayed routes, semantics ------
+JOBS_FROM_KEYS = {"floodns", "iterations", "failed_cores"}
+
+
+def _rel_path(v: str, base_dir: str | Path | None) -> Path:
+    """A relative path is looked up beside the config file first, then from the working
+    directory (callers that parse a document without its file give no base_dir)."""
+    p = Path(v)
+    if p.is_absolute() or base_dir is None or not (Path(base_dir) / p).exists():
+        return p
+    return Path(base_dir) / p
+
+
+def _jobs_from(d: dict, base_dir: str | Path | None) -> tuple[dict, list[JobSpec]] | None:
+    """`jobs_from: {floodns: PATH, iterations: 11, failed_cores: 0}`: the jobs of a floodns
+    traffic folder (traffic/floodns.py; PATH relative to the config file) and the fabric
+    floodns ran them on (64 leaves x 32 spines x 32 hosts at 100 Gbit/s, the failed_cores
+    highest spines failed), used when the config gives no `fabric`."""
+    if d.get("jobs_from") is None:
+        return None
+    from traffic import floodns
+    src = _check_keys(d["jobs_from"], JOBS_FROM_KEYS, "jobs_from")
+    if "jobs" in d:
+        raise ConfigError("jobs_from: give either jobs or jobs_from, not both")
+    if "failed_cores" in src and "fabric" in d:
+        raise ConfigError("jobs_from.failed_cores: only without a fabric section; with one, "
+                          "list the failed spines as fabric.failed_spines")
+    failed = _int(src, "failed_cores", "jobs_from", 0, minimum=0,
+                  maximum=floodns.PAPER_TOPOLOGY.cores - 1)
+    iterations = _int(src, "iterations", "jobs_from", floodns.FLOODNS_ITERATIONS,
+                      maximum=MAX_ITERATIONS)
+    path = _rel_path(_str(src, "floodns", "jobs_from"), base_dir)
+    try:
+        return (floodns.PAPER_TOPOLOGY.fabric_section(failed),
+                floodns.job_specs(path, iterations))
+    except floodns.FloodnsError as e:
+        raise ConfigError(f"jobs_from.floodns: {_one_line(e, 300)}") from None
+
+
+def _imported_jobs(jobs: list[JobSpec], fabric: Fabric) -> list[JobSpec]:
+    """Jobs read from another tool's files must fit the fabric."""
+    if len(jobs) > MAX_JOBS:
+        raise ConfigError(f"jobs_from: {len(jobs):,} jobs; at most {MAX_JOBS:,}")
+    for j in jobs:
+        for h in j.hosts:
+            if not fabric.graph.has_node(h) or fabric.graph.nodes[h].get("role") != "host":
+                raise ConfigError(f"jobs_from: job {j.name} uses host {h}, which this fabric "
+                                  f"does not have (h1..h{len(fabric.hosts)})")
+    return jobs
+
+
+def _routing_replay(d: dict, base_dir: str | Path | None) -> tuple[list[str], Path | None]:
+    """`routing` where `replay` (routing/replay.py) may appear beside the strategies; it
+    needs `replay_log: PATH` (floodns's logs_floodns/flow_info.csv, relative to the config)."""
+    from routing.replay import REPLAY
+    v = d.get("routing")
+    rest = [r for r in v if r != REPLAY] if isinstance(v, list) else v
+    if isinstance(v, list) and v.count(REPLAY) > 1:
+        raise ConfigError("routing: a strategy is listed twice")
+    if isinstance(v, list) and REPLAY in v:
+        if "replay_log" not in d:
+            raise ConfigError("routing: replay needs replay_log: PATH (floodns's "
+                              "logs_floodns/flow_info.csv)")
+        if rest:
+            _routing(rest)
+        return list(v), _rel_path(_str(d, "replay_log", "config"), base_dir)
+    if "replay_log" in d:
+        raise ConfigError("replay_log: only with `replay` in routing; add it or remove this")
+    return _routing(v), None
+
+
+def _semantics(v: Any) -> Semantics:
+    """`semantics: floodns` or {ring_sync: rank | step, recompute: epochs | iterations,
+    tail_step: false | true}; absent: ours (traffic/predictor.py Semantics)."""
+    if v is None:
+        return Semantics()
+    if v == "floodns":
+        return Semantics.floodns()
+    if not isinstance(v, dict):
+        raise ConfigError(f"semantics: floodns, or a mapping of ring_sync, recompute, "
+                          f"tail_step; got {quote(v)}")
+    _check_keys(v, {"ring_sync", "recompute", "tail_step"}, "semantics")
+    tail = v.get("tail_step", False)
+    if not isinstance(tail, bool):
+        raise ConfigError(f"semantics.tail_step: expected true or false, got {quote(tail)}")
+    return Semantics(_choice(v, "ring_sync", "semantics", RING_SYNCS, "rank"),
+                     _choice(v, "recompute", "semantics", RECOMPUTES, "epochs"), tail)
 
 
 # -- bounds the CLI checks -------------------------------------------------------------------

@@ -117,6 +117,11 @@ class Controller:
     def job_finished(self, job: str, at_s: float) -> None:
         self._epoch(at_s, f"finish {job}", self.policy.finish(job))
 
+    def iteration_bound(self, at_s: float) -> None:
+        """floodns's epoch policy (Semantics recompute="iterations"): every active flow is
+        rerouted at an iteration's start or end. The traffic driver does not call this yet."""
+        self._epoch(at_s, "iteration", self.policy.recompute())
+
     def fire(self, event: Event, at_s: float) -> dict:
         """Apply `event` to the emulator, then reroute; record event-to-rules time."""
         t_start = time.perf_counter()

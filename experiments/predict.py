@@ -16,6 +16,7 @@ import yaml
 
 from routing import route
 from routing.base import RoutingError, max_link_flows
+from routing.replay import REPLAY, read_flow_log, route_replay
 from traffic.collectives import JobPlan, plan_jobs, with_port_offset
 from traffic.predictor import Prediction, ideal, predict
 
@@ -102,11 +103,14 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
             # strategies are solved at every epoch by the policy
             rp = (route(strategy, exp.fabric, conns, seed=exp.seed)
                   if strategy == "ecmp" or enforcement == "host" else None)
+            if strategy == REPLAY:    # floodns's logged paths, fixed for the whole run
+                rp = route_replay(exp.fabric, conns, read_flow_log(exp.replay_log))
             # the controller's policy in model time: epochs as jobs start and finish, events
             routes = ControllerRoutes(strategy, exp.fabric, conns, exp.seed, exp.events,
-                                      static=rp.path_of if enforcement == "host" else None)
+                                      static=(rp.path_of if enforcement == "host"
+                                              or strategy == REPLAY else None))
             pred = predict(exp.fabric, plans, None, goodput_factor, util_bin_s=util_bin_s,
-                           router=routes)
+                           router=routes, semantics=exp.semantics)
         except RoutingError as e:
             raise ConfigError(f"routing: {e}") from None
         jobs = [job_result(p.spec, pred.jobs[p.name].cct_s, ideal_pred.jobs[p.name].mean_cct_s,

@@ -58,6 +58,12 @@ class ControllerRoutes:
         self.policy.finish(job)
         return self._routes()
 
+    def recompute(self, t: float) -> dict[int, Path | None]:
+        """floodns's central strategies: every active flow rerouted at an iteration's start
+        or end (predictor Semantics recompute="iterations")."""
+        self.policy.recompute(f"iteration bound at {t:.6g} s")
+        return self._routes()
+
     def event_times(self) -> list[float]:
         return [e.at_s for e in self.events]
 

@@ -74,6 +74,12 @@ class EpochPolicy:
                     self._last[c.conn_id] = self.assignment.pop(c.conn_id)
         return self._reroute(lost=set(), reason=f"finish {job}")
 
+    def recompute(self, reason: str = "iteration", low_churn: bool = False) -> Decision:
+        """Recompute every active flow's path with nothing else changed: floodns's central
+        strategies do so at every iteration start and end (predictor Semantics
+        recompute="iterations"); they solve from scratch, hence low_churn=False."""
+        return self._reroute(lost=set(), reason=reason, low_churn=low_churn)
+
     def change_fabric(self, fabric: Fabric, reason: str = "fabric change") -> Decision:
         """The fabric after a failure or repair: flows whose path died are rerouted
         (a fixed host-enforced plan cannot be: RoutingError)."""
@@ -99,12 +105,13 @@ class EpochPolicy:
             return self.assignment[cid]
         return self._last.get(cid)
 
-    def _reroute(self, lost: set[int], reason: str) -> Decision:
+    def _reroute(self, lost: set[int], reason: str, low_churn: bool = True) -> Decision:
         if not self.places_flows:
             return Decision(0.0, None)
         active = [c for c in self.conns if c.job in self.active]
         previous = dict(self.assignment)
-        result = recompute(self.strategy, self.fabric, active, previous, seed=self.seed)
+        result = recompute(self.strategy, self.fabric, active, previous, seed=self.seed,
+                           low_churn=low_churn)
         self.assignment = {c.conn_id: result.plan.path_of[c.conn_id] for c in active}
         for cid, s in self.assignment.items():
             if s is not None:

@@ -200,6 +200,11 @@ class Semantics:
     def floodns(cls) -> "Semantics":
         return cls(ring_sync="step", recompute="iterations", tail_step=True)
 
+    def as_dict(self) -> dict:
+        """As the YAML's `semantics:` section writes it."""
+        return {"ring_sync": self.ring_sync, "recompute": self.recompute,
+                "tail_step": self.tail_step}
+
     def check(self) -> None:
         if self.ring_sync not in RING_SYNCS:
             raise PredictorError(f"ring_sync: {self.ring_sync!r}; choose from {RING_SYNCS}")

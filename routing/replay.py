@@ -1,0 +1,136 @@
+"""Route replay: each connection takes the path floodns logged for it.
+
+Pure code. floodns writes `logs_floodns/flow_info.csv`, one line per flow and no header:
+
+    flow_id,src,dst,path,start_ns,end_ns,duration_ns,size_bits,mean_rate_bit_per_ns,
+    0,544,256,544-[1857]->14-[1800]->68-[649]->5-[704]->256,10978710564,11565377231,...
+
+`path` alternates node ids and link ids: server -> ToR -> core -> ToR -> server (a flow within
+one ToR has no core). Our connection src -> dst (hosts, mapped as in traffic/floodns.py) is
+matched to floodns's flows from the same server to the same server; they are taken in order of
+start, and the first one's path is the connection's (leaf, spine, leaf). That is exact when
+floodns never moves a flow (its ECMP hashes (src, dst) only, so every iteration repeats the
+same paths); `ReplayLog.changed_pairs` counts the pairs whose later flows took another path
+(floodns's central strategies reroute in flight and log only the last path: compare our own
+strategies with theirs instead).
+
+The plan is fixed for the whole run (like a host-enforced plan): experiments/predict.py gives
+it to the controller's policy as `static`.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path as FilePath
+
+from testbed.fabric import Fabric
+from traffic.collectives import Connection
+from traffic.floodns import PAPER_TOPOLOGY, FloodnsTopology
+
+from .base import RoutingError, RoutingPlan, SolveStats
+from .paths import Path
+
+#: The routing name that replays a flow log (not one of STRATEGIES: it needs the log).
+REPLAY = "replay"
+#: A flow log longer than this is refused (the paper's largest runs log ~100,000 flows).
+MAX_LOG_LINES = 20_000_000
+_HOP = re.compile(r"-\[\d+\]->")
+
+
+class ReplayError(RoutingError):
+    """A flow log that cannot be read or does not fit the experiment; names file and line."""
+
+
+@dataclass
+class ReplayLog:
+    """(src server, dst server) -> the switch-node paths of its flows, in order of start."""
+
+    path: FilePath
+    flows: dict[tuple[int, int], list[tuple[int, tuple[int, ...]]]] = field(default_factory=dict)
+    lines: int = 0
+
+    def first_path(self, src: int, dst: int) -> tuple[int, ...] | None:
+        runs = self.flows.get((src, dst))
+        return None if not runs else min(runs)[1]
+
+    @property
+    def changed_pairs(self) -> int:
+        """Pairs whose flows did not all take one path."""
+        return sum(1 for runs in self.flows.values() if len({p for _, p in runs}) > 1)
+
+
+def read_flow_log(path: str | FilePath) -> ReplayLog:
+    """Parse floodns's flow_info.csv; ReplayError (file:line: ...) on bad input."""
+    p = FilePath(path)
+    if not p.is_file():
+        raise ReplayError(f"{p}: no such floodns flow log (logs_floodns/flow_info.csv)")
+    log = ReplayLog(p)
+    try:
+        with p.open(encoding="utf-8") as f:
+            for n, line in enumerate(f, start=1):
+                if n > MAX_LOG_LINES:
+                    raise ReplayError(f"{p}: more than {MAX_LOG_LINES:,} lines")
+                if line.strip():
+                    _add_flow(log, line, f"{p}:{n}")
+                    log.lines = n
+    except (OSError, UnicodeDecodeError) as e:
+        raise ReplayError(f"{p}: cannot be read ({type(e).__name__})") from None
+    if not log.flows:
+        raise ReplayError(f"{p}: no flows (an empty floodns flow log)")
+    return log
+
+
+def _add_flow(log: ReplayLog, line: str, where: str) -> None:
+    cols = line.rstrip("\n").split(",")
+    if len(cols) < 6:
+        raise ReplayError(f"{where}: expected flow_id,src,dst,path,start,end,... "
+                          f"({len(cols)} columns)")
+    try:
+        src, dst, start = int(cols[1]), int(cols[2]), int(cols[4])
+        nodes = tuple(int(x) for x in _HOP.split(cols[3]))
+    except ValueError:
+        raise ReplayError(f"{where}: src, dst, start and the path's nodes must be integers "
+                          f"(path like 544-[1857]->14-[1800]->68-[649]->5-[704]->256)") from None
+    if len(nodes) < 3 or nodes[0] != src or nodes[-1] != dst:
+        raise ReplayError(f"{where}: the path must run from src {src} to dst {dst} over "
+                          "switches")
+    log.flows.setdefault((src, dst), []).append((start, nodes[1:-1]))
+
+
+def _switch_path(fabric: Fabric, nodes: tuple[int, ...], topo: FloodnsTopology,
+                 conn: Connection) -> Path | None:
+    """floodns switch ids (ToR [core ToR]) -> our (leaf, spine, leaf), None within a leaf."""
+    if len(nodes) == 1:
+        return None
+    if len(nodes) != 3 or not (topo.first_core <= nodes[1] < topo.first_server):
+        raise ReplayError(f"flow {conn.job}:{conn.src}->{conn.dst}: logged path over "
+                          f"{list(nodes)} is not ToR-core-ToR")
+    path = (topo.leaf(nodes[0]), topo.spine(nodes[1]), topo.leaf(nodes[2]))
+    a, b = fabric.leaf_of(conn.src), fabric.leaf_of(conn.dst)
+    if (path[0], path[2]) != (a, b) or path not in fabric.switch_paths(a, b):
+        raise ReplayError(f"flow {conn.job}:{conn.src}->{conn.dst}: logged path "
+                          f"{'/'.join(path)} is not a live path from {a} to {b} here")
+    return path
+
+
+def server_of(host: str, topo: FloodnsTopology = PAPER_TOPOLOGY) -> int:
+    """Our host name -> floodns server id (h1 is server 96)."""
+    return int(host[1:]) - 1 + topo.first_server
+
+
+def route_replay(fabric: Fabric, conns: list[Connection], log: ReplayLog,
+                 topo: FloodnsTopology = PAPER_TOPOLOGY) -> RoutingPlan:
+    """Every connection's path from `log` (its first flow's); RoutingError when one has no
+    logged flow or its path is not live in `fabric` (e.g. failed spines differ)."""
+    t0 = time.perf_counter()
+    path_of: dict[int, Path | None] = {}
+    for c in conns:
+        nodes = log.first_path(server_of(c.src, topo), server_of(c.dst, topo))
+        if nodes is None:
+            raise ReplayError(f"flow {c.job}:{c.src}->{c.dst} (servers "
+                              f"{server_of(c.src, topo)}->{server_of(c.dst, topo)}) is not in "
+                              f"{log.path}")
+        path_of[c.conn_id] = _switch_path(fabric, nodes, topo, c)
+    status = f"replayed {log.path.name} ({log.changed_pairs} pairs changed path)"
+    return RoutingPlan(REPLAY, path_of, SolveStats(time.perf_counter() - t0, status, None, None))
