@@ -24,6 +24,7 @@ import yaml
 from routing import route
 from routing.base import RoutingError, link_flow_counts, max_link_flows
 from routing.host_enforced import check_port_plan, with_source_ports
+from testbed.fabric import Fabric, FabricError
 from testbed.installer import settle_flow_stats
 from testbed.monitor import CpuMonitor
 from testbed.net import EmulatedFabric, EmulationSettings
@@ -33,15 +34,16 @@ from traffic.driver import TrafficDriver
 from traffic.goodput import goodput_factor
 from traffic.predictor import ideal, predict
 
-from .config import ConfigError, Experiment, run_dir_name, split_routing
+from .config import NONBLOCKING, ConfigError, Experiment, run_dir_name, split_routing
 from .controller import Controller
 from .measure import (measured_conn_rates, observed_paths, phase_paths, switch_counts,
                       write_transfers_csv)
 from .routes import ControllerRoutes
 from .plots import emulated_vs_predicted, timeline
 from .progress import iteration_progress, open_cli
-from .results import (SCHEMA_VERSION, environment, fairness, job_result, run_result,
-                      slowest_per_iteration, solve_block, table, write_json)
+from .results import (SCHEMA_VERSION, add_nonblocking_fraction, environment, fairness,
+                      host_link_flows, job_result, run_result, slowest_per_iteration,
+                      solve_block, table, write_json)
 
 
 class PathMismatchError(RuntimeError):
@@ -82,12 +84,13 @@ def run_experiment(exp: Experiment, out_dir: Path,
     # everything pure first: a routing that cannot be computed fails before any build
     try:
         routed = {name: route(split_routing(name)[0], exp.fabric, conns, seed=exp.seed)
-                  for name in exp.routing}
+                  for name in exp.routing if name != NONBLOCKING}
+        twin = exp.fabric.nonblocking() if NONBLOCKING in exp.routing else None
         for name, rp in routed.items():
             if split_routing(name)[1] == "host":
                 check_port_plan(exp.fabric, [c for p in with_source_ports(
                     exp.fabric, plans, rp.path_of) for c in p.connections], rp.path_of)
-    except RoutingError as e:   # the input cannot be routed: an input error, nothing built
+    except (RoutingError, FabricError) as e:   # an input error: nothing built
         raise ConfigError(f"routing: {e}") from None
     check_emulable(exp)
     (out_dir / "config.yaml").write_text(yaml.safe_dump(exp.resolved(), sort_keys=False))
@@ -126,6 +129,8 @@ def run_experiment(exp: Experiment, out_dir: Path,
         if cli == "before":
             open_cli(emu, log)
         for i, name in enumerate(exp.routing):
+            if name == NONBLOCKING:
+                continue        # on its own one-switch fabric, below
             # each routing's connections get their own source ports (see with_port_offset)
             run_plans = with_port_offset(plans, port_offset + i * len(conns))
             run = run_one_routing(exp, emu, name, routed[name], run_plans, ideal_pred,
@@ -135,6 +140,10 @@ def run_experiment(exp: Experiment, out_dir: Path,
             write_json(out_dir / "results.json", results)
         if cli == "after":
             open_cli(emu, log)
+    if twin is not None:
+        results["runs"].append(run_nonblocking(exp, twin, plans, ideal_pred, goodput, timeout_s,
+                                               run_id, settings, out_dir, log, port_offset))
+    add_nonblocking_fraction(results)
     write_json(out_dir / "results.json", results)
     emulated_vs_predicted(results, out_dir / "emulated_vs_predicted.png")
     timeline(results, out_dir / "timeline.png")
@@ -143,11 +152,31 @@ def run_experiment(exp: Experiment, out_dir: Path,
     return results
 
 
+def run_nonblocking(exp: Experiment, twin: Fabric, plans: list[JobPlan], ideal_pred,
+                    goodput: float, timeout_s: float, run_id: str,
+                    settings: EmulationSettings, out_dir: Path,
+                    log: Callable[[str], None], port_offset: int) -> dict:
+    """The `nonblocking` reference: the same jobs on one OVS switch joining every host
+    (Fabric.nonblocking), built after the fabric under test is torn down; no events."""
+    offset = port_offset + exp.routing.index(NONBLOCKING) * sum(len(p.connections)
+                                                                for p in plans)
+    one = dataclasses.replace(exp, fabric=twin, events=[])
+    log(f"building the non-blocking reference: one switch, {len(twin.hosts)} hosts")
+    with EmulatedFabric(twin, f"{run_id}-nb", settings) as emu:
+        conns = [c for p in plans for c in p.connections]
+        return run_one_routing(one, emu, NONBLOCKING, route("ecmp", twin, conns),
+                               with_port_offset(plans, offset), ideal_pred, goodput,
+                               timeout_s, out_dir / run_dir_name(NONBLOCKING), log,
+                               port_offset=offset)
+
+
 def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], ideal_pred,
                     goodput: float, timeout_s: float, run_dir: Path,
                     log: Callable[[str], None], port_offset: int = 0) -> dict:
     """One routing on the live fabric: rules, traffic under the controller, measurements."""
     strategy, enforcement = split_routing(name)
+    if strategy == NONBLOCKING:   # one switch: its base rules deliver every flow, no choice
+        strategy = "ecmp"
     if enforcement == "host":
         plans = with_source_ports(exp.fabric, plans, rp.path_of, port_offset)
         controller = Controller(emu, exp.fabric, strategy, plans, exp.seed, run_dir / "rules",
@@ -228,7 +257,8 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
         (controller.policy.peak_link_flows if controller.policy.places_flows
          else max_link_flows(exp.fabric, conns, observed)),
         solve_block(rp.stats.as_dict(), controller.policy.solves),
-        enforcement=enforcement if strategy != "ecmp" else "switch-hash",
+        enforcement=(enforcement if strategy != "ecmp" else
+                     "one switch" if name == NONBLOCKING else "switch-hash"),
         fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),
         fidelity=fidelity,
         predicted_cct_s=predicted_cct,
@@ -252,6 +282,8 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
                for c in conns],
         link_flows=[{"link": list(k), "flows": v} for k, v in sorted(loads.items())])
     run["prediction_error_fraction"] = run["cct_mean_s"] / run["predicted_cct_mean_s"] - 1
+    if name == NONBLOCKING:       # no switch-to-switch links: the busiest is a host link
+        run["max_link_flows"] = host_link_flows(plans)
     if controller.events:
         run["after_events"] = after_events(exp, controller, plans, jobs, goodput, counts)
     if capture is not None:

@@ -335,6 +335,17 @@ class Fabric:
     def capacity_mbps(self, u: str, v: str) -> float:
         return self.graph.edges[u, v]["capacity_mbps"]
 
+    def nonblocking(self) -> "Fabric":
+        """The same hosts (names, order, host link rate) on one switch: `leaf1` holds every
+        host, with one idle spine (a leaf-spine of one leaf), the reference against which
+        Hedera measures routing. At most 250 hosts (one leaf's addresses)."""
+        n = len(self.hosts)
+        if n > MAX_HOSTS_PER_LEAF:
+            raise FabricError(f"nonblocking puts all {n} hosts on one switch, at most "
+                              f"{MAX_HOSTS_PER_LEAF} in the emulator; use `predict` for it")
+        rate = self.spec.host_link_mbps
+        return build_fabric(FabricSpec(1, 1, n, rate, rate))
+
     @property
     def title(self) -> str:
         """e.g. '4x4 leaf-spine', 'fat-tree k=4', 'clos3 of 2 pods'."""
