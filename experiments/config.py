@@ -53,8 +53,8 @@ EXPLICIT_JOB_KEYS = {"name", "collective", "hosts", "groups", "size_bytes", "ite
                      "compute_s", "start_s"}
 MODEL_JOB_KEYS = {"name", "model", "dp", "placement", "iterations", "compute_s",
                   "start_s", "scale_bytes"}
-PATTERN_JOB_KEYS = {"name", "pattern", "hosts", "stride", "p_leaf", "p_pod", "hotspots", "seed",
-                    "size_bytes", "iterations", "compute_s", "start_s"}
+PATTERN_JOB_KEYS = {"name", "pattern", "hosts", "stride", "p_leaf", "p_pod", "hotspots",
+                    "flows_per_host", "seed", "size_bytes", "iterations", "compute_s", "start_s"}
 EMULATION_KEYS = {"datapath", "tcp_cc", "mtu_bytes", "queue_packets", "link_scheduler",
                   "window_frames", "iteration_timeout_s",
                   "capture"}
@@ -642,7 +642,7 @@ def _pattern_job(d: dict, where: str, fabric: Fabric, seed: int, used: set[str])
     name = _name(d, "name", where)
     pattern = _choice(d, "pattern", where, list(patterns.PATTERNS))
     for key, only in (("stride", "stride"), ("p_leaf", "staggered"), ("p_pod", "staggered"),
-                      ("hotspots", "hotspot")):
+                      ("hotspots", "hotspot"), ("flows_per_host", "random")):
         if key in d and pattern != only:
             raise ConfigError(f"{where}.{key}: only for pattern: {only} (this job is "
                               f"pattern: {pattern}); remove it")
@@ -665,7 +665,8 @@ def _pattern_job(d: dict, where: str, fabric: Fabric, seed: int, used: set[str])
             fabric, hosts, pattern, _int(d, "seed", where, seed, minimum=0, maximum=MAX_SEED),
             stride_hosts=_int(d, "stride", where, 1, maximum=len(hosts) - 1),
             p_leaf=p_leaf, p_pod=p_pod,
-            hotspots=_int(d, "hotspots", where, 1, maximum=len(hosts) - 1))
+            hotspots=_int(d, "hotspots", where, 1, maximum=len(hosts) - 1),
+            flows_per_host=_int(d, "flows_per_host", where, 1, maximum=len(hosts) - 1))
     except WorkloadError as e:
         raise ConfigError(f"{where}.{e}") from None
     return JobSpec(

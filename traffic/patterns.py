@@ -7,7 +7,8 @@ sends one flow of `size_bytes`; a pattern only picks each sender's destination:
                       with i = hosts per pod every flow leaves its pod
     staggered(pl, pp) to another host of the same leaf with probability pl, of the same pod
                       (another leaf) with pp, and of another pod otherwise
-    random            to any other host, uniformly (receivers may get several flows)
+    random            to any other host, uniformly (receivers may get several flows); with
+                      flows_per_host x, to x distinct other hosts (Hedera's randx2..4)
     random-bijective  a random permutation without fixed points: every host receives one flow
     hotspot           to one of `hotspots` hosts drawn at random (the hot hosts send to
                       each other in a ring when there are several, or stay idle)
@@ -53,9 +54,15 @@ def staggered(fabric: Fabric, hosts: list[str], p_leaf: float, p_pod: float,
     return pairs
 
 
-def random_pairs(hosts: list[str], rng: random.Random) -> Pairs:
-    """Each host to a uniformly drawn other host."""
-    return [(h, rng.choice([d for d in hosts if d != h])) for h in hosts]
+def random_pairs(hosts: list[str], rng: random.Random, flows_per_host: int = 1) -> Pairs:
+    """Each host to `flows_per_host` distinct, uniformly drawn other hosts."""
+    if not 1 <= flows_per_host < len(hosts):
+        raise WorkloadError(f"flows_per_host: {flows_per_host} must be between 1 and the "
+                            f"{len(hosts) - 1} other hosts")
+    if flows_per_host == 1:
+        return [(h, rng.choice([d for d in hosts if d != h])) for h in hosts]
+    return [(h, d) for h in hosts
+            for d in rng.sample([d for d in hosts if d != h], flows_per_host)]
 
 
 def random_bijective(hosts: list[str], rng: random.Random) -> Pairs:
@@ -85,7 +92,7 @@ def _pod(fabric: Fabric, host: str) -> int | None:
 
 def pattern_pairs(fabric: Fabric, hosts: list[str], pattern: str, seed: int,
                   stride_hosts: int = 1, p_leaf: float = 0.0, p_pod: float = 0.0,
-                  hotspots: int = 1) -> Pairs:
+                  hotspots: int = 1, flows_per_host: int = 1) -> Pairs:
     """The (src, dst) flows of `pattern` over `hosts` (at least 2), seeded."""
     if len(hosts) < 2:
         raise WorkloadError("hosts: a pattern needs at least 2 hosts")
@@ -93,7 +100,7 @@ def pattern_pairs(fabric: Fabric, hosts: list[str], pattern: str, seed: int,
     makers: dict[str, Callable[[], Pairs]] = {
         "stride": lambda: stride(hosts, stride_hosts),
         "staggered": lambda: staggered(fabric, hosts, p_leaf, p_pod, rng),
-        "random": lambda: random_pairs(hosts, rng),
+        "random": lambda: random_pairs(hosts, rng, flows_per_host),
         "random-bijective": lambda: random_bijective(hosts, rng),
         "hotspot": lambda: hotspot(hosts, hotspots, rng),
     }

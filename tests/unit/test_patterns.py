@@ -206,3 +206,11 @@ def test_model_job_placements_in_config():
     assert a & b                                     # 128 + 96 of 256 hosts: they meet
     cfg["jobs"][0]["placement"] = "packed"
     assert parse(cfg).jobs[0].hosts[:3] == ["h1", "h65", "h2"]   # rings across the 2 copies
+
+
+@pytest.mark.parametrize("x", [2, 3, 4])
+def test_randx_sends_x_flows_to_distinct_hosts(x):
+    pairs = pattern_pairs(FT4, HOSTS, "random", 9, flows_per_host=x)
+    per = Counter(s for s, _ in pairs)
+    assert set(per.values()) == {x} and len(per) == 16
+    assert len(set(pairs)) == len(pairs) and all(s != d for s, d in pairs)
