@@ -141,7 +141,7 @@ def _ring_order(edges: list[tuple[int, int, int]], where: str) -> list[int]:
         nxt[src] = dst
         dsts.add(dst)
     order = [edges[0][0]]
-    while len(order) <= len(nxt):
+    while True:             # each server sends and receives at most once: a path or a cycle
         s = nxt.get(order[-1])
         if s is None:
             raise FloodnsError(f"{where}:{edges[0][2]}: the ring is not closed (server "
@@ -149,7 +149,7 @@ def _ring_order(edges: list[tuple[int, int, int]], where: str) -> list[int]:
         if s == order[0]:
             break
         order.append(s)
-    if len(order) != len(nxt):
+    if len(order) < len(nxt):
         raise FloodnsError(f"{where}:{edges[0][2]}: the ring's {len(nxt)} edges form more "
                            "than one cycle")
     return order

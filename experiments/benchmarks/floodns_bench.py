@@ -49,7 +49,9 @@ STORED = {
     "1-4-2": {"ecmp": 4.6933, "mcvlc": 2.3467},
 }
 DEFAULT_CASES = ["1-0-2", "1-0-8", "1-4-2", "2-0-4", "3-0-4"]
-FLOODNS_STRATEGIES = ("ecmp", "mcvlc")
+#: edge_coloring shells out to `poetry run python -m external.edge_coloring.main` (typer,
+#: pandas, networkx): put a `poetry` on PATH that runs such a Python, or it is skipped.
+FLOODNS_STRATEGIES = ("ecmp", "mcvlc", "edge_coloring")
 
 
 def parse_case(case: str) -> tuple[int, int, int]:
@@ -67,6 +69,8 @@ def run_floodns(floodns: Path, classpath: str, data: Path, case: str, strategy: 
     run = work / f"{case}-{strategy}"
     log = run / "logs_floodns" / "job_info.csv"
     wall_file = run / "wall_s.txt"
+    if not src.is_dir():
+        return {}, None
     if not (reuse and log.is_file() and wall_file.is_file()):
         if run.exists():
             shutil.rmtree(run)
@@ -79,10 +83,13 @@ def run_floodns(floodns: Path, classpath: str, data: Path, case: str, strategy: 
                  else p for p in props]
         (run / "config.properties").write_text("\n".join(props) + "\n")
         t0 = time.perf_counter()
-        subprocess.run(["java", "-cp", classpath,
-                        "ch.ethz.systems.floodns.ext.basicsim.BasicSimulation", str(run)],
-                       cwd=floodns, check=True, stdout=subprocess.DEVNULL,
-                       env={**os.environ, "PYTHONHASHSEED": "0"})
+        done = subprocess.run(["java", "-cp", classpath,
+                               "ch.ethz.systems.floodns.ext.basicsim.BasicSimulation", str(run)],
+                              cwd=floodns, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env={**os.environ, "PYTHONHASHSEED": "0"})
+        if done.returncode != 0 or not log.is_file():
+            print(f"floodns {strategy} failed on {case} (exit {done.returncode}); skipped")
+            return {}, None
         wall_file.write_text(f"{time.perf_counter() - t0:.3f}\n")
     return floodns_mean_ar(log), float(wall_file.read_text())
 
