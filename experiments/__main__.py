@@ -59,6 +59,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--force", action="store_true", help=_FORCE_HELP)
     _add_set(r)
     _add_repeat(r)
+    r.add_argument("--strict", action="store_true",
+                   help="exit 3 when the CPU monitor flagged any routing (emulator saturated)")
     r.add_argument("--cli", nargs="?", const="after", choices=("after", "before"),
                    help="open Mininet's CLI on the live fabric after the last routing (or "
                         "before the first routing's traffic with `--cli before`); leaving it "
@@ -137,7 +139,7 @@ def _repeated(exp, args, out: Path, one) -> None:
     from .tidy import finish_environment, start_record, write_results_csv
     folders = []
     for r, folder in _repetitions(out, args.repeat):
-        start = start_record()
+        start = start_record(args.command_line)
         results = _writes_results(lambda: one(folder, r, repetition_offset(exp, r)), out)
         _writes_results(lambda: write_results_csv(folder, results, set_values(args.set)), out)
         _writes_results(lambda: finish_environment(folder, start), out)
@@ -164,6 +166,11 @@ def _cmd_run(args) -> int:
     out.clear()
     _repeated(exp, args, out.path, lambda folder, r, offset: run_experiment(
         exp, folder, repetition=r, port_offset=offset, cli=args.cli))
+    from .runner import flagged_runs
+    if args.strict and flagged_runs(out.path):   # results kept; the exit code says flagged
+        print(f"error: run: --strict: the emulator was the bottleneck in "
+              f"{', '.join(flagged_runs(out.path))} (see the advice above)", file=sys.stderr)
+        return 3
     return 0
 
 
@@ -202,7 +209,8 @@ def _cmd_sweep(args) -> int:
     if not resume:
         out.clear()
     summary = _writes_results(lambda: run_sweep(sweep, out.path, args.scheduler,
-                                                args.workers, argv=sys.argv), out.path)
+                                                args.workers, argv=args.command_line),
+                               out.path)
     print(f"sweep: {summary['points']} points, {summary['skipped']} skipped (finished before), "
           f"{summary['ran']} ran, {summary['failed']} failed, in {summary['wall_s']:.1f} s; "
           f"results: {out.path / 'results.csv'}")
@@ -276,6 +284,8 @@ def _cmd_clean(args) -> int:  # noqa: ARG001
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    args.command_line = [sys.executable, "-m", "experiments",
+                         *(sys.argv[1:] if argv is None else argv)]
     from .config import ConfigError
     from routing.base import RoutingError
     from testbed.fabric import FabricError

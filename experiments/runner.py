@@ -26,7 +26,7 @@ from routing.base import RoutingError, link_flow_counts, max_link_flows
 from routing.host_enforced import check_port_plan, with_source_ports
 from testbed.fabric import Fabric, FabricError
 from testbed.installer import settle_flow_stats
-from testbed.monitor import CpuMonitor
+from testbed.monitor import CpuMonitor, advice
 from testbed.net import EmulatedFabric, EmulationSettings
 from testbed.shaping import BUCKETS, Shaping
 from traffic.collectives import JobPlan, plan_jobs, with_port_offset
@@ -106,10 +106,12 @@ def run_experiment(exp: Experiment, out_dir: Path,
                                  queue_packets=em.queue_packets, scheduler=em.link_scheduler,
                                  window_frames=em.window_frames)
 
+    load = check_load(log)     # the machine's load before anything is built
     log(f"building {exp.fabric.title}, {len(exp.fabric.switches)} switches, "
         f"{len(exp.fabric.hosts)} hosts")
     with EmulatedFabric(exp.fabric, run_id, settings) as emu:
         env = environment(emu.datapath, em.tcp_cc, exp.seed, em.mtu_bytes)
+        env["load_avg_before"] = load
         env["ovs_send_buffer_bytes"] = emu.send_buffer_bytes
         env["queue_packets"] = em.queue_packets
         env["link_scheduler"] = em.link_scheduler
@@ -150,6 +152,31 @@ def run_experiment(exp: Experiment, out_dir: Path,
     log(table(results))
     log(f"results: {out_dir / 'results.json'}")
     return results
+
+
+def check_load(log: Callable[[str], None]) -> dict:
+    """The load average before a run (recorded in environment.json); warns when the machine
+    is already busy, since other work can starve the emulator (see the fidelity guard)."""
+    one, five, fifteen = os.getloadavg()
+    cpus = os.cpu_count() or 1
+    if one >= 1.0:
+        log(f"warning: load average {one:.2f} on {cpus} cores before the run: other work "
+            "may starve the emulator (the CPU monitor will say)")
+    return {"1min": one, "5min": five, "15min": fifteen, "cpus": cpus}
+
+
+def flagged_runs(out: Path) -> list[str]:
+    """`--strict`: the routings the CPU monitor flagged in OUT's results (OUT/results.json,
+    or each OUT/rep-K/results.json), as 'rep-K/routing'."""
+    import json
+    files = [out / "results.json"] if (out / "results.json").exists() else sorted(
+        out.glob("rep-*/results.json"))
+    bad = []
+    for f in files:
+        for r in json.loads(f.read_text()).get("runs", []):
+            if r.get("fidelity") and not r["fidelity"].get("ok", True):
+                bad.append(f"{f.parent.name}/{r['routing']}")
+    return bad
 
 
 def run_nonblocking(exp: Experiment, twin: Fabric, plans: list[JobPlan], ideal_pred,
@@ -207,6 +234,9 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
     finally:
         driver.stop_agents()
     fidelity = monitor.summary()
+    fidelity["advice"] = advice(fidelity, exp.fabric.spec.host_link_mbps * len(exp.fabric.hosts),
+                                exp.emulation.mtu_bytes, len(exp.fabric.hosts),
+                                os.getloadavg()[0], os.cpu_count())
     write_transfers_csv(run_dir / "transfers.csv", plans, records)
 
     settle_flow_stats()
@@ -293,9 +323,11 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
     log(f"[{name}] mean CCT {run['cct_mean_s']:.3f} s (predicted "
         f"{run['predicted_cct_mean_s']:.3f} s), efficiency {run['efficiency']:.3f}, "
         f"max flows per link {run['max_link_flows']}, emulator "
-        f"{'ok' if fidelity['ok'] else 'SATURATED'} (ovs-vswitchd max "
-        f"{fidelity['vswitchd_max_pct'] or 0:.0f}% of a core), "
+        f"{'ok' if fidelity['ok'] else 'SATURATED'} (ovs-vswitchd's forwarding thread max "
+        f"{fidelity['forwarding_max_pct'] or 0:.0f}% of a core), "
         f"{fidelity['tcp_retrans_segments']} TCP segments retransmitted")
+    for line in fidelity["advice"]:
+        log(f"[{name}] {line}")
     for ev in controller.events:
         log(f"[{name}] {ev['kind']} {'/'.join(ev['target'])} at {ev['at_s']:.2f} s: rules "
             f"in {ev['reroute_s'] * 1000:.0f} ms, flows moved {ev['flows_moved']}")
