@@ -16,16 +16,19 @@ from typing import Any
 
 import yaml
 
-from .config import (EMULATION_KEYS, EVENT_KINDS, EXPLICIT_JOB_KEYS, FABRIC_KEYS, MODEL_JOB_KEYS,
-                     TOP_KEYS, ConfigError, Experiment, parse, quote, read_yaml)
+from . import config
+from .config import (EMULATION_KEYS, EVENT_KINDS, FABRIC_KEYS, TOP_KEYS, ConfigError,
+                     Experiment, parse, quote, read_yaml)
 
 #: At most this many --set options (and characters in one), like every number a user types.
 MAX_SETS = 100
 MAX_SET_CHARS = 10_000
 _SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_@-]*)((?:\[\d{1,6}\])*)")
+#: Every key a job of any kind takes (config.py's EXPLICIT_, MODEL_, PATTERN_JOB_KEYS, ...).
+JOB_KEYS = frozenset().union(*(v for k, v in vars(config).items() if k.endswith("_JOB_KEYS")))
 #: Keys a missing mapping may gain, by where it sits ("" is the top; "[]" any list item).
 ALLOWED = {"": TOP_KEYS, "fabric": FABRIC_KEYS, "emulation": EMULATION_KEYS,
-           "jobs[]": EXPLICIT_JOB_KEYS | MODEL_JOB_KEYS, "events[]": {"at_s", *EVENT_KINDS}}
+           "jobs[]": JOB_KEYS, "events[]": {"at_s", *EVENT_KINDS}}
 
 Path_ = list[str | int]
 

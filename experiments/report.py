@@ -197,13 +197,26 @@ def fct_cdf(runs: list[Path], out: Path, title: str) -> str | None:
     return _save(fig, out, "fct_cdf")
 
 
+def _config_label(row: dict, keys: list[str]) -> str:
+    """'quickstart, spine_link_mbps=10': the experiment and its swept values (last key part)."""
+    parts = []
+    for k in keys:
+        v = row.get(k)
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            continue
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)
+        parts.append(str(v) if k == "name" else f"{k.rsplit('.', 1)[-1]}={v}")
+    return ", ".join(parts)
+
+
 def efficiency_bars(eff: pd.DataFrame, out: Path, title: str) -> str:
     """Mean efficiency per routing (bars) and configuration (groups), 95% CIs as whiskers."""
     keys = [c for c in eff.columns if c not in ("routing", "mode", "efficiency_mean",
                                                 "efficiency_ci95_low", "efficiency_ci95_high",
                                                 "runs")]
     eff = eff.copy()
-    eff["config"] = eff[keys].astype(str).agg(", ".join, axis=1) if keys else ""
+    eff["config"] = [_config_label(r, keys) for r in eff.to_dict("records")]
     two_modes = eff["mode"].nunique() > 1
     eff["series"] = eff["routing"] + (" (" + eff["mode"] + ")" if two_modes else "")
     configs = list(dict.fromkeys(eff["config"]))[:MAX_SERIES]
@@ -326,7 +339,8 @@ def load_heatmap(runs: list[Path], out: Path, title: str) -> str | None:
             ax.axis("off")
     fig.colorbar(image, ax=axes.ravel().tolist(),
                  label="mean utilization of the busier direction (fraction of capacity)")
-    fig.suptitle(f"{title}: predicted link load, mean over {len(runs)} run folder(s)",
+    counted = sum(1 for r in runs if any(r.glob("*/links.csv")))
+    fig.suptitle(f"{title}: predicted link load, mean over {counted} run folder(s)",
                  fontsize=10)
     return _save(fig, out, "load_heatmap")
 

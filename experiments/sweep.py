@@ -347,7 +347,7 @@ def dask_client(scheduler: str | None, mode: str, workers: int | None) -> Iterat
         return
     n = 1 if mode == "run" else (workers or os.cpu_count() or 1)
     cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                           dashboard_address=None, silence_logs=logging.ERROR,
+                           dashboard_address=":0", silence_logs=logging.ERROR,
                            resources={EMULATOR: 1} if mode == "run" else None)
     try:
         client = Client(cluster)

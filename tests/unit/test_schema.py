@@ -1,0 +1,112 @@
+"""JSON Schemas: results.json of real predictions of every small shipped config (and of an
+emulated-like run), the config schema against every shipped config and the loader's keys;
+environment.json's provenance."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from experiments import config as cfg
+from experiments.config import load, read_yaml
+from experiments.predict import predict_experiment
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMAS = ROOT / "experiments" / "schemas"
+CONFIGS = sorted((ROOT / "experiments" / "configs").glob("*.yaml"))
+#: configs that predict in a few seconds (not the paper-scale ones)
+SMALL = [p for p in CONFIGS if len(load(p).fabric.hosts) <= 64]
+
+
+def validator(name: str) -> jsonschema.Draft202012Validator:
+    schema = json.loads((SCHEMAS / name).read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+RESULTS = validator("results.schema.json")
+CONFIG = validator("config.schema.json")
+
+
+def errors(v, doc) -> list[str]:
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in v.iter_errors(doc)]
+
+
+@pytest.mark.parametrize("path", SMALL, ids=[p.stem for p in SMALL])
+def test_predicted_results_match_the_schema(path, tmp_path):
+    doc = predict_experiment(load(path), tmp_path, log=lambda _: None)
+    on_disk = json.loads((tmp_path / "results.json").read_text())
+    assert errors(RESULTS, on_disk) == [] and on_disk["runs"] and doc["name"] == on_disk["name"]
+
+
+def test_the_results_schema_can_fail(tmp_path):
+    doc = predict_experiment(load(ROOT / "experiments/configs/quickstart.yaml"), tmp_path,
+                             log=lambda _: None)
+    doc["runs"][0]["mode"] = "simulated"
+    del doc["runs"][1]["jobs"][0]["cct_s"]
+    doc["runs"][1]["max_link_flows"] = -1
+    found = errors(RESULTS, doc)
+    assert len(found) == 3, found
+
+
+def test_emulated_results_fields_match_the_schema(tmp_path):
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_report import emulated_like
+    predict_experiment(load(ROOT / "experiments/configs/quickstart.yaml"), tmp_path / "p",
+                       log=lambda _: None)
+    emu = emulated_like(tmp_path / "p", tmp_path / "e")
+    doc = json.loads((emu / "results.json").read_text())
+    for run in doc["runs"]:
+        run.update(enforcement="switch-hash", fidelity={"ok": True}, epochs=[], events=[],
+                   predicted_cct_mean_s=run["cct_mean_s"], prediction_error_fraction=0.05,
+                   link_flows=[{"link": ["leaf1", "spine1"], "flows": 2}])
+    assert errors(RESULTS, doc) == []
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
+def test_every_shipped_config_and_its_resolved_form_match_the_config_schema(path):
+    assert errors(CONFIG, read_yaml(path)) == []
+    resolved = json.loads(json.dumps(load(path).resolved()))
+    assert errors(CONFIG, resolved) == []
+
+
+def test_the_config_schema_knows_every_key_the_loader_takes():
+    schema = json.loads((SCHEMAS / "config.schema.json").read_text())
+    defs = schema["$defs"]
+    assert cfg.TOP_KEYS <= set(schema["properties"])
+    assert cfg.FABRIC_KEYS <= set(defs["fabric"]["properties"])
+    jobs = cfg.EXPLICIT_JOB_KEYS | cfg.MODEL_JOB_KEYS | getattr(cfg, "PATTERN_JOB_KEYS", set())
+    assert jobs <= set(defs["job"]["properties"])
+    assert cfg.EMULATION_KEYS <= set(defs["emulation"]["properties"])
+    assert {"at_s", *cfg.EVENT_KINDS} == set(defs["event"]["properties"])
+
+
+@pytest.mark.parametrize("change, where", [
+    (lambda d: d["fabric"].update(spines=0), "fabric/spines"),
+    (lambda d: d["fabric"].update(spine_mbps=5), "fabric"),
+    (lambda d: d["jobs"][0].update(iterations="3"), "jobs/0/iterations"),
+    (lambda d: d.update(routing=[]), "routing"),
+    (lambda d: d.update(emulation={"tcp_cc": "dctcp"}), "emulation/tcp_cc"),
+])
+def test_the_config_schema_can_fail(change, where):
+    doc = read_yaml(ROOT / "experiments/configs/quickstart.yaml")
+    change(doc)
+    found = errors(CONFIG, doc)
+    assert found and found[0].startswith(where + ":"), found
+
+
+def test_predict_environment_records_provenance(tmp_path, capsys):
+    from experiments.__main__ import main
+    out = tmp_path / "o"
+    assert main(["predict", str(ROOT / "experiments/configs/quickstart.yaml"), "--out",
+                 str(out), "--set", "seed=4"]) == 0
+    capsys.readouterr()
+    env = json.loads((out / "environment.json").read_text())
+    assert env["command_line"][-2:] == ["--set", "seed=4"]
+    assert len(env["git"]["commit"]) == 40 and isinstance(env["git"]["dirty"], bool)
+    assert env["started_at_utc"] <= env["ended_at_utc"]
+    assert len(env["load_average_before_1_5_15_min"]) == 3
+    assert "PyYAML" in env["installed_packages"] and "dask" in env["installed_packages"]
