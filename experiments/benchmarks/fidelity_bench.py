@@ -13,13 +13,26 @@ does, and predicts the runs that follow). It prints, per rate, the targets of is
 - |prediction error| <= 5% (each routing's mean CCT against the flow-level model);
 - the CPU monitor did not flag the run;
 and the largest aggregate rate at which all of them held.
+
+    sudo .venv/bin/python experiments/benchmarks/fidelity_bench.py --probe-ports
+
+instead probes the userspace datapath's port types on one bridge of its own (`mfprobe`, two
+ports, two namespaces `mfpa`/`mfpb` of its own, host offloads off as in the emulator): for
+`system`, `afxdp` (a PMD thread, native XDP where the driver has it) and `afxdp-nonpmd`, one
+TCP flow's goodput (iperf3, median of 3 runs of 3 s, unshaped), whether an HTB shaper at
+100 Mbit/s on the switch's egress port holds the flow to its rate, and the largest MTU OVS
+accepts on the port (9000 requested). Everything it creates goes on every exit path.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -45,15 +58,102 @@ def config(rate_mbps: float, scheduler: str = "fair") -> dict:
     }
 
 
+PROBE_NS, PROBE_BR, PROBE_IP = ("mfpa", "mfpb"), "mfprobe", ("10.253.0.1", "10.253.0.2")
+PORT_TYPES = ("system", "afxdp", "afxdp-nonpmd")
+
+
+def _sh(*args: str, ns: str | None = None, check: bool = True) -> str:
+    cmd = (["ip", "netns", "exec", ns] if ns else []) + list(args)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    if check and p.returncode:
+        raise RuntimeError(f"`{' '.join(cmd)}` failed: {(p.stderr or p.stdout).strip()[:300]}")
+    return p.stdout
+
+
+def _probe_teardown() -> None:
+    _sh("ovs-vsctl", "--if-exists", "del-br", PROBE_BR, check=False)
+    for ns in PROBE_NS:
+        _sh("ip", "netns", "del", ns, check=False)
+
+
+def _probe_flow() -> float:
+    """One TCP flow mfpa -> mfpb for 3 s: Gbit/s received (0 when it could not connect)."""
+    srv = subprocess.Popen(["ip", "netns", "exec", PROBE_NS[1], "iperf3", "-s", "-1", "-p",
+                            "5297"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        p = subprocess.run(["ip", "netns", "exec", PROBE_NS[0], "iperf3", "-c", PROBE_IP[1],
+                            "-p", "5297", "-t", "3", "-J", "--connect-timeout", "2000"],
+                           capture_output=True, text=True, timeout=20)
+        try:
+            return json.loads(p.stdout)["end"]["sum_received"]["bits_per_second"] / 1e9
+        except (ValueError, KeyError):
+            return 0.0
+    except subprocess.TimeoutExpired:
+        return 0.0
+    finally:
+        if srv.poll() is None:
+            srv.terminate()
+        srv.wait(timeout=5)
+
+
+def probe_ports() -> None:
+    """Goodput, shaping and MTU of each userspace port type (see the module docstring)."""
+    _probe_teardown()
+    try:
+        _sh("ovs-vsctl", "add-br", PROBE_BR, "--", "set", "bridge", PROBE_BR,
+            "datapath_type=netdev")
+        for i, ns in enumerate(PROBE_NS):
+            dev, peer = f"{ns}0", f"{ns}1"
+            _sh("ip", "netns", "add", ns)
+            _sh("ip", "link", "add", dev, "type", "veth", "peer", "name", peer, "netns", ns)
+            _sh("ip", "link", "set", dev, "up")
+            _sh("ip", "link", "set", peer, "up", ns=ns)
+            _sh("ip", "addr", "add", f"{PROBE_IP[i]}/24", "dev", peer, ns=ns)
+            _sh("ethtool", "-K", peer, "tx", "off", "rx", "off", "tso", "off", "gso", "off",
+                "gro", "off", ns=ns)
+            _sh("ovs-vsctl", "add-port", PROBE_BR, dev)
+        for kind in PORT_TYPES:
+            for ns in PROBE_NS:
+                _sh("ovs-vsctl", "set", "Interface", f"{ns}0", f"type={kind}",
+                    "mtu_request=1500")
+            time.sleep(2)
+            errors = [_sh("ovs-vsctl", "get", "Interface", f"{ns}0", "error").strip()
+                      for ns in PROBE_NS]
+            runs = [_probe_flow() for _ in range(3)]
+            egress = f"{PROBE_NS[1]}0"       # the switch's port towards mfpb
+            _sh("tc", "qdisc", "replace", "dev", egress, "root", "handle", "5:", "htb",
+                "default", "1")
+            _sh("tc", "class", "add", "dev", egress, "parent", "5:", "classid", "5:1", "htb",
+                "rate", "100mbit")
+            shaped = _probe_flow()
+            sent = _sh("tc", "-s", "qdisc", "show", "dev", egress).split("Sent ")[1].split()[2]
+            _sh("tc", "qdisc", "del", "dev", egress, "root")
+            _sh("ovs-vsctl", "set", "Interface", egress, "mtu_request=9000")
+            time.sleep(1)
+            mtu = _sh("ovs-vsctl", "get", "Interface", egress, "mtu").strip()
+            print(f"{kind:<13} MTU 1500, one flow: {statistics.median(runs):.2f} Gbit/s (runs "
+                  f"{', '.join(f'{r:.2f}' for r in runs)}); with HTB 100 Mbit/s on the "
+                  f"switch's egress: {shaped * 1000:.0f} Mbit/s ({sent} packets through the "
+                  f"HTB); MTU 9000 requested -> {mtu}; errors {errors}", flush=True)
+    finally:
+        _probe_teardown()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rates", type=float, nargs="+", default=[5, 10, 20, 40, 60, 80])
     ap.add_argument("--scheduler", choices=["fair", "fifo"], default="fair",
                     help="the links' scheduler (emulation.link_scheduler)")
+    ap.add_argument("--probe-ports", action="store_true",
+                    help="probe system / afxdp / afxdp-nonpmd ports instead (see above)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("fidelity_bench: needs root (it emulates)", file=sys.stderr)
         return 2
+    if args.probe_ports:
+        probe_ports()
+        return 0
     quiet = lambda s: None  # noqa: E731
     rows = []
     for rate in args.rates:
