@@ -132,9 +132,9 @@ def apply_sets(doc: Any, sets: list[tuple[Path_, Any]]) -> Any:
 def load_with(path: str | Path, texts: list[str] | None = None) -> Experiment:
     """Read a config file, apply `--set` texts, validate; raises ConfigError."""
     doc = read_yaml(path)
-    if not texts:
-        return parse(doc)
-    return parse(apply_sets(doc, [parse_set(t) for t in texts]))
+    if texts:
+        doc = apply_sets(doc, [parse_set(t) for t in texts])
+    return parse(doc, Path(path).parent)        # relative paths in it start at its folder
 
 
 def set_values(texts: list[str] | None) -> dict[str, Any]:

@@ -249,7 +249,8 @@ def _one_line(e: BaseException) -> str:
 
 
 def run_point(doc: dict, mode: str, repetition: int, util_bin_s: float | None,
-              columns: dict[str, Any], name: str, argv: list[str]) -> dict:
+              columns: dict[str, Any], name: str, argv: list[str],
+              base_dir: str | None = None) -> dict:
     """Run one point in a temporary folder (on a Dask worker); return its status and every
     file of its run folder as bytes (the client writes them). Any failure is returned as
     one line (and its traceback in error.txt): the sweep goes on."""
@@ -260,7 +261,7 @@ def run_point(doc: dict, mode: str, repetition: int, util_bin_s: float | None,
     with tempfile.TemporaryDirectory(prefix="mlfabric-point-") as tmp:
         folder = Path(tmp)
         try:
-            exp = parse(doc)
+            exp = parse(doc, base_dir)   # the base config's folder: its relative paths
             offset = repetition_offset(exp, repetition)
             if mode == "predict":
                 from .config import check_util_bin_s
@@ -431,8 +432,9 @@ def _run_points(sweep: Sweep, out: Path, todo: list[Point], prints: dict[str, st
     from dask.distributed import as_completed
     resources = {EMULATOR: 1} if sweep.mode == "run" else None
     with dask_client(scheduler, sweep.mode, workers) as client:
+        base_dir = str(sweep.base.parent)
         futures = {client.submit(run_point, p.doc, sweep.mode, p.repetition, sweep.util_bin_s,
-                                 p.columns(), p.name, argv, pure=False,
+                                 p.columns(), p.name, argv, base_dir, pure=False,
                                  resources=resources): p for p in todo}
         for fut in as_completed(futures):
             p = futures.pop(fut)

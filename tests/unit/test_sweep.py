@@ -167,3 +167,20 @@ def test_a_changed_base_reruns_the_point(tmp_path):
     assert s1.points[0].name == s2.points[0].name
     assert (s1.points[0].fingerprint("predict", None)
             != s2.points[0].fingerprint("predict", None))
+
+
+def test_scheduler_path_and_the_emulator_resource(tmp_path):
+    """--scheduler: points run on an existing cluster (here an in-process one); a run-mode
+    sweep is refused when no worker offers the emulator resource."""
+    from dask.distributed import LocalCluster
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as cluster:
+        path = write(tmp_path, {"set": {"jobs[0].iterations": 1}})
+        summary = run_sweep(load_sweep(path), tmp_path / "out", cluster.scheduler_address,
+                            log=lambda _: None)
+        assert (summary["ran"], summary["failed"], summary["scheduler"]) == (
+            1, 0, cluster.scheduler_address)
+        run = write(tmp_path / "r", {"mode": "run"})
+        with pytest.raises(ConfigError, match="offers the emulator resource"):
+            run_sweep(load_sweep(run), tmp_path / "out-run", cluster.scheduler_address,
+                      log=lambda _: None)
