@@ -51,6 +51,7 @@ class EpochPolicy:
         self._by_id = {c.conn_id: c for c in self.conns}
         self.peak_link_flows = 0                      # busiest link over all epochs so far
         self.solves: list[dict] = []                  # one per recomputation (results' solve)
+        self._scratch: tuple | None = None            # flows and fabric of the last scratch solve
         if static is not None:
             self.assignment = dict(static)
             for cid, s in static.items():
@@ -77,8 +78,15 @@ class EpochPolicy:
     def recompute(self, reason: str = "iteration", low_churn: bool = False) -> Decision:
         """Recompute every active flow's path with nothing else changed: floodns's central
         strategies do so at every iteration start and end (predictor Semantics
-        recompute="iterations"); they solve from scratch, hence low_churn=False."""
-        return self._reroute(lost=set(), reason=reason, low_churn=low_churn)
+        recompute="iterations"); they solve from scratch, hence low_churn=False. A solve
+        from scratch of the same flows on the same fabric as the last one is not repeated
+        (every strategy is deterministic for a seed): nothing moves."""
+        key = (frozenset(self.active), self.fabric)
+        if not low_churn and key == self._scratch:
+            return Decision(0.0, 0 if self.places_flows else None)
+        decision = self._reroute(lost=set(), reason=reason, low_churn=low_churn)
+        self._scratch = None if low_churn else key
+        return decision
 
     def change_fabric(self, fabric: Fabric, reason: str = "fabric change") -> Decision:
         """The fabric after a failure or repair: flows whose path died are rerouted
@@ -106,6 +114,7 @@ class EpochPolicy:
         return self._last.get(cid)
 
     def _reroute(self, lost: set[int], reason: str, low_churn: bool = True) -> Decision:
+        self._scratch = None
         if not self.places_flows:
             return Decision(0.0, None)
         active = [c for c in self.conns if c.job in self.active]

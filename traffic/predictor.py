@@ -474,6 +474,7 @@ class _Simulation:
                                               allow_unrouted=router is not None)
         self.jobs = [_Job(p, row_of, keep_fcts, semantics.ring_sync) for p in plans]
         self.fabric_now = fabric
+        self.last_routes: dict | None = None       # the router's latest routes
         self.n_reroutes = 0
         self.width = path_width(fabric)
         self.a_job = np.zeros(0, dtype=np.int64)
@@ -506,13 +507,16 @@ class _Simulation:
     # -- routes --------------------------------------------------------------------------------
     def reroute(self, spines: dict[int, str | None], new_fabric: Fabric) -> None:
         """New routes from the router: every flow in flight follows them from now."""
+        self.n_reroutes += 1
+        if new_fabric is self.fabric_now and spines == self.last_routes:
+            return                        # nothing moved (e.g. a recomputation that agrees)
         if list(new_fabric.links) != self.links:
             raise PredictorError("a router's fabric must have the same links as the original")
+        self.last_routes = dict(spines)
         self.fabric_now = new_fabric
         self.conn_table, _ = _conn_links(new_fabric, self.plans, spines, self.nonblocking,
                                          allow_unrouted=True)
         self.a_links = self.conn_table[self.a_row]
-        self.n_reroutes += 1
 
     # -- the jobs' DAGs ------------------------------------------------------------------------
     def start_iteration(self, j: int, t: float, new: list[tuple[int, int]]) -> None:
