@@ -979,12 +979,12 @@ def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
     name = _name(d, "name", "config")
     seed = _int(d, "seed", "config", 1, minimum=0, maximum=MAX_SEED)
     imported = _jobs_from(d, base_dir)     # None, or (fabric section, jobs): floodns inputs
-    if "fabric" not in d and imported is None:
+    if "fabric" not in d and (imported is None or imported[0] is None):
         raise ConfigError("fabric: required (spines, leaves, hosts_per_leaf, ...)")
     fabric = _fabric(d["fabric"] if "fabric" in d else imported[0])
     routing, replay_log = _routing_replay(d, base_dir)
     jobs = (_jobs(d.get("jobs"), fabric, seed) if imported is None
-            else _imported_jobs(imported[1], fabric))
+            else _imported_jobs(imported[1](fabric), fabric))
     _check_size(jobs, routing)
     try:
         plan_jobs(jobs)  # rings, bytes, unique 5-tuples
@@ -1003,7 +1003,8 @@ def load(path: str | Path) -> Experiment:
 
 
 # -- other tools' inputs (issue 13): floodns traffic folders, replayed routes, semantics ------
-JOBS_FROM_KEYS = {"floodns", "iterations", "failed_cores"}
+JOBS_FROM_KEYS = {"floodns", "iterations", "failed_cores", "chakra", "comm_groups",
+                  "simai"}
 
 
 def _rel_path(v: str, base_dir: str | Path | None) -> Path:
@@ -1015,17 +1016,31 @@ def _rel_path(v: str, base_dir: str | Path | None) -> Path:
     return Path(base_dir) / p
 
 
-def _jobs_from(d: dict, base_dir: str | Path | None) -> tuple[dict, list[JobSpec]] | None:
-    """`jobs_from: {floodns: PATH, iterations: 11, failed_cores: 0}`: the jobs of a floodns
-    traffic folder (traffic/floodns.py; PATH relative to the config file) and the fabric
-    floodns ran them on (64 leaves x 32 spines x 32 hosts at 100 Gbit/s, the failed_cores
-    highest spines failed), used when the config gives no `fabric`."""
+def _jobs_from(d: dict, base_dir: str | Path | None) -> tuple[dict | None, Any] | None:
+    """`jobs_from:` another tool's workload: (the fabric section it implies or None, a
+    function fabric -> JobSpecs). One of
+    {floodns: PATH, iterations: 11, failed_cores: 0}: a floodns traffic folder
+    (traffic/floodns.py) and the fabric floodns ran it on (64 leaves x 32 spines x 32 hosts
+    at 100 Gbit/s, the failed_cores highest spines failed), used when there is no `fabric`;
+    {chakra: FOLDER, comm_groups: JSON}: Chakra .et traces, one per rank (traffic/chakra.py);
+    {simai: FILE}: a SimAI / ASTRA-sim 1.0 workload (traffic/simai.py). Paths are relative
+    to the config file; rank r runs on host h{r+1}."""
     if d.get("jobs_from") is None:
         return None
-    from traffic import floodns
     src = _check_keys(d["jobs_from"], JOBS_FROM_KEYS, "jobs_from")
     if "jobs" in d:
         raise ConfigError("jobs_from: give either jobs or jobs_from, not both")
+    kinds = [k for k in ("floodns", "chakra", "simai") if k in src]
+    if len(kinds) != 1:
+        raise ConfigError("jobs_from: give exactly one of floodns: FOLDER, chakra: FOLDER, "
+                          "simai: FILE")
+    extra = set(src) - {kinds[0]} - {"floodns": {"iterations", "failed_cores"},
+                                     "chakra": {"comm_groups"}, "simai": set()}[kinds[0]]
+    if extra:
+        raise ConfigError(f"jobs_from.{sorted(extra)[0]}: not a key of jobs_from.{kinds[0]}")
+    if kinds[0] != "floodns":
+        return None, _trace_jobs(src, kinds[0], base_dir)
+    from traffic import floodns
     if "failed_cores" in src and "fabric" in d:
         raise ConfigError("jobs_from.failed_cores: only without a fabric section; with one, "
                           "list the failed spines as fabric.failed_spines")
@@ -1035,10 +1050,41 @@ def _jobs_from(d: dict, base_dir: str | Path | None) -> tuple[dict, list[JobSpec
                       maximum=MAX_ITERATIONS)
     path = _rel_path(_str(src, "floodns", "jobs_from"), base_dir)
     try:
-        return (floodns.PAPER_TOPOLOGY.fabric_section(failed),
-                floodns.job_specs(path, iterations))
+        jobs = floodns.job_specs(path, iterations)
+        return floodns.PAPER_TOPOLOGY.fabric_section(failed), lambda fabric: jobs
     except floodns.FloodnsError as e:
         raise ConfigError(f"jobs_from.floodns: {_one_line(e, 300)}") from None
+
+
+def _trace_jobs(src: dict, kind: str, base_dir: str | Path | None) -> Any:
+    """fabric -> the JobSpecs of a Chakra trace folder or a SimAI workload file."""
+    import json
+    from traffic import chakra, simai
+    path = _rel_path(_str(src, kind, "jobs_from"), base_dir)
+    groups = None
+    if "comm_groups" in src:
+        gpath = _rel_path(_str(src, "comm_groups", "jobs_from"), base_dir)
+        try:
+            groups = json.loads(gpath.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise ConfigError(f"jobs_from.comm_groups: {_shown(gpath)}: cannot be read as "
+                              f"JSON ({type(e).__name__})") from None
+        if not isinstance(groups, dict) or not all(
+                isinstance(v, list) and all(isinstance(r, int) and not isinstance(r, bool)
+                                            for r in v) for v in groups.values()):
+            raise ConfigError(f"jobs_from.comm_groups: {_shown(gpath)}: expected "
+                              '{"<pg_name>": [ranks...]}')
+        groups = {str(k): v for k, v in groups.items()}
+
+    def jobs(fabric: Fabric) -> list[JobSpec]:
+        hosts, rate = list(fabric.hosts), fabric.spec.host_link_mbps
+        try:
+            if kind == "chakra":
+                return chakra.job_specs(chakra.read_traces(path), hosts, rate, groups)
+            return simai.job_specs(path, hosts, rate)
+        except (chakra.ChakraError, simai.SimaiError) as e:
+            raise ConfigError(f"jobs_from.{kind}: {_one_line(e, 300)}") from None
+    return jobs
 
 
 def _imported_jobs(jobs: list[JobSpec], fabric: Fabric) -> list[JobSpec]:

@@ -1,0 +1,86 @@
+"""SimAI / ASTRA-sim 1.0 workload files: header groups, layers, the mapping to JobSpecs and
+one-line errors naming the file and line."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from experiments.config import ConfigError, parse
+from traffic.collectives import Collective, ideal_cct_s
+from traffic.simai import Parallelism, SimaiError, job_specs, read_workload
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "simai" / "tp2-dp4.txt"
+HOSTS = [f"h{i}" for i in range(1, 9)]
+HEADER = ("HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 ep: 1 pp: 1 vpp: 1 "
+          "ga: 1 all_gpus: 8 checkpoints: 0 checkpoint_initiates: 0\n")
+ROW = "attn -1 100000 ALLREDUCE 1000000 0 NONE 0 0 NONE 0 0\n"
+
+
+def test_groups_follow_megatron_rank_order():
+    par = Parallelism(tp=2, pp=1, ep=2, gpus=8)
+    assert par.groups("TP") == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    assert par.groups("DP") == [[0, 2, 4, 6], [1, 3, 5, 7]]
+    assert par.groups("EP") == [[0, 2], [4, 6], [1, 3], [5, 7]]
+    assert par.groups("DP_EP") == [[0, 4], [2, 6], [1, 5], [3, 7]]
+    assert Parallelism(tp=2, pp=2, ep=1, gpus=8).groups("DP") == [[0, 2], [1, 3], [4, 6],
+                                                                   [5, 7]]
+
+
+def test_layers_and_schedule():
+    par, layers = read_workload(FIX)
+    assert (par.tp, par.dp, par.ep) == (2, 4, 2) and [ly.name for ly in layers] == [
+        "embedding", "attention", "moe"]
+    specs = job_specs(FIX, HOSTS, 100.0)
+    names = [s.name for s in specs]
+    assert names[:3] == ["l0-embedding-fwd", "l1-attention-fwd", "l2-moe-fwd"]
+    first, second = specs[0], specs[1]
+    assert first.collective is Collective.ALLREDUCE and len(first.groups) == 4    # TP groups
+    assert first.start_s == pytest.approx(100e-6)
+    assert second.collective is Collective.ALLGATHER
+    assert second.start_s == pytest.approx(100e-6 + ideal_cct_s(first, 100.0) + 200e-6)
+    moe = specs[2]
+    assert moe.collective is Collective.ALLTOALL and moe.groups[0] == ["h1", "h3"]  # EP
+    wg = [s for s in specs if s.name.endswith("moe-wg")][0]
+    assert wg.groups[0] == ["h1", "h5"]                                              # DP_EP
+    emb_wg = [s for s in specs if s.name.endswith("embedding-wg")][0]
+    assert emb_wg.groups == [["h1", "h3", "h5", "h7"], ["h2", "h4", "h6", "h8"]]     # DP
+    assert all(b.start_s > a.start_s for a, b in zip(specs, specs[1:]))
+
+
+def test_a_simai_config_loads():
+    exp = parse({"name": "s", "routing": ["ecmp"], "jobs_from": {"simai": str(FIX)},
+                 "fabric": {"spines": 2, "leaves": 4, "hosts_per_leaf": 2,
+                            "host_link_mbps": 100, "spine_link_mbps": 100}})
+    assert len(exp.jobs) == 8          # 3 forward, 2 + 2 + 1 backward (embedding ig: NONE)
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("", "expected a header line"),
+    ("FOO all_gpus: 8\n1\n" + ROW, ":1: expected a parallelism kind"),
+    (HEADER.replace("all_gpus: 8", "all_gpus: 6").replace("NPU_group: 2", "NPU_group: 4")
+     + "1\n" + ROW, ":1: all_gpus 6 is not a multiple"),
+    (HEADER.replace("ep: 1", "ep: 3") + "1\n" + ROW, ":1: ep 3 does not divide"),
+    (HEADER + "2\n" + ROW, ":2: says 2 layers, the file has 1 (truncated?)"),
+    (HEADER + "1\n" + ROW.replace("ALLREDUCE", "MULTICAST"), ":3: unknown comm type 'MULTICAST'"),
+    (HEADER + "1\n" + "attn -1 100000 ALLREDUCE\n", ":3: expected 12 columns"),
+    (HEADER + "1\n" + ROW.replace("1000000", "-5"), ":3: fwd comm size must be from 0"),
+    (HEADER + "x\n" + ROW, ":2: the layer count must be an integer"),
+])
+def test_bad_workloads_name_file_and_line(tmp_path, text, needle):
+    p = tmp_path / "w.txt"
+    p.write_text(text)
+    with pytest.raises(SimaiError) as e:
+        job_specs(p, HOSTS, 100.0)
+    assert str(p) in str(e.value) and needle in str(e.value) and "\n" not in str(e.value)
+
+
+def test_more_gpus_than_the_fabric(tmp_path):
+    p = tmp_path / "w.txt"
+    p.write_text(HEADER + "1\n" + ROW)
+    with pytest.raises(SimaiError, match=":1: all_gpus 8 is more than the fabric's 4 hosts"):
+        job_specs(p, HOSTS[:4], 100.0)
+    with pytest.raises(ConfigError, match="jobs_from.simai: .*more than the fabric's 4 hosts"):
+        parse({"name": "s", "routing": ["ecmp"], "jobs_from": {"simai": str(p)},
+               "fabric": {"spines": 1, "leaves": 2, "hosts_per_leaf": 2,
+                          "host_link_mbps": 100, "spine_link_mbps": 100}})

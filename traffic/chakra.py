@@ -1,0 +1,384 @@
+"""Chakra execution traces in (MLCommons Chakra, the `.et` files ASTRA-sim reads) as JobSpecs.
+
+Pure code. A trace is one file per rank, `<name>.<rank>.et`: a GlobalMetadata message, then
+Node messages, each preceded by its length as a varint (protobuf's delimited form). We read
+the subset of the public schema (chakra/schema/protobuf/et_def.proto, package ChakraProtoMsg)
+that the network needs, declared here with the `protobuf` package (no generated code):
+
+    Node: id 1, name 2, type 3 (NodeType), ctrl_deps 4, data_deps 5, start_time_micros 6,
+          duration_micros 7, attr 10 (AttributeProto: name 1, and one value among
+          int32 7, int64 9, uint32 11, uint64 13, sint32 15, sint64 17, bool 27, string 29)
+    NodeType: COMP_NODE 4, COMM_SEND_NODE 5, COMM_RECV_NODE 6, COMM_COLL_NODE 7 (others kept
+          as plain dependencies: METADATA 1, MEM_LOAD 2, MEM_STORE 3)
+    attrs: comm_type (CollectiveCommType: ALL_REDUCE 0, ALL_GATHER 2, ALL_TO_ALL 6,
+          REDUCE_SCATTER 7), comm_size (bytes), pg_name (a process group; empty: every rank),
+          comm_src, comm_dst, comm_tag (send/recv)
+
+Mapping (`job_specs`): rank r runs on hosts[r] (default h{r+1}). Each rank's DAG (data and
+control dependencies) is scheduled alone: a node starts when its dependencies have ended and
+lasts duration_micros (a communication node with no duration: its collective's time on a
+non-blocking fabric). The k-th collective of a process group on every member rank is one
+collective: a JobSpec (all-reduce, all-gather, reduce-scatter or all-to-all over the group's
+hosts in rank order, comm_size bytes) that starts when its last member reaches it. A send
+matched with its receive (src, dst, tag, in order) is a point-to-point JobSpec. So the
+network sees the trace's communication at the times its compute lets it start; what the
+network then does to later compute is not fed back (each JobSpec is one iteration).
+
+Errors are ChakraError with one line naming the file and the record (0 = GlobalMetadata).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.message import DecodeError
+
+from traffic.collectives import Collective, JobSpec, ideal_cct_s
+
+#: CollectiveCommType values we model, and the ones we know but do not.
+COLLECTIVES = {0: Collective.ALLREDUCE, 2: Collective.ALLGATHER, 6: Collective.ALLTOALL,
+               7: Collective.REDUCE_SCATTER}
+UNMODELLED = {1: "REDUCE", 3: "GATHER", 4: "SCATTER", 5: "BROADCAST",
+              8: "REDUCE_SCATTER_BLOCK", 9: "BARRIER"}
+COMP, SEND, RECV, COLL = 4, 5, 6, 7
+#: Bounds: ranks per trace, nodes per file, bytes per record (a node is ~100 B).
+MAX_RANKS = 65_536
+MAX_NODES = 1_000_000
+MAX_RECORD_BYTES = 1 << 20
+MAX_COMM_BYTES = 2 ** 40
+_FILE_RE = re.compile(r"(.+)\.(\d+)\.et")
+
+
+class ChakraError(ValueError):
+    """A trace we cannot read or map; the message names the file and record."""
+
+
+# -- the schema subset -------------------------------------------------------------------------
+def _schema():
+    """Message classes (GlobalMetadata, Node, AttributeProto) of the subset we read."""
+    fd = descriptor_pb2.FileDescriptorProto(name="mlfabric_chakra_subset.proto",
+                                            package="ChakraProtoMsg", syntax="proto3")
+    T = descriptor_pb2.FieldDescriptorProto
+    enum = fd.enum_type.add(name="NodeType")
+    for i, n in enumerate(("INVALID_NODE", "METADATA_NODE", "MEM_LOAD_NODE", "MEM_STORE_NODE",
+                           "COMP_NODE", "COMM_SEND_NODE", "COMM_RECV_NODE", "COMM_COLL_NODE")):
+        enum.value.add(name=n, number=i)
+    attr = fd.message_type.add(name="AttributeProto")
+    attr.oneof_decl.add(name="value")
+    attr.field.add(name="name", number=1, type=T.TYPE_STRING, label=T.LABEL_OPTIONAL)
+    attr.field.add(name="doc_string", number=2, type=T.TYPE_STRING, label=T.LABEL_OPTIONAL)
+    for name, number, kind in (("double_val", 3, T.TYPE_DOUBLE), ("int32_val", 7, T.TYPE_INT32),
+                               ("int64_val", 9, T.TYPE_INT64), ("uint32_val", 11, T.TYPE_UINT32),
+                               ("uint64_val", 13, T.TYPE_UINT64),
+                               ("sint32_val", 15, T.TYPE_SINT32),
+                               ("sint64_val", 17, T.TYPE_SINT64), ("bool_val", 27, T.TYPE_BOOL),
+                               ("string_val", 29, T.TYPE_STRING)):
+        attr.field.add(name=name, number=number, type=kind, label=T.LABEL_OPTIONAL,
+                       oneof_index=0)
+    meta = fd.message_type.add(name="GlobalMetadata")
+    meta.field.add(name="version", number=1, type=T.TYPE_STRING, label=T.LABEL_OPTIONAL)
+    meta.field.add(name="attr", number=2, type=T.TYPE_MESSAGE, label=T.LABEL_REPEATED,
+                   type_name=".ChakraProtoMsg.AttributeProto")
+    node = fd.message_type.add(name="Node")
+    for name, number, kind, label in (
+            ("id", 1, T.TYPE_UINT64, T.LABEL_OPTIONAL), ("name", 2, T.TYPE_STRING, T.LABEL_OPTIONAL),
+            ("ctrl_deps", 4, T.TYPE_UINT64, T.LABEL_REPEATED),
+            ("data_deps", 5, T.TYPE_UINT64, T.LABEL_REPEATED),
+            ("start_time_micros", 6, T.TYPE_UINT64, T.LABEL_OPTIONAL),
+            ("duration_micros", 7, T.TYPE_UINT64, T.LABEL_OPTIONAL)):
+        node.field.add(name=name, number=number, type=kind, label=label)
+    node.field.add(name="type", number=3, type=T.TYPE_ENUM, label=T.LABEL_OPTIONAL,
+                   type_name=".ChakraProtoMsg.NodeType")
+    node.field.add(name="attr", number=10, type=T.TYPE_MESSAGE, label=T.LABEL_REPEATED,
+                   type_name=".ChakraProtoMsg.AttributeProto")
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fd)
+    get = message_factory.GetMessageClass
+    return (get(pool.FindMessageTypeByName("ChakraProtoMsg.GlobalMetadata")),
+            get(pool.FindMessageTypeByName("ChakraProtoMsg.Node")),
+            get(pool.FindMessageTypeByName("ChakraProtoMsg.AttributeProto")))
+
+
+GlobalMetadata, NodeMsg, AttributeProto = _schema()
+
+
+# -- records -----------------------------------------------------------------------------------
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """(value, next position) of the varint at pos; ValueError when it runs off the end."""
+    value = shift = 0
+    while True:
+        if pos >= len(data) or shift > 63:
+            raise ValueError
+        b = data[pos]
+        value |= (b & 0x7F) << shift
+        pos += 1
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+
+
+def records(path: Path) -> list[bytes]:
+    """The length-prefixed records of a file (record 0 is the GlobalMetadata)."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ChakraError(f"{path}: cannot be read ({type(e).__name__})") from None
+    out, pos = [], 0
+    while pos < len(data):
+        try:
+            n, start = _varint(data, pos)
+        except ValueError:
+            raise ChakraError(f"{path}: record {len(out)}: truncated length prefix") from None
+        if n > MAX_RECORD_BYTES:
+            raise ChakraError(f"{path}: record {len(out)}: {n:,} bytes; at most "
+                              f"{MAX_RECORD_BYTES:,} (not a Chakra trace?)")
+        if start + n > len(data):
+            raise ChakraError(f"{path}: record {len(out)}: truncated ({len(data) - start} of "
+                              f"{n} bytes)")
+        out.append(data[start:start + n])
+        pos = start + n
+        if len(out) > MAX_NODES + 1:
+            raise ChakraError(f"{path}: more than {MAX_NODES:,} nodes")
+    if not out:
+        raise ChakraError(f"{path}: empty (no GlobalMetadata record)")
+    return out
+
+
+@dataclass
+class Node:
+    """What we keep of one Chakra node (times in seconds)."""
+
+    id: int
+    name: str
+    type: int
+    deps: tuple[int, ...]
+    duration_s: float
+    record: int
+    attrs: dict[str, int | str | bool | float] = field(default_factory=dict)
+
+    def comm(self, key: str, default=None):
+        return self.attrs.get(key, default)
+
+
+def _attrs(msg) -> dict:
+    out = {}
+    for a in msg.attr:
+        which = a.WhichOneof("value")
+        if which is not None:
+            out[a.name] = getattr(a, which)
+    return out
+
+
+def read_trace(path: str | Path) -> list[Node]:
+    """One rank's nodes, in file order; ChakraError (file: record k: ...) on bad input."""
+    p = Path(path)
+    recs = records(p)
+    try:
+        GlobalMetadata.FromString(recs[0])
+    except DecodeError:
+        raise ChakraError(f"{p}: record 0: not a Chakra GlobalMetadata message") from None
+    nodes = []
+    for k, rec in enumerate(recs[1:], start=1):
+        try:
+            m = NodeMsg.FromString(rec)
+        except DecodeError:
+            raise ChakraError(f"{p}: record {k}: not a Chakra Node message") from None
+        nodes.append(Node(m.id, m.name, int(m.type), tuple(m.data_deps) + tuple(m.ctrl_deps),
+                          m.duration_micros / 1e6, k, _attrs(m)))
+    return nodes
+
+
+def write_trace(path: str | Path, nodes: list[dict], version: str = "0.0.4") -> None:
+    """Write a trace in the same format (fixtures and tests): each node a dict of id, name,
+    type, data_deps, ctrl_deps, duration_micros and attrs {name: int | str | bool}."""
+    out = bytearray()
+
+    def put(msg) -> None:
+        body = msg.SerializeToString()
+        n = len(body)
+        while True:
+            b = n & 0x7F
+            n >>= 7
+            out.append(b | (0x80 if n else 0))
+            if not n:
+                break
+        out.extend(body)
+    put(GlobalMetadata(version=version))
+    for d in nodes:
+        attrs = []
+        for k, v in d.get("attrs", {}).items():
+            kind = ("bool_val" if isinstance(v, bool) else "int64_val" if isinstance(v, int)
+                    else "string_val")
+            attrs.append(AttributeProto(name=k, **{kind: v}))
+        put(NodeMsg(id=d["id"], name=d.get("name", ""), type=d["type"],
+                    data_deps=d.get("data_deps", []), ctrl_deps=d.get("ctrl_deps", []),
+                    duration_micros=d.get("duration_micros", 0), attr=attrs))
+    Path(path).write_bytes(bytes(out))
+
+
+def read_traces(folder: str | Path) -> dict[int, tuple[Path, list[Node]]]:
+    """Every `<name>.<rank>.et` of a folder: rank -> (file, nodes); ranks must be 0..n-1."""
+    d = Path(folder)
+    if not d.is_dir():
+        raise ChakraError(f"{d}: no such folder of Chakra traces (<name>.<rank>.et)")
+    found: dict[int, Path] = {}
+    for f in sorted(d.iterdir()):
+        m = _FILE_RE.fullmatch(f.name)
+        if m:
+            if int(m.group(2)) in found:
+                raise ChakraError(f"{f}: a second trace of rank {m.group(2)}")
+            found[int(m.group(2))] = f
+    if not found:
+        raise ChakraError(f"{d}: no <name>.<rank>.et files")
+    if len(found) > MAX_RANKS or sorted(found) != list(range(len(found))):
+        raise ChakraError(f"{d}: ranks must be 0..n-1 (n <= {MAX_RANKS:,}), found "
+                          f"{sorted(found)[:5]}...")
+    return {r: (f, read_trace(f)) for r, f in sorted(found.items())}
+
+
+# -- to JobSpecs -------------------------------------------------------------------------------
+def _schedule(path: Path, nodes: list[Node], comm_s) -> dict[int, tuple[float, float]]:
+    """node id -> (start, end) in s, each node after its dependencies (list order may be any
+    topological order; a cycle or a missing dependency is an error)."""
+    by_id = {}
+    for n in nodes:
+        if n.id in by_id:
+            raise ChakraError(f"{path}: record {n.record}: node id {n.id} appears twice")
+        by_id[n.id] = n
+    times: dict[int, tuple[float, float]] = {}
+    state: dict[int, int] = {}
+    for root in nodes:
+        stack = [root.id]
+        while stack:
+            nid = stack[-1]
+            n = by_id[nid]
+            if state.get(nid) == 2:
+                stack.pop()
+                continue
+            state[nid] = 1
+            todo = []
+            for dep in n.deps:
+                if dep not in by_id:
+                    raise ChakraError(f"{path}: record {n.record}: node {nid} depends on "
+                                      f"unknown node {dep}")
+                if state.get(dep) == 1:
+                    raise ChakraError(f"{path}: record {n.record}: dependency cycle through "
+                                      f"node {dep}")
+                if state.get(dep) != 2:
+                    todo.append(dep)
+            if todo:
+                stack.extend(todo)
+                continue
+            start = max((times[d][1] for d in n.deps), default=0.0)
+            dur = n.duration_s if n.duration_s > 0 or n.type not in (SEND, COLL) \
+                else comm_s(n)
+            times[nid] = (start, start + dur)
+            state[nid] = 2
+            stack.pop()
+    return times
+
+
+def _int_attr(path: Path, n: Node, key: str, lo: int, hi: int) -> int:
+    v = n.comm(key)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ChakraError(f"{path}: record {n.record}: node {n.id} needs an integer {key}")
+    if not lo <= v <= hi:
+        raise ChakraError(f"{path}: record {n.record}: {key} {v} is not from {lo} to {hi}")
+    return v
+
+
+def job_specs(traces: dict[int, tuple[Path, list[Node]]], hosts: list[str],
+              host_link_mbps: float, groups: dict[str, list[int]] | None = None
+              ) -> list[JobSpec]:
+    """The traces' communication as JobSpecs on `hosts` (rank r -> hosts[r]); `groups` maps
+    a pg_name to its ranks (ASTRA-sim's communicator groups), empty pg_name: every rank."""
+    ranks = len(traces)
+    groups = groups or {}
+    if ranks > len(hosts):
+        f = traces[0][0]
+        raise ChakraError(f"{f}: {ranks} ranks but the fabric has {len(hosts)} hosts")
+
+    def members(path: Path, n: Node) -> list[int]:
+        pg = n.comm("pg_name", "")
+        if not isinstance(pg, str):
+            raise ChakraError(f"{path}: record {n.record}: pg_name must be a string")
+        rs = list(range(ranks)) if pg == "" else groups.get(pg)
+        if rs is None:
+            raise ChakraError(f"{path}: record {n.record}: unknown process group {pg!r} "
+                              f"(known: {sorted(groups)[:5]})")
+        if len(rs) > len(hosts) or any(not 0 <= r < ranks for r in rs):
+            raise ChakraError(f"{path}: record {n.record}: process group {pg!r} has "
+                              f"{len(rs)} ranks {rs[:4]}..., larger than the fabric "
+                              f"({len(hosts)} hosts) or beyond the {ranks} traces")
+        return rs
+
+    def coll_kind(path: Path, n: Node) -> Collective:
+        t = _int_attr(path, n, "comm_type", -2 ** 31, 2 ** 31)
+        if t in UNMODELLED:
+            raise ChakraError(f"{path}: record {n.record}: comm_type {UNMODELLED[t]} is not "
+                              "modelled (all-reduce, all-gather, reduce-scatter, all-to-all)")
+        if t not in COLLECTIVES:
+            raise ChakraError(f"{path}: record {n.record}: unknown comm_type {t}")
+        return COLLECTIVES[t]
+
+    def comm_s(path: Path, n: Node) -> float:
+        size = _int_attr(path, n, "comm_size", 1, MAX_COMM_BYTES)
+        if n.type == SEND:
+            return size * 8 / (host_link_mbps * 1e6)
+        g = members(path, n)
+        return ideal_cct_s(JobSpec("x", coll_kind(path, n), [[hosts[r] for r in g]], size),
+                           host_link_mbps) if len(g) > 1 and size >= len(g) else 0.0
+
+    colls: dict[tuple[str, int], list] = {}     # (pg, k) -> [(rank, path, node, start)]
+    sends: dict[tuple[int, int, int], list] = {}
+    recvs: dict[tuple[int, int, int], int] = {}
+    specs: list[JobSpec] = []
+    for rank, (path, nodes) in traces.items():
+        times = _schedule(path, nodes, lambda n, p=path: comm_s(p, n))
+        count: dict[str, int] = {}
+        for n in nodes:
+            if n.type == COLL:
+                pg = n.comm("pg_name", "")
+                if rank not in members(path, n):
+                    raise ChakraError(f"{path}: record {n.record}: rank {rank} is not in its "
+                                      f"process group {pg!r}")
+                k = count.get(pg, 0)
+                count[pg] = k + 1
+                colls.setdefault((pg, k), []).append((rank, path, n, times[n.id][0]))
+            elif n.type in (SEND, RECV):
+                peer_key = "comm_dst" if n.type == SEND else "comm_src"
+                peer = _int_attr(path, n, peer_key, 0, ranks - 1)
+                tag = n.comm("comm_tag", 0)
+                if n.type == SEND:
+                    sends.setdefault((rank, peer, tag), []).append((path, n, times[n.id][0]))
+                else:
+                    recvs[(peer, rank, tag)] = recvs.get((peer, rank, tag), 0) + 1
+    for (pg, k), got in sorted(colls.items(), key=lambda kv: min(x[3] for x in kv[1])):
+        rank0, path0, n0, _ = got[0]
+        want = members(path0, n0)
+        kind, size = coll_kind(path0, n0), _int_attr(path0, n0, "comm_size", 1, MAX_COMM_BYTES)
+        for rank, path, n, _ in got:
+            if coll_kind(path, n) != kind or n.comm("comm_size") != size:
+                raise ChakraError(f"{path}: record {n.record}: collective {k} of group "
+                                  f"{pg!r} differs from rank {rank0}'s ({kind.value}, {size} B)")
+        if sorted(r for r, *_ in got) != sorted(want):
+            raise ChakraError(f"{path0}: record {n0.record}: collective {k} of group {pg!r} "
+                              f"is missing on ranks "
+                              f"{sorted(set(want) - {r for r, *_ in got})[:5]}")
+        if len(want) < 2:
+            continue                       # a group of one moves nothing over the network
+        specs.append(JobSpec(f"r{rank0}n{n0.id}-{kind.value}"[:64], kind,
+                             [[hosts[r] for r in want]], size,
+                             start_s=max(x[3] for x in got)))
+    for (src, dst, tag), sent in sends.items():
+        if recvs.get((src, dst, tag), 0) < len(sent):
+            path, n, _ = sent[-1]
+            raise ChakraError(f"{path}: record {n.record}: send to rank {dst} (tag {tag}) has "
+                              "no matching receive")
+        for path, n, start in sent:
+            size = _int_attr(path, n, "comm_size", 1, MAX_COMM_BYTES)
+            specs.append(JobSpec(f"r{src}n{n.id}-send", Collective.PIPELINE,
+                                 [[hosts[src], hosts[dst]]], size, start_s=start))
+    return specs
