@@ -187,8 +187,9 @@ def _cmd_predict(args) -> int:
     _repeated(exp, args, out.path, lambda folder, r, offset: predict_experiment(
         exp, folder, util_bin_s=args.util_bin_s, repetition=r, port_offset=offset))
     from .report import draw_report
-    figures = _writes_results(lambda: draw_report([out.path], out.path / "plots"), out.path)
-    print(f"figures: {out.path / 'plots'} ({len(figures)} PNG + SVG)")
+    figures = _writes_results(lambda: draw_report([out.path], out.path / "plots",
+                                                  fmt=("png",)), out.path)
+    print(f"figures: {out.path / 'plots'} ({', '.join(figures)}; PNG, and SVG from `report`)")
     return 0
 
 

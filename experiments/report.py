@@ -129,9 +129,9 @@ def efficiency_table(t: pd.DataFrame) -> pd.DataFrame:
 
 
 # -- figures ---------------------------------------------------------------------------------
-def _save(fig, out: Path, stem: str) -> str:
-    """Write PNG and SVG, the box grown to hold titles and outside legends."""
-    for ext in FORMATS:
+def _save(fig, out: Path, fmt: tuple[str, ...], stem: str) -> str:
+    """Write each format (PNG, SVG), the box grown to hold titles and outside legends."""
+    for ext in fmt:
         fig.savefig(out / f"{stem}.{ext}", dpi=110, bbox_inches="tight")
     plt.close(fig)
     return stem
@@ -159,7 +159,8 @@ def _ideal_lines(ax, ideals: list[float]) -> None:
                    label="ideal CCT (non-blocking fabric)" if i == 0 else None)
 
 
-def cct_cdf(t: pd.DataFrame, out: Path, title: str) -> str:
+def cct_cdf(t: pd.DataFrame, out: Path, title: str,
+            fmt: tuple[str, ...] = FORMATS) -> str:
     """Per routing, the CDF of every job iteration's CCT; ideal CCTs as dashed lines."""
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for i, (label, g) in enumerate(_series(t)):
@@ -171,10 +172,11 @@ def cct_cdf(t: pd.DataFrame, out: Path, title: str) -> str:
     ax.set_xlim(left=0)
     ax.set_title(f"{title}: CDF of iteration CCT per routing")
     ax.legend(fontsize=8, loc="lower right")
-    return _save(fig, out, "cct_cdf")
+    return _save(fig, out, fmt, "cct_cdf")
 
 
-def fct_cdf(runs: list[Path], out: Path, title: str) -> str | None:
+def fct_cdf(runs: list[Path], out: Path, title: str,
+            fmt: tuple[str, ...] = FORMATS) -> str | None:
     """Per routing, the CDF of predicted transfer FCTs (fct.csv: mean over iterations)."""
     by_routing: dict[str, list[pd.Series]] = {}
     for run in runs:
@@ -194,7 +196,7 @@ def fct_cdf(runs: list[Path], out: Path, title: str) -> str | None:
     ax.set_xlim(left=0)
     ax.set_title(f"{title}: CDF of predicted FCT per routing")
     ax.legend(fontsize=8, loc="lower right")
-    return _save(fig, out, "fct_cdf")
+    return _save(fig, out, fmt, "fct_cdf")
 
 
 def _config_label(row: dict, keys: list[str]) -> str:
@@ -210,7 +212,8 @@ def _config_label(row: dict, keys: list[str]) -> str:
     return ", ".join(parts)
 
 
-def efficiency_bars(eff: pd.DataFrame, out: Path, title: str) -> str:
+def efficiency_bars(eff: pd.DataFrame, out: Path, title: str,
+                    fmt: tuple[str, ...] = FORMATS) -> str:
     """Mean efficiency per routing (bars) and configuration (groups), 95% CIs as whiskers."""
     keys = [c for c in eff.columns if c not in ("routing", "mode", "efficiency_mean",
                                                 "efficiency_ci95_low", "efficiency_ci95_high",
@@ -241,10 +244,11 @@ def efficiency_bars(eff: pd.DataFrame, out: Path, title: str) -> str:
     ax.set_title(f"{title}: efficiency per routing\n(mean, 95% CI over repeats and seeds; "
                  f"up to {n} runs each)", fontsize=9)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    return _save(fig, out, "efficiency")
+    return _save(fig, out, fmt, "efficiency")
 
 
-def emulated_vs_predicted(t: pd.DataFrame, out: Path, title: str) -> str | None:
+def emulated_vs_predicted(t: pd.DataFrame, out: Path, title: str,
+                          fmt: tuple[str, ...] = FORMATS) -> str | None:
     """Emulated iteration CCT against the model's, per routing, with y = x."""
     em = t[(t["mode"] == "emulated") & t["predicted_cct_s"].notna()]
     if em.empty:
@@ -261,7 +265,7 @@ def emulated_vs_predicted(t: pd.DataFrame, out: Path, title: str) -> str | None:
     ax.set_ylabel("emulated iteration CCT (s)")
     ax.set_title(f"{title}: emulated vs predicted CCT (error of the means)", fontsize=9)
     ax.legend(fontsize=8, loc="upper left")
-    return _save(fig, out, "emulated_vs_predicted")
+    return _save(fig, out, fmt, "emulated_vs_predicted")
 
 
 #: (lower, upper) tiers of a heatmap, by switch name prefix.
@@ -295,7 +299,8 @@ def link_loads(runs: list[Path]) -> dict[str, pd.DataFrame]:
     return out
 
 
-def load_heatmap(runs: list[Path], out: Path, title: str) -> str | None:
+def load_heatmap(runs: list[Path], out: Path, title: str,
+                 fmt: tuple[str, ...] = FORMATS) -> str | None:
     """Per routing (rows of panels) and tier pair (columns): lower x upper switch load."""
     loads = link_loads(runs)
     panels = []
@@ -342,10 +347,11 @@ def load_heatmap(runs: list[Path], out: Path, title: str) -> str | None:
     counted = sum(1 for r in runs if any(r.glob("*/links.csv")))
     fig.suptitle(f"{title}: predicted link load, mean over {counted} run folder(s)",
                  fontsize=10)
-    return _save(fig, out, "load_heatmap")
+    return _save(fig, out, fmt, "load_heatmap")
 
 
-def link_utilization(runs: list[Path], out: Path, title: str) -> str | None:
+def link_utilization(runs: list[Path], out: Path, title: str,
+                     fmt: tuple[str, ...] = FORMATS) -> str | None:
     """Per routing: the mean and the busiest used link's utilization per time bin (the
     first run folder holding links_over_time.csv)."""
     for run in runs:
@@ -367,24 +373,26 @@ def link_utilization(runs: list[Path], out: Path, title: str) -> str | None:
     ax.set_ylim(0, 1.05)
     ax.set_title(f"{title}: link utilization over time ({run.name})", fontsize=9)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    return _save(fig, out, "link_utilization")
+    return _save(fig, out, fmt, "link_utilization")
 
 
 def draw_report(dirs: list[Path], plots: Path, table: pd.DataFrame | None = None,
-                runs: list[Path] | None = None) -> list[str]:
-    """Draw every figure the data allows into `plots` (PNG and SVG); returns their stems."""
+                runs: list[Path] | None = None,
+                fmt: tuple[str, ...] = FORMATS) -> list[str]:
+    """Draw every figure the data allows into `plots` (as each of `fmt`); returns their
+    stems."""
     runs = runs if runs is not None else find_runs(dirs)
     if table is None:
         table = _ordered(pd.concat([run_table(r) for r in runs], ignore_index=True))
     plots.mkdir(parents=True, exist_ok=True)
     names = sorted(set(table["name"].astype(str)))
     title = names[0] if len(names) == 1 else f"{len(names)} experiments"
-    figures = [cct_cdf(table, plots, title),
-               fct_cdf(runs, plots, title),
-               efficiency_bars(efficiency_table(table), plots, title),
-               emulated_vs_predicted(table, plots, title),
-               load_heatmap(runs, plots, title),
-               link_utilization(runs, plots, title)]
+    figures = [cct_cdf(table, plots, title, fmt),
+               fct_cdf(runs, plots, title, fmt),
+               efficiency_bars(efficiency_table(table), plots, title, fmt),
+               emulated_vs_predicted(table, plots, title, fmt),
+               load_heatmap(runs, plots, title, fmt),
+               link_utilization(runs, plots, title, fmt)]
     return [f for f in figures if f]
 
 

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .config import MAX_SEED, ConfigError, Experiment, parse, quote, read_yaml
-from .overrides import Path_, parse_path, parse_set, set_path, shown
+from .overrides import parse_path, parse_set, set_path, shown
 
 SWEEP_KEYS = {"base", "mode", "grid", "points", "seeds", "repeat", "set", "util_bin_s"}
 MODES = ("predict", "run")

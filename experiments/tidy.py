@@ -7,7 +7,8 @@
 
 `predicted_cct_s` and `iteration_end_s` are empty for predicted runs. Swept values are columns
 named by their dotted key (`fabric.spine_link_mbps`); list values are written as YAML flow
-(`[ecmp, ilp]`); a swept key that is also a base column is `config.<key>`. pandas builds and merges the tables (experiments/report.py).
+(`[ecmp, ilp]`); a swept key that is also a base column is `config.<key>`. pandas builds
+and merges the tables (experiments/report.py).
 
 `environment.json` gains what a reader needs to trace a run: the git commit and whether the
 tree was dirty, the command line, start and end times (UTC, ISO 8601), the load average before

@@ -184,3 +184,42 @@ def test_scheduler_path_and_the_emulator_resource(tmp_path):
         with pytest.raises(ConfigError, match="offers the emulator resource"):
             run_sweep(load_sweep(run), tmp_path / "out-run", cluster.scheduler_address,
                       log=lambda _: None)
+
+
+def test_iteration_progress_lines_carry_job_iteration_cct_and_running_mean():
+    from types import SimpleNamespace as NS
+    from experiments.progress import iteration_progress
+    lines: list[str] = []
+    plans = [NS(name="ring-a", spec=NS(iterations=3)), NS(name="ring-b", spec=NS(iterations=2))]
+    hook = iteration_progress("ecmp", plans, lines.append)
+    for job, cct in (("ring-a", 4.0), ("ring-b", 1.0), ("ring-a", 5.0)):
+        hook(job, NS(cct_s=cct))
+    assert lines == ["[ecmp] ring-a iteration 1/3: CCT 4.000 s, running mean 4.000 s",
+                     "[ecmp] ring-b iteration 1/2: CCT 1.000 s, running mean 1.000 s",
+                     "[ecmp] ring-a iteration 2/3: CCT 5.000 s, running mean 4.500 s"]
+
+
+def test_sweep_progress_is_plain_lines_off_a_terminal():
+    import io
+    from experiments.progress import SweepProgress
+    stream = io.StringIO()
+    bar = SweepProgress(4, skipped=1, stream=stream)
+    bar.point("a", "ok", 0.5)
+    bar.point("b", "failed", 0.25, "fabric.spines: must be from 1 to 256, got 0")
+    bar.close()
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("[2/4] a ok in 0.50 s; 0 failed; ETA ")
+    assert lines[1].startswith("[3/4] b failed in 0.25 s; 1 failed; ETA ")
+    assert lines[1].endswith(": fabric.spines: must be from 1 to 256, got 0")
+
+
+def test_sweep_progress_draws_a_bar_when_asked():
+    import io
+    from experiments.progress import SweepProgress
+    stream = io.StringIO()
+    bar = SweepProgress(2, stream=stream, bar=True)
+    bar.point("a", "ok", 0.1)
+    bar.point("b", "failed", 0.1, "boom")
+    bar.close()
+    text = stream.getvalue()
+    assert "2/2" in text and "failed=1" in text and "failed b: boom" in text
