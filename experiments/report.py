@@ -8,7 +8,8 @@ A DIR is a run folder (results.json), a `--repeat` folder (rep-N/), a sweep fold
   with its 95% confidence interval (Student's t), and n;
 - plots/*.png and *.svg: CDF of iteration CCT per routing (ideal CCT as a line); CDF of
   predicted FCTs; efficiency per routing with 95% CIs; emulated against predicted CCT with
-  y = x (when emulated runs are present); a lower x upper tier load heatmap per routing; link
+  y = x (when emulated runs are present); a lower x upper tier load heatmap per routing
+  (predicted utilization; emulated runs: flows per link on the observed paths); link
   utilization over time (when a prediction wrote links_over_time.csv).
 
 Efficiency of one run and routing is the results.json definition: the lowest over jobs of the
@@ -299,38 +300,57 @@ def link_loads(runs: list[Path]) -> dict[str, pd.DataFrame]:
     return out
 
 
-def load_heatmap(runs: list[Path], out: Path, title: str,
-                 fmt: tuple[str, ...] = FORMATS) -> str | None:
-    """Per routing (rows of panels) and tier pair (columns): lower x upper switch load."""
-    loads = link_loads(runs)
+def emulated_flows(runs: list[Path]) -> dict[str, pd.DataFrame]:
+    """Per emulated routing: each link's mean number of flows over the runs (results.json
+    `link_flows`: the paths the switch counters saw), as link_loads' columns."""
+    parts: dict[str, list[pd.DataFrame]] = {}
+    for run in runs:
+        if any(run.glob("*/links.csv")):
+            continue
+        doc = json.loads((run / "results.json").read_text())
+        for r in doc["runs"]:
+            if r.get("mode") == "emulated" and r.get("link_flows"):
+                parts.setdefault(r["routing"], []).append(pd.DataFrame(
+                    [{"src": x["link"][0], "dst": x["link"][1],
+                      "mean_utilization": x["flows"]} for x in r["link_flows"]]))
+    return {k: pd.concat(v).groupby(["src", "dst"]).mean_utilization.sum().div(len(v))
+            .reset_index() for k, v in parts.items()}
+
+
+def _panels(loads: dict[str, pd.DataFrame]) -> list[tuple[str, str, str, dict]]:
+    """(routing, lower tier, upper tier, {(lower, upper): the busier direction's value})."""
     panels = []
     for routing, t in list(loads.items())[:MAX_SERIES]:
         for lower, upper in TIERS:
-            def pair(r, lower=lower, upper=upper):
-                ends = sorted([r.src, r.dst], key=lambda n: (_tier(n) != lower, n))
-                return ends if _tier(ends[0]) == lower and _tier(ends[1]) == upper else None
             cells: dict[tuple[str, str], float] = {}
             for r in t.itertuples():
-                p = pair(r)
-                if p:
-                    cells[tuple(p)] = max(cells.get(tuple(p), 0.0), r.mean_utilization)
+                a, b = sorted([r.src, r.dst], key=lambda n: (_tier(n) != lower, n))
+                if _tier(a) == lower and _tier(b) == upper:
+                    cells[(a, b)] = max(cells.get((a, b), 0.0), r.mean_utilization)
             if cells:
                 panels.append((routing, lower, upper, cells))
+    return panels
+
+
+def _heatmap(loads: dict[str, pd.DataFrame], out: Path, fmt: tuple[str, ...], stem: str,
+             title: str, label: str, vmax: float | None) -> str | None:
+    """Per routing (rows of panels) and tier pair (columns): lower x upper switch values."""
+    panels = _panels(loads)
     if not panels:
         return None
-    cols = len({(lo, up) for _, lo, up, _ in panels})
-    rows_n = len({p[0] for p in panels})
-    fig, axes = plt.subplots(rows_n, cols, figsize=(4.2 * cols + 1, 3.2 * rows_n + 0.6),
-                             squeeze=False, layout="constrained")
+    vmax = vmax or max(max(c.values()) for *_, c in panels) or 1.0
     tier_cols = list(dict.fromkeys((lo, up) for _, lo, up, _ in panels))
     routings = list(dict.fromkeys(p[0] for p in panels))
+    fig, axes = plt.subplots(len(routings), len(tier_cols),
+                             figsize=(4.2 * len(tier_cols) + 1, 3.2 * len(routings) + 0.6),
+                             squeeze=False, layout="constrained")
     image = None
     for routing, lower, upper, cells in panels:
         ax = axes[routings.index(routing), tier_cols.index((lower, upper))]
         lows = sorted({a for a, _ in cells}, key=_index)
         ups = sorted({b for _, b in cells}, key=_index)
         grid = [[cells.get((a, b), 0.0) for b in ups] for a in lows]
-        image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        image = ax.imshow(grid, vmin=0, vmax=vmax, cmap="viridis", aspect="auto")
         ax.set_xticks(range(len(ups)))
         ax.set_xticklabels(ups if len(ups) <= 16 else [""] * len(ups), rotation=90,
                            fontsize=6)
@@ -342,12 +362,26 @@ def load_heatmap(runs: list[Path], out: Path, title: str,
     for ax in axes.flat:
         if not ax.images:
             ax.axis("off")
-    fig.colorbar(image, ax=axes.ravel().tolist(),
-                 label="mean utilization of the busier direction (fraction of capacity)")
+    fig.colorbar(image, ax=axes.ravel().tolist(), label=label)
+    fig.suptitle(title, fontsize=10)
+    return _save(fig, out, fmt, stem)
+
+
+def load_heatmap(runs: list[Path], out: Path, title: str,
+                 fmt: tuple[str, ...] = FORMATS) -> str | None:
+    """Predicted runs: each link's mean utilization (links.csv), busier direction."""
     counted = sum(1 for r in runs if any(r.glob("*/links.csv")))
-    fig.suptitle(f"{title}: predicted link load, mean over {counted} run folder(s)",
-                 fontsize=10)
-    return _save(fig, out, fmt, "load_heatmap")
+    return _heatmap(link_loads(runs), out, fmt, "load_heatmap",
+                    f"{title}: predicted link load, mean over {counted} run folder(s)",
+                    "mean utilization of the busier direction (fraction of capacity)", 1.0)
+
+
+def flow_heatmap(runs: list[Path], out: Path, title: str,
+                 fmt: tuple[str, ...] = FORMATS) -> str | None:
+    """Emulated runs: flows per link on the paths the switch counters saw."""
+    return _heatmap(emulated_flows(runs), out, fmt, "flow_heatmap",
+                    f"{title}: emulated flows per link (observed paths), mean over runs",
+                    "flows on the link (mean over runs)", None)
 
 
 def link_utilization(runs: list[Path], out: Path, title: str,
@@ -392,6 +426,7 @@ def draw_report(dirs: list[Path], plots: Path, table: pd.DataFrame | None = None
                efficiency_bars(efficiency_table(table), plots, title, fmt),
                emulated_vs_predicted(table, plots, title, fmt),
                load_heatmap(runs, plots, title, fmt),
+               flow_heatmap(runs, plots, title, fmt),
                link_utilization(runs, plots, title, fmt)]
     return [f for f in figures if f]
 

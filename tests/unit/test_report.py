@@ -16,7 +16,8 @@ from experiments.report import ci95, efficiency_table, find_runs, t975
 ROOT = Path(__file__).resolve().parents[2]
 QUICK = str(ROOT / "experiments" / "configs" / "quickstart.yaml")
 FIGURES = {"cct_cdf", "fct_cdf", "efficiency", "emulated_vs_predicted", "load_heatmap",
-           "link_utilization"}
+           "flow_heatmap", "link_utilization"}
+EMULATED_ONLY = {"emulated_vs_predicted", "flow_heatmap"}
 
 
 def cli(capsys, argv):
@@ -34,6 +35,8 @@ def emulated_like(predicted: Path, folder: Path) -> Path:
         run["mode"] = "emulated"
         run["predicted_cct_s"] = run["cct_s"]
         run["cct_s"] = [c * 1.05 for c in run["cct_s"]]
+        run["link_flows"] = [{"link": [f"leaf{i}", f"spine{k}"], "flows": (i + k) % 3}
+                             for i in range(1, 5) for k in range(1, 5)]
         for j in run["jobs"]:
             j["predicted_cct_s"] = j["cct_s"]
             j["cct_s"] = [c * 1.05 for c in j["cct_s"]]
@@ -62,7 +65,7 @@ def test_predict_writes_tidy_rows_and_its_own_figures(runs):
     assert len(table) == 2 * 4 * 3               # routings x jobs x iterations
     assert set(table["seed"]) == {1} and set(table["repetition"]) == {1}
     plots = {p.stem for p in (runs / "one" / "plots").glob("*.png")}
-    assert plots == FIGURES - {"emulated_vs_predicted"}
+    assert plots == FIGURES - EMULATED_ONLY
     assert not list((runs / "one" / "plots").glob("*.svg"))     # SVG: from `report`
 
 
