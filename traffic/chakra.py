@@ -83,7 +83,8 @@ def _schema():
                    type_name=".ChakraProtoMsg.AttributeProto")
     node = fd.message_type.add(name="Node")
     for name, number, kind, label in (
-            ("id", 1, T.TYPE_UINT64, T.LABEL_OPTIONAL), ("name", 2, T.TYPE_STRING, T.LABEL_OPTIONAL),
+            ("id", 1, T.TYPE_UINT64, T.LABEL_OPTIONAL),
+            ("name", 2, T.TYPE_STRING, T.LABEL_OPTIONAL),
             ("ctrl_deps", 4, T.TYPE_UINT64, T.LABEL_REPEATED),
             ("data_deps", 5, T.TYPE_UINT64, T.LABEL_REPEATED),
             ("start_time_micros", 6, T.TYPE_UINT64, T.LABEL_OPTIONAL),

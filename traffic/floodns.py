@@ -155,7 +155,7 @@ def _ring_order(edges: list[tuple[int, int, int]], where: str) -> list[int]:
     return order
 
 
-def _ints(line: str, where: str, n: int) -> list[int]:
+def _ints(line: str, where: str) -> list[int]:
     parts = line.split()
     if len(parts) != 8:
         raise FloodnsError(f"{where}: expected 8 columns (src dst src_tor dst_tor "
@@ -187,7 +187,7 @@ def read_job_file(path: str | Path, topo: FloodnsTopology = PAPER_TOPOLOGY) -> F
         if not line or line.startswith("#"):
             continue
         where = f"{p}:{n}"
-        src, dst, stor, dtor, start, size, compute, ring = _ints(line, where, n)
+        src, dst, stor, dtor, start, size, compute, ring = _ints(line, where)
         for what, s, tor in (("src", src, stor), ("dst", dst, dtor)):
             if not lo <= s <= hi:
                 raise FloodnsError(f"{where}: {what} {s} is not a server ({lo}..{hi})")

@@ -36,7 +36,6 @@ sys.path.insert(0, str(ROOT))
 
 from experiments.config import parse  # noqa: E402
 from experiments.routes import ControllerRoutes  # noqa: E402
-from routing import route  # noqa: E402
 from routing.replay import read_flow_log, route_replay  # noqa: E402
 from traffic.collectives import plan_jobs  # noqa: E402
 from traffic.predictor import Semantics, predict  # noqa: E402
@@ -49,6 +48,9 @@ STORED = {
     "1-4-2": {"ecmp": 4.6933, "mcvlc": 2.3467},
 }
 DEFAULT_CASES = ["1-0-2", "1-0-8", "1-4-2", "2-0-4", "3-0-4"]
+#: floodns's ECMP flow logs shipped with the tests (replayed when floodns does not run here).
+VENDORED_LOGS = {"1-0-2": ROOT / "tests" / "fixtures" / "floodns" / "logs" / "1job-d2-ecmp"
+                 / "flow_info.csv"}
 #: edge_coloring shells out to `poetry run python -m external.edge_coloring.main` (typer,
 #: pandas, networkx): put a `poetry` on PATH that runs such a Python, or it is skipped.
 FLOODNS_STRATEGIES = ("ecmp", "mcvlc", "edge_coloring")
@@ -164,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         if local:
             runs.append(("replay", "ecmp", flood_sem, work / f"{case}-ecmp" / "logs_floodns"
                          / "flow_info.csv"))
+        elif case in VENDORED_LOGS:
+            runs.append(("replay", "ecmp", flood_sem, VENDORED_LOGS[case]))
         for ours_name, their_name in (("ecmp", "ecmp"), ("greedy", "mcvlc"),
                                       ("edge-coloring", "edge_coloring")):
             runs.append((ours_name, their_name, flood_sem, None))

@@ -68,7 +68,8 @@ AR = dict(comm_type=0, comm_size=1000, pg_name="")
 
 
 @pytest.mark.parametrize("per_rank, needle", [
-    ([[node(1, 7, comm_type=42, comm_size=1000, pg_name="")]] * 2, "record 1: unknown comm_type 42"),
+    ([[node(1, 7, comm_type=42, comm_size=1000, pg_name="")]] * 2,
+     "record 1: unknown comm_type 42"),
     ([[node(1, 7, comm_type=5, comm_size=1000, pg_name="")]] * 2, "BROADCAST is not modelled"),
     ([[node(1, 7, comm_type=0, comm_size=1000, pg_name="big")]] * 2,
      "unknown process group 'big'"),
