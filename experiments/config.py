@@ -35,7 +35,7 @@ class ConfigError(ValueError):
 
 
 TOP_KEYS = {"name", "seed", "fabric", "jobs", "routing", "emulation", "events",
-            "jobs_from", "semantics", "replay_log"}
+            "jobs_from", "semantics", "replay_log", "solver_time_limit_s"}
 EVENT_KINDS = ("fail_spine", "restore_spine", "fail_switch", "restore_switch", "fail_link",
                "restore_link")
 FAILURE_KEYS = {"failed_switches", "failed_links"}
@@ -101,6 +101,8 @@ MAX_SEED = 2 ** 32 - 1
 #: Per-link drop-tail queue (frames): 10,000 x 64,000 B = 640 MB, still a C int for the
 #: window clamp (window_frames <= queue_packets).
 MAX_QUEUE_PACKETS = 10_000
+#: Largest `solver_time_limit_s` (seconds per ilp / mmf solve).
+MAX_SOLVER_S = 3_600.0
 #: Jobs and events per experiment; every event rebuilds the fabric and re-solves every
 #: routing (up to ~1.5 s per rebuild at the largest fabric).
 MAX_JOBS = 1_000
@@ -208,6 +210,7 @@ class Experiment:
     raw: dict = field(default_factory=dict)
     semantics: Semantics = field(default_factory=Semantics)   # traffic/predictor.py
     replay_log: Path | None = None            # floodns flow log for routing `replay`
+    solver_time_limit_s: float | None = None  # each ilp / mmf CBC solve; None: 30 s / 60 s
 
     def resolved(self) -> dict:
         """The config as run: every default filled in, model jobs expanded to their rings
@@ -226,6 +229,8 @@ class Experiment:
             "events": [e.as_dict() for e in self.events],
             **({"semantics": self.semantics.as_dict()} if self.semantics != Semantics() else {}),
             **({"replay_log": str(self.replay_log)} if self.replay_log else {}),
+            **({"solver_time_limit_s": self.solver_time_limit_s}
+               if self.solver_time_limit_s is not None else {}),
         }
 
 
@@ -993,8 +998,11 @@ def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
     emulation = _emulation(_section(d, "emulation"), fabric)
     _check_timing(jobs, fabric, emulation)
     events = _events(d.get("events"), fabric, routing, jobs, emulation)
+    limit = (_num(d, "solver_time_limit_s", "config", maximum=MAX_SOLVER_S,
+                  why="one hour per solve; a run solves at every epoch")
+             if d.get("solver_time_limit_s") is not None else None)
     return Experiment(name, seed, fabric, jobs, routing, emulation, events, d,
-                      _semantics(d.get("semantics")), replay_log)
+                      _semantics(d.get("semantics")), replay_log, limit)
 
 
 def load(path: str | Path) -> Experiment:

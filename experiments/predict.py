@@ -108,7 +108,8 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
             # the controller's policy in model time: epochs as jobs start and finish, events
             routes = ControllerRoutes(strategy, exp.fabric, conns, exp.seed, exp.events,
                                       static=(rp.path_of if enforcement == "host"
-                                              or strategy == REPLAY else None))
+                                              or strategy == REPLAY else None),
+                                      time_limit_s=exp.solver_time_limit_s)
             pred = predict(exp.fabric, plans, None, goodput_factor, util_bin_s=util_bin_s,
                            router=routes, semantics=exp.semantics)
         except RoutingError as e:

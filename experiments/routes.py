@@ -26,10 +26,13 @@ class ControllerRoutes:
 
     def __init__(self, strategy: str, fabric: Fabric, conns: list[Connection], seed: int,
                  events: list[Event] = (), static: dict[int, Path | None] | None = None,
-                 observed_phases: list[dict[int, Path | None]] | None = None):
+                 observed_phases: list[dict[int, Path | None]] | None = None,
+                 time_limit_s: float | None = None):
         """`observed_phases[k]`: ECMP only, conn_id -> path seen between event k-1 and event
-        k (phase 0 before the first event); flows not seen in a phase take the model hash."""
-        self.policy = EpochPolicy(strategy, fabric, conns, seed, static=static)
+        k (phase 0 before the first event); flows not seen in a phase take the model hash.
+        `time_limit_s`: each ilp / mmf solve's CBC limit (the config's solver_time_limit_s)."""
+        self.policy = EpochPolicy(strategy, fabric, conns, seed, static=static,
+                                  time_limit_s=time_limit_s)
         self.conns, self.seed, self.events = conns, seed, list(events)
         self.observed = observed_phases
         self.phase = 0

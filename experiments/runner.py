@@ -210,7 +210,8 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
                                 static_paths=rp.path_of)
         installed = controller.install_initial()
     else:
-        controller = Controller(emu, exp.fabric, strategy, plans, exp.seed, run_dir / "rules")
+        controller = Controller(emu, exp.fabric, strategy, plans, exp.seed, run_dir / "rules",
+                                time_limit_s=exp.solver_time_limit_s)
         installed = controller.install_initial()
     conns = [c for p in plans for c in p.connections]
     log(f"[{name}] {installed['rules']} rules on {installed['switches']} switches in "
@@ -262,7 +263,8 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
         strategy, exp.fabric, conns, exp.seed, exp.events,
         static=rp.path_of if enforcement == "host" else None,
         observed_phases=(phase_paths(every, conns, [{}, *controller.counters_at_events, counts])
-                         if strategy == "ecmp" else None))
+                         if strategy == "ecmp" else None),
+        time_limit_s=exp.solver_time_limit_s)
     pred = predict(exp.fabric, plans, None, goodput, router=routes)
     jobs = []
     for p in plans:

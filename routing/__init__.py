@@ -40,6 +40,8 @@ KERNELS: dict[str, tuple[Strategy, Strategy]] = {
     "gff": (route_gff, route_gff),
 }
 STRATEGIES = sorted(KERNELS)
+#: Strategies that call CBC and take `time_limit_s` (seconds per solve; 30 s ilp, 60 s mmf).
+TIME_LIMITED = ("ilp", "mmf")
 
 
 def route(name: str, fabric: Fabric, conns: list[Connection], seed: int = 0,

@@ -40,8 +40,11 @@ class EpochPolicy:
     """Which path each active inter-leaf flow takes, epoch by epoch."""
 
     def __init__(self, strategy: str, fabric: Fabric, conns: list[Connection], seed: int = 0,
-                 static: dict[int, Path | None] | None = None):
+                 static: dict[int, Path | None] | None = None,
+                 time_limit_s: float | None = None):
+        """`time_limit_s`: each CBC solve's limit for ilp and mmf (None: their defaults)."""
         self.strategy, self.fabric, self.seed = strategy, fabric, seed
+        self.options = {} if time_limit_s is None else {"time_limit_s": time_limit_s}
         self.conns = list(conns)
         self.static = static
         self.active: set[str] = set()
@@ -119,8 +122,10 @@ class EpochPolicy:
             return Decision(0.0, None)
         active = [c for c in self.conns if c.job in self.active]
         previous = dict(self.assignment)
+        from . import TIME_LIMITED
         result = recompute(self.strategy, self.fabric, active, previous, seed=self.seed,
-                           low_churn=low_churn)
+                           low_churn=low_churn,
+                           **(self.options if self.strategy in TIME_LIMITED else {}))
         self.assignment = {c.conn_id: result.plan.path_of[c.conn_id] for c in active}
         for cid, s in self.assignment.items():
             if s is not None:

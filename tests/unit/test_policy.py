@@ -115,3 +115,22 @@ def test_predict_command_models_the_failover_events():
     pr = predict(exp.fabric, plans, None, router=routes)
     assert routes.policy.fabric.spec.failed_spines == ("spine2",)  # the last state
     assert pr.stats["reroutes"] == len(exp.events) + 4           # 2 starts, 2 finishes
+
+
+@pytest.mark.parametrize("strategy, limit, want", [("ilp", 7.5, 7.5), ("mmf", 2.0, 2.0),
+                                                   ("ilp", None, None), ("greedy", 3.0, None)])
+def test_solver_time_limit_reaches_only_the_cbc_strategies(monkeypatch, strategy, limit, want):
+    """The config's solver_time_limit_s is each ilp / mmf solve's CBC limit; the others, which
+    take no such option, never see it."""
+    import routing
+    seen = []
+    two_tier, three_tier = routing.KERNELS[strategy]
+
+    def spy(*args, **kw):
+        seen.append(kw.get("time_limit_s"))
+        return two_tier(*args, **kw)
+    monkeypatch.setitem(routing.KERNELS, strategy, (spy, three_tier))
+    p = EpochPolicy(strategy, fabric(), CONNS, seed=1, time_limit_s=limit)
+    p.start(["a", "b"])
+    p.finish("a")
+    assert seen == [want, want]
