@@ -235,6 +235,7 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
     finally:
         driver.stop_agents()
     fidelity = monitor.summary()
+    monitor.write_csv(run_dir / "cpu_samples.csv")
     fidelity["advice"] = advice(fidelity, exp.fabric.spec.host_link_mbps * len(exp.fabric.hosts),
                                 exp.emulation.mtu_bytes, len(exp.fabric.hosts),
                                 os.getloadavg()[0], os.cpu_count())

@@ -100,10 +100,19 @@ class Sample:
         return sum(self.cores_pct) / len(self.cores_pct) if self.cores_pct else 0.0
 
     @property
+    def forwarding_full(self) -> bool:
+        """The forwarding thread had packets (ran or waited to run) the whole interval."""
+        return self.forwarding_pct + self.forwarding_wait_pct >= FORWARDING_SATURATED_PCT
+
+    @property
+    def cores_full(self) -> bool:
+        """Every core busy outside niced work, and ovs-vswitchd kept waiting for one."""
+        return (self.cores_mean_pct >= CORES_SATURATED_PCT
+                and self.vswitchd_wait_pct >= STARVED_WAIT_PCT)
+
+    @property
     def saturated(self) -> bool:
-        return (self.forwarding_pct + self.forwarding_wait_pct >= FORWARDING_SATURATED_PCT
-                or (self.cores_mean_pct >= CORES_SATURATED_PCT
-                    and self.vswitchd_wait_pct >= STARVED_WAIT_PCT))
+        return self.forwarding_full or self.cores_full
 
 
 def _core_busy(prev, cur) -> tuple[list[float], float]:
@@ -183,6 +192,17 @@ class CpuMonitor:
     def summary(self) -> dict:
         return summarize(self.samples, self.interval_s, max(self._t1 - self._t0, 0.0))
 
+    def write_csv(self, path) -> None:
+        """Every sample, one row each (CPU in %, t_s from the first sample)."""
+        t0 = self.samples[0].t if self.samples else 0.0
+        rows = ["t_s,cores_mean_pct,nice_pct,vswitchd_pct,forwarding_pct,"
+                "forwarding_wait_pct,vswitchd_wait_pct,saturated"]
+        rows += [f"{s.t - t0:.3f},{s.cores_mean_pct:.1f},{s.nice_pct:.1f},{s.vswitchd_pct:.1f},"
+                 f"{s.forwarding_pct:.1f},{s.forwarding_wait_pct:.1f},"
+                 f"{s.vswitchd_wait_pct:.1f},{int(s.saturated)}" for s in self.samples]
+        with open(path, "w") as f:
+            f.write("\n".join(rows) + "\n")
+
 
 def _pct(values: list[float], q: float) -> float:
     """The q-quantile (0..1) of values, nearest rank."""
@@ -212,6 +232,8 @@ def summarize(samples: list[Sample], interval_s: float, monitored_s: float) -> d
     return {
         "ok": ok, "saturated_s": len(sat) * interval_s, "monitored_s": monitored_s,
         "samples": n,
+        "forwarding_full_s": sum(1 for s in samples if s.forwarding_full) * interval_s,
+        "cores_full_s": sum(1 for s in samples if s.cores_full) * interval_s,
         "cpu_max_pct": max(max(s.cores_pct, default=0.0) for s in samples),
         "cpu_mean_pct": sum(s.cores_mean_pct for s in samples) / n,
         "nice_mean_pct": sum(s.nice_pct for s in samples) / n,
