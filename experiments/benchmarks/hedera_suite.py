@@ -107,7 +107,7 @@ def plot(sets: dict[str, dict[str, dict[str, dict]]], out: Path) -> None:
         ax.set_ylim(0, 1.1)
         ax.axhline(1.0, color="grey", lw=0.6, ls=":")
         ax.set_title(f"Hedera's patterns on a k=4 fat-tree, {mode}")
-        ax.legend(ncol=4, fontsize=8, loc="lower right")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0))
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out.with_suffix(".png"), dpi=120)
