@@ -122,9 +122,9 @@ def _mapping(v: Any, where: str) -> dict:
     return v
 
 
-def _combos(d: dict, path: Path) -> list[dict[str, Any]]:
-    """The grid's product (in the order written), then the listed points."""
-    combos: list[dict[str, Any]] = []
+def _combos(d: dict, path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(where, values): the grid's product (in the order written), then the listed points."""
+    combos: list[tuple[str, dict[str, Any]]] = []
     grid = _mapping(d.get("grid") or {}, _where(path, "grid"))
     for k, vs in grid.items():
         parse_path(k, _where(path, f"grid.{k}"))
@@ -137,7 +137,8 @@ def _combos(d: dict, path: Path) -> list[dict[str, Any]]:
         if size > MAX_POINTS:
             raise ConfigError(f"{_where(path, 'grid')}: more than {MAX_POINTS:,} points")
     if grid:
-        combos += [dict(zip(grid, vals)) for vals in itertools.product(*grid.values())]
+        combos += [("grid", dict(zip(grid, vals)))
+                   for vals in itertools.product(*grid.values())]
     listed = d.get("points") or []
     if not isinstance(listed, list):
         raise ConfigError(f"{_where(path, 'points')}: expected a list of mappings, got "
@@ -145,8 +146,8 @@ def _combos(d: dict, path: Path) -> list[dict[str, Any]]:
     for i, p in enumerate(listed):
         for k in _mapping(p, _where(path, f"points[{i}]")):
             parse_path(k, _where(path, f"points[{i}].{k}"))
-        combos.append(dict(p))
-    return combos or [{}]
+        combos.append((f"points[{i}]", dict(p)))
+    return combos or [("base", {})]
 
 
 def _seeds(d: dict, path: Path) -> list[int] | None:
@@ -210,12 +211,20 @@ def load_sweep(path: str | Path, cli_sets: list[str] | None = None) -> Sweep:
     if total > MAX_POINTS:
         raise ConfigError(f"{path.name}: {total:,} points (grid x points x seeds x repeat); "
                           f"at most {MAX_POINTS:,}")
+    points = _expand(base_doc, combos, seeds, repeat, path)
+    return Sweep(path.resolve(), base, mode, points, float(util) if util is not None else None)
+
+
+def _expand(base_doc: dict, combos: list[tuple[str, dict[str, Any]]], seeds: list[int] | None,
+            repeat: int, path: Path) -> list[Point]:
+    """Every (values, seed, repetition) as a Point with its own config document; two points
+    with the same name are refused."""
     points: list[Point] = []
     names: dict[str, int] = {}
-    for i, values in enumerate(combos):
+    for i, (where, values) in enumerate(combos):
         doc = json.loads(json.dumps(base_doc))      # a deep copy of plain YAML data
         for k, v in values.items():
-            set_path(doc, parse_path(k), v, _where(path, f"grid.{k}"))
+            set_path(doc, parse_path(k), v, _where(path, f"{where}.{k}"))
         for seed in seeds or [doc.get("seed", 1)]:
             for rep in range(1, repeat + 1):
                 pdoc = json.loads(json.dumps(doc))
@@ -226,9 +235,8 @@ def load_sweep(path: str | Path, cli_sets: list[str] | None = None) -> Sweep:
                     raise ConfigError(f"{path.name}: points {names[name] + 1} and {i + 1} are "
                                       f"the same point ({name}); list each once")
                 names[name] = i
-                points.append(Point(name, values, seed if isinstance(seed, int) else 1,
-                                    rep, pdoc))
-    return Sweep(path.resolve(), base, mode, points, float(util) if util is not None else None)
+                points.append(Point(name, values, seed, rep, pdoc))
+    return points
 
 
 # -- one point, on a worker ------------------------------------------------------------------
