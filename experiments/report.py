@@ -63,7 +63,9 @@ def find_runs(dirs: Iterable[Path]) -> list[Path]:
         if not d.is_dir():
             raise ConfigError(f"report: {quote(str(d))} is not a folder; give run or sweep "
                               "folders")
-        here = sorted(p.parent.resolve() for p in d.rglob("results.json"))
+        here = _sweep_points(d)
+        if here is None:
+            here = sorted(p.parent.resolve() for p in d.rglob("results.json"))
         if not here:
             raise ConfigError(f"report: {quote(str(d))} holds no run folder (results.json); "
                               "give run or sweep folders")
@@ -74,6 +76,18 @@ def find_runs(dirs: Iterable[Path]) -> list[Path]:
             if len(found) > MAX_RUNS:
                 raise ConfigError(f"report: more than {MAX_RUNS:,} run folders")
     return sorted(found)
+
+
+def _sweep_points(d: Path) -> list[Path] | None:
+    """A sweep folder's finished points as its sweep.json lists them (points of an earlier
+    sweep in the same folder are not part of it); None when `d` is not a sweep folder."""
+    try:
+        status = json.loads((d / "sweep.json").read_text())["point_status"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return [(d / "points" / p["name"]).resolve() for p in status
+            if isinstance(p, dict) and p.get("status") == "ok"
+            and (d / "points" / str(p.get("name")) / "results.json").is_file()]
 
 
 def _point_ok(folder: Path) -> bool:

@@ -153,3 +153,13 @@ def test_timeline_shares_y_and_shows_every_job(runs, tmp_path, monkeypatch):
     jobs = sorted(["ring-a", "ring-b", "ring-c", "ring-d", "ideal CCT"])
     assert seen["labels"] == [jobs, jobs]
     assert all(len(m) == 4 for m in seen["markers"])  # a marker of its own per ring
+
+
+def test_a_sweep_folder_reports_the_points_its_sweep_json_lists(runs, tmp_path):
+    import shutil
+    for name in ("now", "earlier"):           # "earlier": a point of another sweep
+        shutil.copytree(runs / "one", tmp_path / "points" / name)
+        (tmp_path / "points" / name / "point.json").write_text('{"status": "ok"}')
+    (tmp_path / "sweep.json").write_text(json.dumps(
+        {"point_status": [{"name": "now", "status": "ok"}]}))
+    assert [p.name for p in find_runs([tmp_path])] == ["now"]
