@@ -160,30 +160,42 @@ class EmulatedFabric:
                 net.addLink(u, v, port1=f.port(u, v), port2=f.port(v, u))
         net.build()
         net.start()
-        for sw in f.switches:
-            run(["ovs-vsctl", "set", "Bridge", sw, f"external_ids:{EXTERNAL_ID}={self.run_id}"])
-        mtu = str(self.settings.mtu_bytes)
-        batch = []
-        for u, v in f.links:
-            if f.role(u) != "host":
-                intf = f.intf(u, v)
-                run(["ip", "link", "set", "dev", intf, "mtu", mtu])
-                run(["ovs-vsctl", "set", "Interface", intf, f"mtu_request={mtu}"])
-                batch += tc_batch(intf, self._shaping(f.capacity_mbps(u, v)))
-        run(["tc", "-batch", "-"], input_text="\n".join(batch) + "\n")
-        for h in f.hosts:
-            node = net.get(h)
-            intf = f"{h}-eth0"
-            ns_run(node, ["ethtool", "-K", intf, *HOST_OFFLOADS_OFF])
-            ns_run(node, ["ip", "link", "set", "dev", intf, "mtu", mtu])
-            ns_run(node, ["tc", "-batch", "-"], input_text="\n".join(
-                tc_batch(intf, self._shaping(f.capacity_mbps(h, f.leaf_of(h))))) + "\n")
-            ns_run(node, ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"])
-        net.staticArp()
+        self._configure(net)
         down = {tuple(sorted((u, v))) for u, v in f.links
                 if f.role(u) != "host" and f.role(v) != "host" and not f.is_live(u, v)}
         for u, v in sorted(down):
             self.set_link(u, v, up=False)
+
+    def _configure(self, net) -> None:
+        """Tag the bridges, set every MTU, shape every port, set up the hosts, in batches: one
+        ovs-vsctl, one `ip -batch`, one `tc -batch`, then per host one shell and one
+        `ip -batch` of static ARP entries (Mininet's staticArp runs one `arp -s` per host
+        pair: 4,032 at 64 hosts). experiments/benchmarks/scale_bench.py has the figures."""
+        f = self.fabric
+        mtu = str(self.settings.mtu_bytes)
+        ports = [(u, v) for u, v in f.links if f.role(u) != "host"]
+        vsctl = ["ovs-vsctl"]
+        for sw in f.switches:
+            vsctl += ["--", "set", "Bridge", sw, f"external_ids:{EXTERNAL_ID}={self.run_id}"]
+        for u, v in ports:
+            vsctl += ["--", "set", "Interface", f.intf(u, v), f"mtu_request={mtu}"]
+        run(vsctl, timeout_s=120)
+        run(["ip", "-batch", "-"], input_text="".join(
+            f"link set dev {f.intf(u, v)} mtu {mtu}\n" for u, v in ports))
+        batch = [line for u, v in ports
+                 for line in tc_batch(f.intf(u, v), self._shaping(f.capacity_mbps(u, v)))]
+        run(["tc", "-batch", "-"], input_text="\n".join(batch) + "\n", timeout_s=120)
+        macs = {h: net.get(h).MAC() for h in f.hosts}
+        for h in f.hosts:
+            intf = f"{h}-eth0"
+            ns_run(net.get(h), ["sh", "-c", f"ethtool -K {intf} {' '.join(HOST_OFFLOADS_OFF)}"
+                                f" && ip link set dev {intf} mtu {mtu} && sysctl -q -w "
+                                "net.ipv6.conf.all.disable_ipv6=1 && tc -batch -"],
+                   input_text="\n".join(tc_batch(intf, self._shaping(
+                       f.capacity_mbps(h, f.leaf_of(h))))) + "\n")
+            ns_run(net.get(h), ["ip", "-batch", "-"], input_text="".join(
+                f"neigh replace {f.ip_of(d)} lladdr {macs[d]} dev {intf} nud permanent\n"
+                for d in f.hosts if d != h))
 
     def set_link(self, u: str, v: str, up: bool) -> None:
         """Both ends of the u-v veth pair up or down (both directions fail, as a cut cable)."""
