@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import logging
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from .fabric import TIER, Fabric
 from .ovs import TestbedError, check_send_buffer, ovs_running, pick_datapath, run
@@ -81,6 +83,29 @@ def ns_run(node, args: list[str], timeout_s: float = 15.0, input_text: str | Non
     if proc.returncode != 0:
         raise TestbedError(f"{node.name}: `{' '.join(args)}` failed: {err.strip()[:300]}")
     return out
+
+
+def _ns_run_all(jobs: dict, timeout_s: float = 120.0) -> None:
+    """Run one argument list in each node's namespace, all at once (they mostly wait on the
+    kernel); raise TestbedError naming the first node that failed. None is left running."""
+    procs = []
+    try:
+        for node, args in jobs.items():
+            procs.append((node, node.popen(args, stdout=subprocess.PIPE,
+                                           stderr=subprocess.PIPE, text=True)))
+        deadline = time.monotonic() + timeout_s
+        for node, p in procs:
+            try:
+                _, err = p.communicate(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                raise TestbedError(f"{node.name}: host setup took more than {timeout_s:g} s")
+            if p.returncode != 0:
+                raise TestbedError(f"{node.name}: host setup failed: {err.strip()[:300]}")
+    finally:
+        for _, p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
 
 
 class EmulatedFabric:
@@ -186,16 +211,21 @@ class EmulatedFabric:
                  for line in tc_batch(f.intf(u, v), self._shaping(f.capacity_mbps(u, v)))]
         run(["tc", "-batch", "-"], input_text="\n".join(batch) + "\n", timeout_s=120)
         macs = {h: net.get(h).MAC() for h in f.hosts}
-        for h in f.hosts:
-            intf = f"{h}-eth0"
-            ns_run(net.get(h), ["sh", "-c", f"ethtool -K {intf} {' '.join(HOST_OFFLOADS_OFF)}"
-                                f" && ip link set dev {intf} mtu {mtu} && sysctl -q -w "
-                                "net.ipv6.conf.all.disable_ipv6=1 && tc -batch -"],
-                   input_text="\n".join(tc_batch(intf, self._shaping(
-                       f.capacity_mbps(h, f.leaf_of(h))))) + "\n")
-            ns_run(net.get(h), ["ip", "-batch", "-"], input_text="".join(
-                f"neigh replace {f.ip_of(d)} lladdr {macs[d]} dev {intf} nud permanent\n"
-                for d in f.hosts if d != h))
+        with tempfile.TemporaryDirectory(prefix="mlfabric-hosts-") as tmp:
+            scripts = {}
+            for h in f.hosts:
+                intf = f"{h}-eth0"
+                tc_file, arp_file = Path(tmp, f"{h}.tc"), Path(tmp, f"{h}.neigh")
+                tc_file.write_text("\n".join(tc_batch(intf, self._shaping(
+                    f.capacity_mbps(h, f.leaf_of(h))))) + "\n")
+                arp_file.write_text("".join(
+                    f"neigh replace {f.ip_of(d)} lladdr {macs[d]} dev {intf} nud permanent\n"
+                    for d in f.hosts if d != h))
+                scripts[h] = (f"ethtool -K {intf} {' '.join(HOST_OFFLOADS_OFF)} && ip link set "
+                              f"dev {intf} mtu {mtu} && sysctl -q -w "
+                              f"net.ipv6.conf.all.disable_ipv6=1 && tc -batch {tc_file} && "
+                              f"ip -batch {arp_file}")
+            _ns_run_all({net.get(h): ["sh", "-c", s] for h, s in scripts.items()})
 
     def set_link(self, u: str, v: str, up: bool) -> None:
         """Both ends of the u-v veth pair up or down (both directions fail, as a cut cable)."""
