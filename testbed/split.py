@@ -112,6 +112,8 @@ class Split:
                          for m in self.machines],
             "tunnels": [{"vni": t.vni, "ifname": t.ifname, "link": [t.lower, t.upper],
                          "machines": [t.lower_machine, t.upper_machine],
+                         "endpoints": [self.machines[t.lower_machine].underlay_ip,
+                                       self.machines[t.upper_machine].underlay_ip],
                          "ports": [t.lower_port, t.upper_port], "rate_mbps": t.rate_mbps,
                          "mtu_bytes": t.mtu_bytes, "live": t.live} for t in self.tunnels],
         }

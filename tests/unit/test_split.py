@@ -149,3 +149,12 @@ def test_pure():
     import sys
     code = "import sys, testbed.split; sys.exit('mininet' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_as_dict_names_both_endpoints():
+    f = build_fabric(fat_tree_spec(4, 10, 10))
+    s = split_fabric(f, 2, underlay_ips=["192.0.2.1", "192.0.2.2"])
+    doc = s.as_dict()
+    t = doc["tunnels"][0]
+    assert t["endpoints"] == [doc["machines"][m]["underlay_ip"] for m in t["machines"]]
+    assert doc["inner_mtu_bytes"] == 8950 and len(doc["tunnels"]) == len(s.tunnels)
