@@ -67,3 +67,31 @@ def test_strategies_without_a_solver_leave_it_unset(name):
     assert d["solver_ran"] is None and d["solver_calls"] is None
     # the keys every user of the results' `solve` block reads are still there
     assert {"time_s", "status", "gap", "lower_bound_link_flows"} <= set(d)
+
+
+def test_cbc_is_ended_at_its_hard_cap(monkeypatch):
+    """CBC checks its own limit only in branch and bound; the wrapper ends the process this
+    solve started at the cap, leaves no child and no temporary files behind."""
+    import glob
+    import random
+
+    import psutil
+    import pulp
+
+    from routing import ilp
+    monkeypatch.setattr(ilp, "CAP_FACTOR", 0.0)
+    monkeypatch.setattr(ilp, "CAP_SLACK_S", 0.3)
+    rng = random.Random(1)
+    prob = pulp.LpProblem("knapsacks", pulp.LpMaximize)
+    x = [pulp.LpVariable(f"x{i}", cat="Binary") for i in range(300)]
+    prob += pulp.lpSum(rng.randint(1, 1000) * v for v in x)
+    for _ in range(150):                          # far more than CBC can close in 0.3 s
+        prob += pulp.lpSum(rng.randint(1, 1000) * v for v in x) <= 40_000
+    solver = ilp.cbc(60, warm=False)
+    before = set(glob.glob(f"{solver.tmpDir}/*-pulp.*"))
+    children = {c.pid for c in psutil.Process().children()}
+    with pytest.raises(pulp.PulpSolverError):
+        prob.solve(solver)
+    assert solver.capped
+    assert {c.pid for c in psutil.Process().children()} <= children
+    assert set(glob.glob(f"{solver.tmpDir}/*-pulp.*")) <= before
