@@ -312,11 +312,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("interrupted: the fabric was torn down", file=sys.stderr)
+        print(f"interrupted{_AFTER[args.command]}", file=sys.stderr)
         return 130
     except Terminated:
-        print("terminated: the fabric was torn down", file=sys.stderr)
+        print(f"terminated{_AFTER[args.command]}", file=sys.stderr)
         return 143
+
+
+#: What the interrupted command leaves: only `run` and `calibrate` build a fabric.
+_AFTER = {"run": ": the fabric was torn down", "calibrate": ": the fabric was torn down",
+          "sweep": ": finished points are kept; start it again to resume"}
+_AFTER = {c: _AFTER.get(c, "") for c in ("run", "predict", "sweep", "report", "validate",
+                                         "calibrate", "clean")}
 
 
 if __name__ == "__main__":
