@@ -103,7 +103,8 @@ CAP_FACTOR, CAP_SLACK_S = 2.0, 5.0
 
 
 class CappedCBC(pulp.PULP_CBC_CMD):
-    """PULP_CBC_CMD whose CBC process is ended at a hard wall-clock cap (seconds)."""
+    """PULP_CBC_CMD whose CBC process is ended once it has run `cap_s` seconds (PuLP may
+    spend longer than that writing a large model before CBC even starts)."""
 
     def __init__(self, cap_s: float, **kw):
         super().__init__(**kw)
@@ -114,13 +115,14 @@ class CappedCBC(pulp.PULP_CBC_CMD):
     def actualSolve(self, lp, **kw):
         me = psutil.Process()
         before = {c.pid for c in me.children()}
-        timer = threading.Timer(self.cap_s, self._end_started, (me, before))
-        timer.daemon = True
-        timer.start()
+        done = threading.Event()
+        watcher = threading.Thread(target=self._watch, args=(me, before, done), daemon=True)
+        watcher.start()
         try:
             return super().actualSolve(lp, **kw)
         finally:
-            timer.cancel()
+            done.set()
+            watcher.join()
             for f in self._files if self.capped else ():   # PuLP keeps them on an error
                 with contextlib.suppress(OSError):
                     os.unlink(f)
@@ -129,13 +131,19 @@ class CappedCBC(pulp.PULP_CBC_CMD):
         self._files = tuple(super().create_tmp_files(*args))
         return self._files
 
-    def _end_started(self, me: psutil.Process, before: set[int]) -> None:
-        """End the CBC this solve started: our children that were not there before it."""
-        for child in me.children():
-            if child.pid not in before:
+    def _watch(self, me: psutil.Process, before: set[int], done: threading.Event) -> None:
+        """Until the solve returns: end the CBC it started (a child of ours that was not there
+        before it) once that has run cap_s; SIGTERM, then SIGKILL after 2 s."""
+        while not done.wait(0.2):
+            for child in me.children():
                 with contextlib.suppress(psutil.Error):
-                    child.terminate()
+                    if child.pid in before or time.time() - child.create_time() < self.cap_s:
+                        continue
                     self.capped = True
+                    child.terminate()
+                    if not psutil.wait_procs([child], timeout=2.0)[1]:
+                        continue
+                    child.kill()
 
 
 def cbc(time_limit_s: float, warm: bool, first_solution: bool = False) -> pulp.PULP_CBC_CMD:
