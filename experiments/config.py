@@ -29,6 +29,9 @@ from traffic.collectives import (SOURCE_PORT_SPAN, Collective, JobSpec, Workload
                                  ideal_cct_s, plan_jobs)
 from traffic.predictor import RECOMPUTES, RING_SYNCS, Semantics
 
+from .routing_entry import NONBLOCKING, REPLAY, RoutingEntry, parse_entries
+from .routing_entry import run_dir_name  # noqa: F401  (experiments/outdir.py imports it here)
+
 
 class ConfigError(ValueError):
     """Bad experiment input; the message names the key and the fix."""
@@ -211,6 +214,11 @@ class Experiment:
     semantics: Semantics = field(default_factory=Semantics)   # traffic/predictor.py
     replay_log: Path | None = None            # floodns flow log for routing `replay`
     solver_time_limit_s: float | None = None  # each ilp / mmf CBC solve; None: 30 s / 60 s
+    #: `routing` parsed once, entry by entry (experiments/routing_entry.py)
+    routings: list[RoutingEntry] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.routings = parse_entries(self.routing)
 
     def resolved(self) -> dict:
         """The config as run: every default filled in, model jobs expanded to their rings
@@ -813,37 +821,21 @@ def events_horizon_s(jobs: list[JobSpec], fabric: Fabric, em: EmulationConfig) -
     return sum(j.start_s + j.iterations * (j.compute_s + t) for j in jobs)
 
 
-def run_dir_name(entry: str) -> str:
-    """The folder of one routing's run: 'ilp@host' -> 'ilp-at-host'."""
-    return entry.replace("@", "-at-")
-
-
-def split_routing(entry: str) -> tuple[str, str]:
-    """'ilp@host' -> ('ilp', 'host'); 'ilp' -> ('ilp', 'switch')."""
-    strategy, _, enforcement = entry.partition("@")
-    return strategy, enforcement or "switch"
-
-
-#: The reference "routing": the same hosts on one non-blocking switch (host links only). The
-#: model predicts it as traffic/predictor.ideal; the emulator builds one OVS switch for it.
-NONBLOCKING = "nonblocking"
-
-
 def _routing(v: Any) -> list[str]:
     names = ", ".join(sorted([*STRATEGIES, NONBLOCKING]))
     if not isinstance(v, list) or not v or not all(isinstance(r, str) for r in v):
         raise ConfigError(f"routing: expected a list of strategies from {names}, got {quote(v)}")
-    for r in v:
-        strategy, enforcement = split_routing(r)
-        if strategy == NONBLOCKING and enforcement != "switch":
+    for e in parse_entries(v):
+        r = e.name
+        if e.reference and e.enforcement != "switch":
             raise ConfigError(f"routing: {quote(r)}: the non-blocking reference has no routes "
                               "to enforce; write nonblocking")
-        if strategy not in STRATEGIES and strategy != NONBLOCKING:
-            raise ConfigError(f"routing: unknown strategy {quote(strategy)}; choose from "
+        if e.strategy not in STRATEGIES and not e.reference:
+            raise ConfigError(f"routing: unknown strategy {quote(e.strategy)}; choose from "
                               f"{names} (optionally with @host)")
-        if enforcement not in ("switch", "host"):
+        if e.enforcement not in ("switch", "host"):
             raise ConfigError(f"routing: {quote(r)}: the suffix must be @host (or nothing)")
-        if enforcement == "host" and strategy == "ecmp":
+        if e.host_enforced and e.hashed:
             raise ConfigError("routing: ecmp@host makes no sense: ECMP is the switches' hash")
     if len(set(v)) != len(v):
         raise ConfigError("routing: a strategy is listed twice")
@@ -932,7 +924,7 @@ def _events(v: Any, fabric: Fabric, routing: list[str], jobs: list[JobSpec],
         kind = kinds[0]
         events.append(Event(at_s, kind, _event_target(fabric, kind, d[kind], where)))
     _replay(sorted(events, key=lambda e: e.at_s), fabric)
-    if events and any(split_routing(r)[1] == "host" for r in routing):
+    if events and any(e.host_enforced for e in parse_entries(routing)):
         raise ConfigError("events: host-enforced routing (@host) fixes each flow's source port "
                           "when it connects, so it cannot reroute; drop @host or the events")
     return sorted(events, key=lambda e: e.at_s)
@@ -1110,7 +1102,6 @@ def _imported_jobs(jobs: list[JobSpec], fabric: Fabric) -> list[JobSpec]:
 def _routing_replay(d: dict, base_dir: str | Path | None) -> tuple[list[str], Path | None]:
     """`routing` where `replay` (routing/replay.py) may appear beside the strategies; it
     needs `replay_log: PATH` (floodns's logs_floodns/flow_info.csv, relative to the config)."""
-    from routing.replay import REPLAY
     v = d.get("routing")
     rest = [r for r in v if r != REPLAY] if isinstance(v, list) else v
     if isinstance(v, list) and v.count(REPLAY) > 1:

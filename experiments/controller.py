@@ -28,23 +28,26 @@ from traffic.collectives import Connection, JobPlan
 
 from .config import Event, apply_event
 from .measure import switch_counts
+from .routing_entry import RoutingEntry
 
 
 class Controller:
     """Keeps the installed rules in step with the routing policy's decisions."""
 
-    def __init__(self, emu, fabric: Fabric, strategy: str, plans: list[JobPlan], seed: int,
-                 rules_dir: Path, static_paths: dict[int, SwitchPath | None] | None = None,
+    def __init__(self, emu, fabric: Fabric, entry: RoutingEntry, plans: list[JobPlan],
+                 seed: int, rules_dir: Path,
+                 static_paths: dict[int, SwitchPath | None] | None = None,
                  time_limit_s: float | None = None):
-        """`static_paths`: a fixed plan enforced by the hosts' source ports (the plans'
-        connections carry them); None: switch-enforced, recomputed at every epoch.
-        `time_limit_s`: each ilp / mmf solve's CBC limit."""
+        """`entry`: the routing run (the policy runs `entry.routed_by`). `static_paths`: a
+        fixed plan enforced by the hosts' source ports (the plans' connections carry them);
+        None: switch-enforced, recomputed at every epoch. `time_limit_s`: each ilp / mmf
+        solve's CBC limit."""
         self.emu, self.fabric0 = emu, fabric
         # counters on every switch, failed or not: restored elements keep counting
         self.fabric_all = build_fabric(fabric.spec.with_failures((), ()))
-        self.strategy, self.rules_dir = strategy, rules_dir
+        self.entry, self.strategy, self.rules_dir = entry, entry.routed_by, rules_dir
         self.conns: list[Connection] = [c for p in plans for c in p.connections]
-        self.policy = EpochPolicy(strategy, fabric, self.conns, seed, static=static_paths,
+        self.policy = EpochPolicy(self.strategy, fabric, self.conns, seed, static=static_paths,
                                   time_limit_s=time_limit_s)
         self.installed: list[Rule] = []
         self.epochs: list[dict] = []

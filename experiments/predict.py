@@ -16,13 +16,14 @@ import yaml
 
 from routing import route
 from routing.base import RoutingError, max_link_flows
-from routing.replay import REPLAY, read_flow_log, route_replay
+from routing.replay import read_flow_log, route_replay
 from traffic.collectives import JobPlan, plan_jobs, with_port_offset
 from traffic.predictor import Prediction, ideal, predict
 
-from .config import NONBLOCKING, ConfigError, Experiment, run_dir_name, split_routing
+from .config import ConfigError, Experiment
 from .outdir import writing
 from .routes import ControllerRoutes
+from .routing_entry import NONBLOCKING
 from .results import (SCHEMA_VERSION, add_nonblocking_fraction, fairness, host_link_flows,
                       job_result, run_result, solve_block, table, write_json)
 
@@ -92,23 +93,22 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
     results = {"schema_version": SCHEMA_VERSION, "name": exp.name, "seed": exp.seed,
                "goodput_factor": goodput_factor, "repetition": repetition,
                "source_port_offset": port_offset, "runs": []}
-    for name in exp.routing:
-        strategy, enforcement = split_routing(name)
-        if strategy == NONBLOCKING:
+    for entry in exp.routings:
+        name = entry.name
+        if entry.reference:
             results["runs"].append(_nonblocking_run(exp, plans, goodput_factor, util_bin_s,
-                                                    out_dir / run_dir_name(name), log))
+                                                    out_dir / entry.run_dir, log))
             continue
         try:
             # one plan before the run: ECMP's hash, or the fixed host-enforced plan; the other
             # strategies are solved at every epoch by the policy
-            rp = (route(strategy, exp.fabric, conns, seed=exp.seed)
-                  if strategy == "ecmp" or enforcement == "host" else None)
-            if strategy == REPLAY:    # floodns's logged paths, fixed for the whole run
+            rp = (route(entry.strategy, exp.fabric, conns, seed=exp.seed)
+                  if entry.hashed or entry.host_enforced else None)
+            if entry.replayed:    # floodns's logged paths, fixed for the whole run
                 rp = route_replay(exp.fabric, conns, read_flow_log(exp.replay_log))
             # the controller's policy in model time: epochs as jobs start and finish, events
-            routes = ControllerRoutes(strategy, exp.fabric, conns, exp.seed, exp.events,
-                                      static=(rp.path_of if enforcement == "host"
-                                              or strategy == REPLAY else None),
+            routes = ControllerRoutes(entry.strategy, exp.fabric, conns, exp.seed, exp.events,
+                                      static=rp.path_of if entry.fixed else None,
                                       time_limit_s=exp.solver_time_limit_s)
             pred = predict(exp.fabric, plans, None, goodput_factor, util_bin_s=util_bin_s,
                            router=routes, semantics=exp.semantics)
@@ -123,7 +123,7 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
                          solve_block(rp.stats.as_dict() if rp else {}, routes.policy.solves),
                          fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),
                          predict_wall_s=pred.wall_s)
-        write_prediction_csvs(out_dir / run_dir_name(name), plans, pred)
+        write_prediction_csvs(out_dir / entry.run_dir, plans, pred)
         results["runs"].append(run)
         solve = run["solve"]
         log(f"[{name}] " + (f"solved {solve['count']} epochs in {solve['time_s']:.3f} s "

@@ -15,6 +15,7 @@ from __future__ import annotations
 from routing import route
 from routing.paths import Path
 from routing.policy import EpochPolicy
+from routing.rules import ECMP
 from testbed.fabric import Fabric
 from traffic.collectives import Connection
 
@@ -36,11 +37,13 @@ class ControllerRoutes:
         self.conns, self.seed, self.events = conns, seed, list(events)
         self.observed = observed_phases
         self.phase = 0
-        self._hashed = self._ecmp() if strategy == "ecmp" else {}
+        #: ECMP: the switches' hash (or the paths it was seen to take), not the policy's
+        self.hashed = strategy == ECMP
+        self._hashed = self._ecmp() if self.hashed else {}
 
     def _ecmp(self) -> dict[int, Path | None]:
         fabric = self.policy.fabric
-        paths = dict(route("ecmp", fabric, self.conns, seed=self.seed).path_of)
+        paths = dict(route(ECMP, fabric, self.conns, seed=self.seed).path_of)
         if self.observed and self.phase < len(self.observed):
             for cid, p in self.observed[self.phase].items():
                 if p is not None and self.policy.usable(cid, p):
@@ -48,7 +51,7 @@ class ControllerRoutes:
         return paths
 
     def _routes(self) -> dict[int, Path | None]:
-        if self.policy.strategy == "ecmp":
+        if self.hashed:
             return self._hashed
         return dict(self.policy.assignment)
 
@@ -75,6 +78,6 @@ class ControllerRoutes:
         after = apply_event(self.policy.fabric, event)
         self.policy.change_fabric(after, f"{event.kind} {'/'.join(event.target)}")
         self.phase = k + 1
-        if self.policy.strategy == "ecmp":
+        if self.hashed:
             self._hashed = self._ecmp()
         return after, self._routes()

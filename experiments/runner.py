@@ -34,11 +34,12 @@ from traffic.driver import TrafficDriver
 from traffic.goodput import goodput_factor
 from traffic.predictor import ideal, predict
 
-from .config import NONBLOCKING, ConfigError, Experiment, run_dir_name, split_routing
+from .config import ConfigError, Experiment
 from .controller import Controller
 from .measure import (measured_conn_rates, observed_paths, phase_paths, switch_counts,
                       write_transfers_csv)
 from .routes import ControllerRoutes
+from .routing_entry import ECMP, RoutingEntry
 from .plots import emulated_vs_predicted, timeline
 from .progress import iteration_progress, open_cli
 from .results import (SCHEMA_VERSION, add_nonblocking_fraction, environment, fairness,
@@ -83,11 +84,11 @@ def run_experiment(exp: Experiment, out_dir: Path,
     conns = [c for p in plans for c in p.connections]
     # everything pure first: a routing that cannot be computed fails before any build
     try:
-        routed = {name: route(split_routing(name)[0], exp.fabric, conns, seed=exp.seed)
-                  for name in exp.routing if name != NONBLOCKING}
-        twin = exp.fabric.nonblocking() if NONBLOCKING in exp.routing else None
-        for name, rp in routed.items():
-            if split_routing(name)[1] == "host":
+        routed = {e: route(e.strategy, exp.fabric, conns, seed=exp.seed)
+                  for e in exp.routings if not e.reference}
+        twin = exp.fabric.nonblocking() if any(e.reference for e in exp.routings) else None
+        for e, rp in routed.items():
+            if e.host_enforced:
                 check_port_plan(exp.fabric, [c for p in with_source_ports(
                     exp.fabric, plans, rp.path_of) for c in p.connections], rp.path_of)
     except (RoutingError, FabricError) as e:   # an input error: nothing built
@@ -130,13 +131,13 @@ def run_experiment(exp: Experiment, out_dir: Path,
         write_json(out_dir / "environment.json", env)
         if cli == "before":
             open_cli(emu, log)
-        for i, name in enumerate(exp.routing):
-            if name == NONBLOCKING:
+        for i, entry in enumerate(exp.routings):
+            if entry.reference:
                 continue        # on its own one-switch fabric, below
             # each routing's connections get their own source ports (see with_port_offset)
             run_plans = with_port_offset(plans, port_offset + i * len(conns))
-            run = run_one_routing(exp, emu, name, routed[name], run_plans, ideal_pred,
-                                  goodput, timeout_s, out_dir / run_dir_name(name), log,
+            run = run_one_routing(exp, emu, entry, routed[entry], run_plans, ideal_pred,
+                                  goodput, timeout_s, out_dir / entry.run_dir, log,
                                   port_offset=port_offset + i * len(conns))
             results["runs"].append(run)
             write_json(out_dir / "results.json", results)
@@ -185,32 +186,30 @@ def run_nonblocking(exp: Experiment, twin: Fabric, plans: list[JobPlan], ideal_p
                     log: Callable[[str], None], port_offset: int) -> dict:
     """The `nonblocking` reference: the same jobs on one OVS switch joining every host
     (Fabric.nonblocking), built after the fabric under test is torn down; no events."""
-    offset = port_offset + exp.routing.index(NONBLOCKING) * sum(len(p.connections)
-                                                                for p in plans)
+    i, entry = next((i, e) for i, e in enumerate(exp.routings) if e.reference)
+    offset = port_offset + i * sum(len(p.connections) for p in plans)
     one = dataclasses.replace(exp, fabric=twin, events=[])
     log(f"building the non-blocking reference: one switch, {len(twin.hosts)} hosts")
     with EmulatedFabric(twin, f"{run_id}-nb", settings) as emu:
         conns = [c for p in plans for c in p.connections]
-        return run_one_routing(one, emu, NONBLOCKING, route("ecmp", twin, conns),
+        return run_one_routing(one, emu, entry, route(ECMP, twin, conns),
                                with_port_offset(plans, offset), ideal_pred, goodput,
-                               timeout_s, out_dir / run_dir_name(NONBLOCKING), log,
+                               timeout_s, out_dir / entry.run_dir, log,
                                port_offset=offset)
 
 
-def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], ideal_pred,
-                    goodput: float, timeout_s: float, run_dir: Path,
+def run_one_routing(exp: Experiment, emu, entry: RoutingEntry, rp, plans: list[JobPlan],
+                    ideal_pred, goodput: float, timeout_s: float, run_dir: Path,
                     log: Callable[[str], None], port_offset: int = 0) -> dict:
     """One routing on the live fabric: rules, traffic under the controller, measurements."""
-    strategy, enforcement = split_routing(name)
-    if strategy == NONBLOCKING:   # one switch: its base rules deliver every flow, no choice
-        strategy = "ecmp"
-    if enforcement == "host":
+    name = entry.name
+    if entry.host_enforced:
         plans = with_source_ports(exp.fabric, plans, rp.path_of, port_offset)
-        controller = Controller(emu, exp.fabric, strategy, plans, exp.seed, run_dir / "rules",
+        controller = Controller(emu, exp.fabric, entry, plans, exp.seed, run_dir / "rules",
                                 static_paths=rp.path_of)
         installed = controller.install_initial()
     else:
-        controller = Controller(emu, exp.fabric, strategy, plans, exp.seed, run_dir / "rules",
+        controller = Controller(emu, exp.fabric, entry, plans, exp.seed, run_dir / "rules",
                                 time_limit_s=exp.solver_time_limit_s)
         installed = controller.install_initial()
     conns = [c for p in plans for c in p.connections]
@@ -245,7 +244,7 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
     every = controller.fabric_all     # candidates and counters of every switch, failed or not
     counts = switch_counts(every)
     seen = observed_paths(every, conns, counts)
-    if strategy != "ecmp":
+    if entry.paths_given:
         given = {cid: {sw for p in paths for sw in p[1:-1]}
                  for cid, paths in controller.history.items()}
         wrong = [(cid, sorted(given.get(cid, ())),
@@ -261,10 +260,10 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
     # (static paths verified above), for ECMP the spines its hash really chose, per phase
     # between events, so that both sides compare like with like
     routes = ControllerRoutes(
-        strategy, exp.fabric, conns, exp.seed, exp.events,
-        static=rp.path_of if enforcement == "host" else None,
+        entry.routed_by, exp.fabric, conns, exp.seed, exp.events,
+        static=rp.path_of if entry.host_enforced else None,
         observed_phases=(phase_paths(every, conns, [{}, *controller.counters_at_events, counts])
-                         if strategy == "ecmp" else None),
+                         if not entry.paths_given else None),
         time_limit_s=exp.solver_time_limit_s)
     pred = predict(exp.fabric, plans, None, goodput, router=routes)
     jobs = []
@@ -290,8 +289,7 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
         (controller.policy.peak_link_flows if controller.policy.places_flows
          else max_link_flows(exp.fabric, conns, observed)),
         solve_block(rp.stats.as_dict(), controller.policy.solves),
-        enforcement=(enforcement if strategy != "ecmp" else
-                     "one switch" if name == NONBLOCKING else "switch-hash"),
+        enforcement=entry.enforced_by,
         fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),
         fidelity=fidelity,
         predicted_cct_s=predicted_cct,
@@ -307,7 +305,7 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
         paths=[{"conn_id": c.conn_id, "job": c.job, "src": c.src, "dst": c.dst,
                 "src_port": c.src_port, "dst_port": c.dst_port,
                 "planned_paths": [list(p) for p in sorted(controller.history.get(c.conn_id, ()))],
-                "final_path": _listed(None if strategy == "ecmp"
+                "final_path": _listed(None if not entry.paths_given
                                       else controller.final_path(c.conn_id)),
                 "observed_path": _listed(observed.get(c.conn_id)),
                 "switch_bytes": {s: n for s, n in seen.get(c.conn_id, {}).get("bytes", {}).items()
@@ -315,7 +313,7 @@ def run_one_routing(exp: Experiment, emu, name: str, rp, plans: list[JobPlan], i
                for c in conns],
         link_flows=[{"link": list(k), "flows": v} for k, v in sorted(loads.items())])
     run["prediction_error_fraction"] = run["cct_mean_s"] / run["predicted_cct_mean_s"] - 1
-    if name == NONBLOCKING:       # no switch-to-switch links: the busiest is a host link
+    if entry.reference:           # no switch-to-switch links: the busiest is a host link
         run["max_link_flows"] = host_link_flows(plans)
     if controller.events:
         run["after_events"] = after_events(exp, controller, plans, jobs, goodput, counts)
@@ -344,11 +342,11 @@ def after_events(exp: Experiment, controller: Controller, plans: list[JobPlan],
     last = max(e["at_s"] + e["links_set_s"] + e["reroute_s"] for e in controller.events)
     degraded = controller.fabric
     conns = [c for p in plans for c in p.connections]
-    if controller.strategy == "ecmp":
+    if not controller.entry.paths_given:
         # the path each flow's bytes took after the last event (OVS's own hash), else the
         # model's hash over what is left
         seen = observed_paths(degraded, conns, final_counts, controller.counters_at_last_event)
-        hashed = route("ecmp", degraded, conns, seed=exp.seed).path_of
+        hashed = route(ECMP, degraded, conns, seed=exp.seed).path_of
         paths = {c.conn_id: (seen.get(c.conn_id, {}).get("path") or hashed[c.conn_id])
                  for c in conns}
         basis = "the paths OVS's hash used after the last event (switch counters)"

@@ -35,6 +35,8 @@ from .paths import Path
 
 COOKIE_BASE = 0x1000000
 ECMP_HASH_FIELDS = "ip_src,ip_dst,tcp_src,tcp_dst"
+#: The strategy the switches' select groups carry out themselves: no static rules
+ECMP = "ecmp"
 
 
 @dataclass(frozen=True)
@@ -211,7 +213,7 @@ def rules_for(fabric: Fabric, conns: list[Connection], strategy: str,
     switches of `counted_on` (default: `fabric`); a static rule replaces a counting rule of the
     same match on its switch."""
     rules = base_rules(fabric) + counting_rules(counted_on or fabric, conns)
-    if strategy == "ecmp":
+    if strategy == ECMP:
         return rules
     if enforcement == "host":
         # an agg's counting rule (priority 200) would hide its port rule: there it forwards

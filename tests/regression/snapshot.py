@@ -35,7 +35,7 @@ def _spines(routes: dict) -> dict[str, str | None]:
 
 
 def snapshot(config: Path) -> dict:
-    from experiments.config import load, split_routing
+    from experiments.config import load
     from experiments.routes import ControllerRoutes
     from routing import route
     from traffic.collectives import plan_jobs
@@ -45,12 +45,12 @@ def snapshot(config: Path) -> dict:
     plans = plan_jobs(exp.jobs)
     conns = [c for p in plans for c in p.connections]
     out = {}
-    for name in exp.routing:
-        strategy, enforcement = split_routing(name)
-        rp = route(strategy, exp.fabric, conns, seed=exp.seed)
+    for entry in exp.routings:
+        name = entry.name
+        rp = route(entry.strategy, exp.fabric, conns, seed=exp.seed)
         one_plan = getattr(rp, "path_of", None) or rp.spine_of
-        routes = ControllerRoutes(strategy, exp.fabric, conns, exp.seed, exp.events,
-                                  static=one_plan if enforcement == "host" else None)
+        routes = ControllerRoutes(entry.strategy, exp.fabric, conns, exp.seed, exp.events,
+                                  static=one_plan if entry.host_enforced else None)
         epochs: list[dict] = []
         for hook in ("jobs_started", "job_finished", "fire"):
             inner = getattr(routes, hook)

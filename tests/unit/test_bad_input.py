@@ -558,7 +558,7 @@ def test_util_bins_are_bounded_by_the_longest_possible_prediction(sandbox, capsy
 
 
 def test_the_util_bin_bound_holds_for_every_routing_of_the_small_configs():
-    from experiments.config import NONBLOCKING, duration_upper_bound_s, load, split_routing
+    from experiments.config import duration_upper_bound_s, load
     from experiments.routes import ControllerRoutes
     from routing import route
     from traffic.collectives import plan_jobs
@@ -570,16 +570,15 @@ def test_the_util_bin_bound_holds_for_every_routing_of_the_small_configs():
         plans = plan_jobs(exp.jobs)
         conns = [c for p in plans for c in p.connections]
         bound = duration_upper_bound_s(exp)
-        for name in exp.routing:
-            strategy, enforcement = split_routing(name)
-            if strategy == NONBLOCKING:     # the host-link model
-                assert ideal(exp.fabric, plans).makespan_s <= bound, (path.name, name)
+        for entry in exp.routings:
+            if entry.reference:     # the host-link model
+                assert ideal(exp.fabric, plans).makespan_s <= bound, (path.name, entry.name)
                 continue
-            rp = route(strategy, exp.fabric, conns, seed=exp.seed)
-            routes = ControllerRoutes(strategy, exp.fabric, conns, exp.seed, exp.events,
-                                      static=rp.path_of if enforcement == "host" else None)
+            rp = route(entry.strategy, exp.fabric, conns, seed=exp.seed)
+            routes = ControllerRoutes(entry.strategy, exp.fabric, conns, exp.seed, exp.events,
+                                      static=rp.path_of if entry.host_enforced else None)
             pred = predict(exp.fabric, plans, None, router=routes)
-            assert pred.makespan_s <= bound, (path.name, name)
+            assert pred.makespan_s <= bound, (path.name, entry.name)
 
 
 @pytest.mark.parametrize("value", ["0", "0.5", "1.5", "601", "1e9", "nan", "inf", "-3"])
