@@ -45,6 +45,8 @@ import heapq
 import random
 import time
 
+import numpy as np
+
 from testbed.fabric import Fabric
 from traffic.collectives import Connection
 
@@ -268,31 +270,60 @@ def greedy_fill_paths(t: PathTable, assign: list[int], load: list[int],
     """The paper's rule on paths: every unassigned flow takes the candidate path minimizing the
     largest load on its links (ties: the smaller load sum over its links, then a seeded order),
     pairs in the paper's visiting order (visit_pairs). No far-load lookahead here: it is
-    defined for two-link paths. Updates `assign` and `load` in place."""
+    defined for two-link paths. Updates `assign` and `load` in place.
+
+    A pair's candidates are scored at once on numpy (its (hops, paths) link array from the
+    table): the key (max, sum, rank) packed into one int64, whose first argmin is the
+    first-smallest key of the loop over positions (ranks are distinct)."""
     width = max((len(c) for c in t.cand), default=0)
     rank = path_rank(width, seed)
+    rank_np = np.array(rank, dtype=np.int64)
     pl = t.path_links
+    loads = np.array(load, dtype=np.int64)
+    hops = max((x.shape[0] for x in t.pair_links.values() if x is not None), default=1)
+    top = max(load, default=0) + len(assign)      # no link gets above this
+    sum_mul = hops * top + 1                      # > any sum of a path's loads
+    vmax, vsum = np.maximum.reduce, np.add.reduce
 
     def place(a: int, b: int, ids: list[int], outs: dict, ins: dict) -> None:
         cand = t.pair_paths[a, b]
+        arr = t.pair_links.get((a, b))
+        if arr is None:
+            _place_loop(cand, ids, pl, loads, rank, assign)
+            return
+        r = rank_np[:len(cand)]
         for f in ids:
-            best, bp = None, -1
-            for pos, p in enumerate(cand):
-                m = s = 0
-                for e in pl[p]:
-                    x = load[e]
-                    s += x
-                    if x > m:
-                        m = x
-                key = (m, s, rank[pos])
-                if best is None or key < best:
-                    best, bp = key, p
-            assign[f] = bp
-            for e in pl[bp]:
-                load[e] += 1
+            if len(cand) == 1:
+                pos = 0
+            else:
+                v = loads[arr]                    # (hops, paths)
+                key = vmax(v)
+                key *= sum_mul
+                key += vsum(v)
+                key *= width
+                key += r
+                pos = int(key.argmin())
+            assign[f] = cand[pos]
+            loads[arr[:, pos]] += 1
 
     visit_pairs(t.src, t.dst, len(t.leaf_names), assign, place)
+    load[:] = loads.tolist()
     return assign
+
+
+def _place_loop(cand: range, ids: list[int], pl: list[tuple[int, ...]],
+                loads: np.ndarray, rank: list[int], assign: list[int]) -> None:
+    """greedy_fill_paths' rule, one path at a time (pairs without a link array)."""
+    for f in ids:
+        best, bp = None, -1
+        for pos, p in enumerate(cand):
+            v = [int(loads[e]) for e in pl[p]]
+            key = (max(v, default=0), sum(v), rank[pos])
+            if best is None or key < best:
+                best, bp = key, p
+        assign[f] = bp
+        for e in pl[bp]:
+            loads[e] += 1
 
 
 def improve_max_paths(t: PathTable, assign: list[int], load: list[int],

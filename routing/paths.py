@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from testbed.fabric import Fabric
 from traffic.collectives import Connection
@@ -43,10 +45,14 @@ class PathTable:
     links: list[tuple[str, str]]            # link id -> (u, v)
     paths: list[Path]                       # path id -> switches
     path_links: list[tuple[int, ...]]       # path id -> link ids
-    pair_paths: dict[tuple[int, int], tuple[int, ...]]
-    cand: list[tuple[int, ...]]             # flow -> candidate path ids
+    pair_paths: dict[tuple[int, int], range]   # a pair's paths have consecutive ids
+    cand: list[range]                       # flow -> candidate path ids
     uplinks: dict[int, list[int]]           # leaf index -> its live uplink ids (on any path)
     downlinks: dict[int, list[int]]         # leaf index -> its live downlink ids
+    # leaf pair -> (hops, paths) array of its paths' link ids (column i: path
+    # pair_paths[pair][i]); None when the pair's paths differ in length (never for shortest
+    # up-down paths)
+    pair_links: dict[tuple[int, int], np.ndarray | None] = field(default_factory=dict)
 
     @property
     def n_links(self) -> int:
@@ -64,7 +70,8 @@ def path_table(fabric: Fabric, conns: list[Connection]) -> PathTable:
     leaf_of = {h: leaf_idx[fabric.leaf_of(h)] for h in {x for c in conns for x in (c.src, c.dst)}}
     paths: list[Path] = []
     path_links: list[tuple[int, ...]] = []
-    pair_paths: dict[tuple[int, int], tuple[int, ...]] = {}
+    pair_paths: dict[tuple[int, int], range] = {}
+    pair_links: dict[tuple[int, int], np.ndarray | None] = {}
     flows, src, dst, job, cand = [], [], [], [], []
     job_idx: dict[str, int] = {}
     leaves = fabric.leaves
@@ -78,7 +85,8 @@ def path_table(fabric: Fabric, conns: list[Connection]) -> PathTable:
             n0 = len(paths)
             paths += ps
             path_links += fabric.switch_path_links(leaves[a], leaves[b])
-            pc = pair_paths[a, b] = tuple(range(n0, len(paths)))
+            pc = pair_paths[a, b] = range(n0, len(paths))    # no int objects to make
+            pair_links[a, b] = _link_array(fabric, leaves[a], leaves[b])
         if not pc:
             raise RoutingError(
                 f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) has no live path between "
@@ -94,7 +102,23 @@ def path_table(fabric: Fabric, conns: list[Connection]) -> PathTable:
     down = {b: [li[u, leaves[b]] for u in fabric.uplinks(leaves[b])
                 if fabric.is_live(u, leaves[b])] for b in set(dst)}
     return PathTable(list(conns), flows, src, dst, job, list(job_idx), list(leaves),
-                     fabric.links, paths, path_links, pair_paths, cand, up, down)
+                     fabric.links, paths, path_links, pair_paths, cand, up, down, pair_links)
+
+
+def _link_array(fabric: Fabric, a: str, b: str) -> np.ndarray | None:
+    """The link ids of every path from leaf a to leaf b as a read-only (hops, paths) int array
+    (hop-major, so that reductions over hops run along paths), cached on the fabric beside
+    its paths; None when the paths differ in length."""
+    cache = fabric._path_cache
+    key = (a, b, "link-array")
+    if key not in cache:
+        links = fabric.switch_path_links(a, b)
+        arr = None
+        if links and len({len(x) for x in links}) == 1:
+            arr = np.ascontiguousarray(np.array(links, dtype=np.intp).T)
+            arr.flags.writeable = False
+        cache[key] = arr
+    return cache[key]
 
 
 # -- loads --------------------------------------------------------------------------------------
