@@ -155,6 +155,14 @@ def cbc(time_limit_s: float, warm: bool, first_solution: bool = False) -> pulp.P
                      warmStart=warm, gapAbs=1e9 if first_solution else None)
 
 
+def solver_error(solver: pulp.PULP_CBC_CMD, exc: Exception) -> str:
+    """The status of a solve that raised: CBC ended at its cap, or crashed (the caller keeps
+    its warm start either way)."""
+    if getattr(solver, "capped", False):
+        return f"time-limit (CBC ended at its {solver.cap_s:g} s cap; warm start kept)"
+    return f"solver-error: {exc}"
+
+
 def solved_values(var: dict, key) -> int:
     v = var[key].value()
     return 0 if v is None else int(round(v))
@@ -210,10 +218,10 @@ def solve_min_max(t: FlowTable, seed: int = 0, previous: dict[int, str | None] |
         prob += pulp.lpSum(vs) <= a, f"down_{idx % S}_{idx // S}"
 
     try:
-        prob.solve(cbc(time_limit_s, warm=True))
+        prob.solve(solver := cbc(time_limit_s, warm=True))
         sol = prob.sol_status
     except pulp.PulpSolverError as exc:  # solver crash: report, keep the warm start
-        sol, status_text = None, f"solver-error: {exc}"
+        sol, status_text = None, solver_error(solver, exc)
     if sol in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
         counts = {key: {s: solved_values(y, (key, s)) for s in t.pair_cand[key[-2], key[-1]]}
                   for key in groups}
@@ -294,10 +302,10 @@ def solve_min_max_paths(t: PathTable, fabric: Fabric, seed: int = 0,
     for e, vs in on_link.items():
         prob += pulp.lpSum(vs) <= a, f"link_{e}"
     try:
-        prob.solve(cbc(time_limit_s, warm=True))
+        prob.solve(solver := cbc(time_limit_s, warm=True))
         sol = prob.sol_status
     except pulp.PulpSolverError as exc:
-        sol, status_text = None, f"solver-error: {exc}"
+        sol, status_text = None, solver_error(solver, exc)
     if sol in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
         counts = {key: {p: solved_values(y, (key, p)) for p in t.pair_paths[key[-2], key[-1]]}
                   for key in groups}

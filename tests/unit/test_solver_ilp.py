@@ -93,5 +93,6 @@ def test_cbc_is_ended_at_its_hard_cap(monkeypatch):
     with pytest.raises(pulp.PulpSolverError):
         prob.solve(solver)
     assert solver.capped
+    assert ilp.solver_error(solver, RuntimeError("x")).startswith("time-limit (CBC ended")
     assert {c.pid for c in psutil.Process().children()} <= children
     assert set(glob.glob(f"{solver.tmpDir}/*-pulp.*")) <= before
