@@ -1,7 +1,7 @@
 """Benchmark of the flow-level predictor on the largest paper scenario (a script, not a test).
 
     python experiments/benchmarks/predictor_bench.py [--config PATH] [--repeats N]
-        [--routing ecmp greedy ...]
+        [--routing ecmp greedy ...] [--iterations 1 11]
 
 For each routing: the wall time of `predict` for 1 and for 11 iterations of every job (median
 of --repeats runs), the event batches (rate recomputations) and completions per second, the
@@ -60,7 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--routing", nargs="+", default=["ecmp", "greedy"])
+    ap.add_argument("--iterations", nargs="+", type=int, default=[1, 11],
+                    help="iterations per job of each timed run (1-100)")
     args = ap.parse_args(argv)
+    if not all(1 <= n <= 100 for n in args.iterations):
+        ap.error("--iterations: each must be 1-100")
 
     cfg, fabric, specs = load(args.config)
     n_conns = sum(len(p.connections) for p in plan_jobs(specs))
@@ -75,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         rp = route(name, fabric, conns, seed=cfg.get("seed", 0))
         route_s = time.perf_counter() - t0
         print(f"\n[{name}] routing {route_s:.3f} s")
-        for iterations in (1, 11):
+        for iterations in args.iterations:
             plans = plan_jobs([replace(s, iterations=iterations) for s in specs])
             wall, pr = timed(lambda: predict(fabric, plans, rp.path_of), args.repeats)
             iwall, ip = timed(lambda: ideal(fabric, plans), args.repeats)
