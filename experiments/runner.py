@@ -4,7 +4,12 @@ The steps, each in its own module:
 
     config (experiments/config.py) -> fabric (testbed/net.py) -> routes (routing/) ->
     rules (routing/rules.py, testbed/installer.py) -> traffic (traffic/driver.py, agent.py) ->
-    measure (paths from OVS counters, experiments/results.py) -> teardown (testbed/net.py)
+    measure (paths from OVS counters, experiments/measure.py; the record, experiments/results.py)
+    -> teardown (testbed/net.py)
+
+Each routing's run (`run_one_routing`) is five steps, one function each: install (controller
+and rules) -> drive (traffic under the controller) -> measure (counters, observed paths,
+verification) -> predict_policy (the model of the same policy) -> assemble (the results record).
 
 Everything that can be checked without root (config, routes, rules) is computed before the
 fabric is built, so bad input changes nothing on the machine.
@@ -24,15 +29,16 @@ import yaml
 from routing import route
 from routing.base import RoutingError, link_flow_counts, max_link_flows
 from routing.host_enforced import check_port_plan, with_source_ports
+from routing.paths import Path as SwitchPath
 from testbed.fabric import Fabric, FabricError
 from testbed.installer import settle_flow_stats
 from testbed.monitor import CpuMonitor, advice
 from testbed.net import EmulatedFabric, EmulationSettings
 from testbed.shaping import BUCKETS, Shaping
-from traffic.collectives import JobPlan, plan_jobs, with_port_offset
-from traffic.driver import TrafficDriver
+from traffic.collectives import Connection, JobPlan, plan_jobs, with_port_offset
+from traffic.driver import JobRecord, TrafficDriver
 from traffic.goodput import goodput_factor
-from traffic.predictor import ideal, predict
+from traffic.predictor import Prediction, ideal, predict
 
 from .config import ConfigError, Experiment
 from .controller import Controller
@@ -201,36 +207,79 @@ def run_nonblocking(exp: Experiment, twin: Fabric, plans: list[JobPlan], ideal_p
 def run_one_routing(exp: Experiment, emu, entry: RoutingEntry, rp, plans: list[JobPlan],
                     ideal_pred, goodput: float, timeout_s: float, run_dir: Path,
                     log: Callable[[str], None], port_offset: int = 0) -> dict:
-    """One routing on the live fabric: rules, traffic under the controller, measurements."""
-    name = entry.name
+    """One routing on the live fabric, step by step: install its rules, drive the jobs under
+    the controller, measure where their bytes went, predict the same policy, assemble the
+    results record."""
+    inst = install(exp, emu, entry, rp, plans, run_dir, log, port_offset)
+    driven = drive(exp, emu, entry, inst, timeout_s, run_dir, log)
+    measured = measure(entry, inst, driven, run_dir)
+    pred = predict_policy(exp, entry, rp, inst, goodput, measured)
+    run = assemble(exp, entry, rp, inst, job_results(inst.plans, driven, pred, ideal_pred),
+                   driven, measured, goodput)
+    log_run(entry.name, run, inst.controller, log)
+    return run
+
+
+@dataclasses.dataclass(frozen=True)
+class Installed:
+    """The controller with its first rules in, and the plans as run."""
+    controller: Controller
+    plans: list[JobPlan]      # @host: with the source ports that carry each flow's path
+    stats: dict               # rules, switches, install_s (testbed/installer.py)
+
+
+@dataclasses.dataclass(frozen=True)
+class Driven:
+    """What driving the jobs left behind."""
+    records: dict[str, JobRecord]   # per job: its iterations
+    t0: float                       # time.monotonic() when the jobs' clock started
+    fidelity: dict                  # the CPU monitor's verdict and advice
+    capture: object | None          # testbed/capture.py SpineCapture, when capturing
+
+
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    """The switch counters after the run, and the path each flow's bytes took."""
+    every: Fabric                           # every switch, failed or not
+    counts: dict[str, dict[int, int]]       # switch -> cookie -> bytes
+    flows: dict[int, dict]                  # conn_id -> observed_paths' record
+    observed: dict[int, SwitchPath | None]  # conn_id -> the path its bytes took
+
+
+def install(exp: Experiment, emu, entry: RoutingEntry, rp, plans: list[JobPlan],
+            run_dir: Path, log: Callable[[str], None], port_offset: int) -> Installed:
+    """The controller, and its first rules written on every switch (no job active yet); for
+    @host, the plans' source ports chosen to carry the fixed plan `rp`."""
     if entry.host_enforced:
         plans = with_source_ports(exp.fabric, plans, rp.path_of, port_offset)
         controller = Controller(emu, exp.fabric, entry, plans, exp.seed, run_dir / "rules",
                                 static_paths=rp.path_of)
-        installed = controller.install_initial()
     else:
         controller = Controller(emu, exp.fabric, entry, plans, exp.seed, run_dir / "rules",
                                 time_limit_s=exp.solver_time_limit_s)
-        installed = controller.install_initial()
-    conns = [c for p in plans for c in p.connections]
-    log(f"[{name}] {installed['rules']} rules on {installed['switches']} switches in "
-        f"{installed['install_s']:.2f} s; running {len(plans)} jobs")
-    driver = TrafficDriver(emu, plans, exp.seed, exp.emulation.tcp_cc, timeout_s,
+    stats = controller.install_initial()
+    log(f"[{entry.name}] {stats['rules']} rules on {stats['switches']} switches in "
+        f"{stats['install_s']:.2f} s; running {len(plans)} jobs")
+    return Installed(controller, plans, stats)
+
+
+def drive(exp: Experiment, emu, entry: RoutingEntry, inst: Installed, timeout_s: float,
+          run_dir: Path, log: Callable[[str], None]) -> Driven:
+    """The jobs' traffic under the controller (its epochs and the config's events), watched
+    by the CPU monitor and, when asked, a capture; writes cpu_samples.csv."""
+    controller = inst.controller
+    driver = TrafficDriver(emu, inst.plans, exp.seed, exp.emulation.tcp_cc, timeout_s,
                            run_dir / "logs")
     timers = [(e.at_s, lambda t, e=e: controller.fire(e, t)) for e in exp.events]
-    capture = None
-    if exp.emulation.capture:
-        from testbed.capture import SpineCapture  # scapy: imported only when capturing
-        spine = next(s for s in exp.fabric.uplinks("leaf1") if exp.fabric.is_live(s, "leaf1"))
-        capture = SpineCapture(exp.fabric.intf(spine, "leaf1"),
-                               run_dir / f"capture-{spine}-leaf1.pcap")
+    capture = _capture(exp, run_dir)
     try:
         driver.start_agents()
         driver.connect()
         with CpuMonitor() as monitor, (capture or contextlib.nullcontext()):
             records = driver.run_jobs(on_start=controller.jobs_started,
                                       on_finish=controller.job_finished, timers=timers,
-                                      on_iteration=iteration_progress(name, plans, log))
+                                      on_iteration=iteration_progress(entry.name, inst.plans,
+                                                                      log))
     finally:
         driver.stop_agents()
     fidelity = monitor.summary()
@@ -238,89 +287,140 @@ def run_one_routing(exp: Experiment, emu, entry: RoutingEntry, rp, plans: list[J
     fidelity["advice"] = advice(fidelity, exp.fabric.spec.host_link_mbps * len(exp.fabric.hosts),
                                 exp.emulation.mtu_bytes, len(exp.fabric.hosts),
                                 os.getloadavg()[0], os.cpu_count())
-    write_transfers_csv(run_dir / "transfers.csv", plans, records)
+    return Driven(records, driver.t0, fidelity, capture)
 
+
+def _capture(exp: Experiment, run_dir: Path):
+    """emulation.capture: a pcap of leaf1's first live uplink, else None."""
+    if not exp.emulation.capture:
+        return None
+    from testbed.capture import SpineCapture  # scapy: imported only when capturing
+    spine = next(s for s in exp.fabric.uplinks("leaf1") if exp.fabric.is_live(s, "leaf1"))
+    return SpineCapture(exp.fabric.intf(spine, "leaf1"), run_dir / f"capture-{spine}-leaf1.pcap")
+
+
+def measure(entry: RoutingEntry, inst: Installed, driven: Driven, run_dir: Path) -> Measured:
+    """transfers.csv, then every switch's counters and the path each flow's bytes took;
+    a flow given its paths (placed or fixed) must have crossed only their switches."""
+    write_transfers_csv(run_dir / "transfers.csv", inst.plans, driven.records)
     settle_flow_stats()
-    every = controller.fabric_all     # candidates and counters of every switch, failed or not
+    every = inst.controller.fabric_all  # candidates and counters of every switch, failed or not
     counts = switch_counts(every)
-    seen = observed_paths(every, conns, counts)
+    flows = observed_paths(every, _conns(inst.plans), counts)
     if entry.paths_given:
-        given = {cid: {sw for p in paths for sw in p[1:-1]}
-                 for cid, paths in controller.history.items()}
-        wrong = [(cid, sorted(given.get(cid, ())),
-                  {s: n for s, n in o["bytes"].items() if n})
-                 for cid, o in seen.items()
-                 if not set(o["switches_with_bytes"]) <= given.get(cid, set())]
-        if wrong:
-            raise PathMismatchError(
-                f"[{name}] {len(wrong)} flows crossed a switch none of their paths holds, e.g. "
-                f"conn {wrong[0][0]} given {wrong[0][1]}, bytes per switch {wrong[0][2]}")
-    observed = {cid: o["path"] for cid, o in seen.items()}
-    # predict the same policy: the controller's epochs and events replayed in model time
-    # (static paths verified above), for ECMP the spines its hash really chose, per phase
-    # between events, so that both sides compare like with like
+        verify_paths(entry.name, inst.controller, flows)
+    return Measured(every, counts, flows, {cid: o["path"] for cid, o in flows.items()})
+
+
+def verify_paths(name: str, controller: Controller, flows: dict[int, dict]) -> None:
+    """Raise PathMismatchError when a flow's bytes crossed a switch none of its paths holds."""
+    given = {cid: {sw for p in paths for sw in p[1:-1]}
+             for cid, paths in controller.history.items()}
+    wrong = [(cid, sorted(given.get(cid, ())), _nonzero(o["bytes"]))
+             for cid, o in flows.items()
+             if not set(o["switches_with_bytes"]) <= given.get(cid, set())]
+    if wrong:
+        raise PathMismatchError(
+            f"[{name}] {len(wrong)} flows crossed a switch none of their paths holds, e.g. "
+            f"conn {wrong[0][0]} given {wrong[0][1]}, bytes per switch {wrong[0][2]}")
+
+
+def predict_policy(exp: Experiment, entry: RoutingEntry, rp, inst: Installed, goodput: float,
+                   measured: Measured) -> Prediction:
+    """The model of the same policy: the controller's epochs and events replayed in model
+    time (static paths verified by `measure`), for ECMP the paths its hash really chose, per
+    phase between events, so that both sides compare like with like."""
+    conns = _conns(inst.plans)
+    readings = [{}, *inst.controller.counters_at_events, measured.counts]  # start, events, end
     routes = ControllerRoutes(
         entry.routed_by, exp.fabric, conns, exp.seed, exp.events,
         static=rp.path_of if entry.host_enforced else None,
-        observed_phases=(phase_paths(every, conns, [{}, *controller.counters_at_events, counts])
+        observed_phases=(phase_paths(measured.every, conns, readings)
                          if not entry.paths_given else None),
         time_limit_s=exp.solver_time_limit_s)
-    pred = predict(exp.fabric, plans, None, goodput, router=routes)
+    return predict(exp.fabric, inst.plans, None, goodput, router=routes)
+
+
+def job_results(plans: list[JobPlan], driven: Driven, pred: Prediction, ideal_pred) -> list[dict]:
+    """Each job's record: its measured iterations beside the prediction of the same policy."""
     jobs = []
     for p in plans:
-        rec = records[p.name]
+        rec = driven.records[p.name]
         j = job_result(p.spec, [it.cct_s for it in rec.iterations],
                        ideal_pred.jobs[p.name].mean_cct_s, rec.verified,
                        measured_conn_rates(p, rec))
         j["tcp_retrans_segments"] = rec.iterations[-1].retrans_segments if rec.iterations else 0
-        j["iteration_start_s"] = [it.start_s - driver.t0 for it in rec.iterations]
-        j["iteration_end_s"] = [it.end_s - driver.t0 for it in rec.iterations]
+        j["iteration_start_s"] = [it.start_s - driven.t0 for it in rec.iterations]
+        j["iteration_end_s"] = [it.end_s - driven.t0 for it in rec.iterations]
         j["predicted_cct_s"] = pred.jobs[p.name].cct_s
         j["predicted_cct_mean_s"] = pred.jobs[p.name].mean_cct_s
         j["prediction_error_fraction"] = j["cct_mean_s"] / j["predicted_cct_mean_s"] - 1
         jobs.append(j)
+    return jobs
+
+
+def assemble(exp: Experiment, entry: RoutingEntry, rp, inst: Installed, jobs: list[dict],
+             driven: Driven, measured: Measured, goodput: float) -> dict:
+    """The run's results record (experiments/results.py run_result) and its extras."""
+    controller, plans, conns = inst.controller, inst.plans, _conns(inst.plans)
+    fidelity = driven.fidelity
     predicted_cct = slowest_per_iteration([j["predicted_cct_s"] for j in jobs])
     fidelity["tcp_retrans_segments"] = sum(j["tcp_retrans_segments"] for j in jobs)
-    loads = link_flow_counts(exp.fabric, conns, observed)
+    loads = link_flow_counts(exp.fabric, conns, measured.observed)
     run = run_result(
-        name, "emulated", jobs,
-        # the busiest link: over the controller's epochs (its paths verified above), or for
-        # ECMP and fixed plans over the paths the spine counters saw
+        entry.name, "emulated", jobs,
+        # the busiest link: over the controller's epochs (its paths verified by `measure`),
+        # or for ECMP and fixed plans over the paths the switch counters saw
         (controller.policy.peak_link_flows if controller.policy.places_flows
-         else max_link_flows(exp.fabric, conns, observed)),
+         else max_link_flows(exp.fabric, conns, measured.observed)),
         solve_block(rp.stats.as_dict(), controller.policy.solves),
         enforcement=entry.enforced_by,
         fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),
         fidelity=fidelity,
         predicted_cct_s=predicted_cct,
         predicted_cct_mean_s=statistics.fmean(predicted_cct),
-        rules={"switches": installed["switches"], "rules": installed["rules"],
-               "install_s": installed["install_s"],
+        rules={"switches": inst.stats["switches"], "rules": inst.stats["rules"],
+               "install_s": inst.stats["install_s"],
                "peak_per_switch": controller.peak_rules_per_switch},
         epochs=controller.epochs, events=controller.events,
-        unfired_events=[e.as_dict() for e in exp.events
-                        if not any(f["scheduled_at_s"] == e.at_s and f["kind"] == e.kind
-                                   and f["target"] == list(e.target)
-                                   for f in controller.events)],
-        paths=[{"conn_id": c.conn_id, "job": c.job, "src": c.src, "dst": c.dst,
-                "src_port": c.src_port, "dst_port": c.dst_port,
-                "planned_paths": [list(p) for p in sorted(controller.history.get(c.conn_id, ()))],
-                "final_path": _listed(None if not entry.paths_given
-                                      else controller.final_path(c.conn_id)),
-                "observed_path": _listed(observed.get(c.conn_id)),
-                "switch_bytes": {s: n for s, n in seen.get(c.conn_id, {}).get("bytes", {}).items()
-                                 if n} or None}
-               for c in conns],
+        unfired_events=unfired_events(exp, controller),
+        paths=path_records(entry, controller, conns, measured),
         link_flows=[{"link": list(k), "flows": v} for k, v in sorted(loads.items())])
     run["prediction_error_fraction"] = run["cct_mean_s"] / run["predicted_cct_mean_s"] - 1
     if entry.reference:           # no switch-to-switch links: the busiest is a host link
         run["max_link_flows"] = host_link_flows(plans)
     if controller.events:
-        run["after_events"] = after_events(exp, controller, plans, jobs, goodput, counts)
-    if capture is not None:
-        run["capture"] = {"interface": capture.interface, "path": str(capture.path),
-                          "packets": capture.packets, "snap_bytes": capture.snap_bytes,
-                          "error": capture.error}
+        run["after_events"] = after_events(exp, controller, plans, jobs, goodput, measured.counts)
+    if driven.capture is not None:
+        c = driven.capture
+        run["capture"] = {"interface": c.interface, "path": str(c.path), "packets": c.packets,
+                          "snap_bytes": c.snap_bytes, "error": c.error}
+    return run
+
+
+def unfired_events(exp: Experiment, controller: Controller) -> list[dict]:
+    """The config's events the run ended before."""
+    return [e.as_dict() for e in exp.events
+            if not any(f["scheduled_at_s"] == e.at_s and f["kind"] == e.kind
+                       and f["target"] == list(e.target) for f in controller.events)]
+
+
+def path_records(entry: RoutingEntry, controller: Controller, conns: list[Connection],
+                 measured: Measured) -> list[dict]:
+    """Per connection: its 5-tuple, the paths it was given, the path its bytes took."""
+    return [{"conn_id": c.conn_id, "job": c.job, "src": c.src, "dst": c.dst,
+             "src_port": c.src_port, "dst_port": c.dst_port,
+             "planned_paths": [list(p) for p in sorted(controller.history.get(c.conn_id, ()))],
+             "final_path": _listed(controller.final_path(c.conn_id)
+                                   if entry.paths_given else None),
+             "observed_path": _listed(measured.observed.get(c.conn_id)),
+             "switch_bytes": _nonzero(measured.flows.get(c.conn_id, {}).get("bytes", {})) or None}
+            for c in conns]
+
+
+def log_run(name: str, run: dict, controller: Controller, log: Callable[[str], None]) -> None:
+    """The run in a few lines: CCT against the prediction, the emulator's health, events."""
+    fidelity = run["fidelity"]
     log(f"[{name}] mean CCT {run['cct_mean_s']:.3f} s (predicted "
         f"{run['predicted_cct_mean_s']:.3f} s), efficiency {run['efficiency']:.3f}, "
         f"max flows per link {run['max_link_flows']}, emulator "
@@ -332,7 +432,14 @@ def run_one_routing(exp: Experiment, emu, entry: RoutingEntry, rp, plans: list[J
     for ev in controller.events:
         log(f"[{name}] {ev['kind']} {'/'.join(ev['target'])} at {ev['at_s']:.2f} s: rules "
             f"in {ev['reroute_s'] * 1000:.0f} ms, flows moved {ev['flows_moved']}")
-    return run
+
+
+def _conns(plans: list[JobPlan]) -> list[Connection]:
+    return [c for p in plans for c in p.connections]
+
+
+def _nonzero(per_switch: dict[str, int]) -> dict[str, int]:
+    return {s: n for s, n in per_switch.items() if n}
 
 
 def after_events(exp: Experiment, controller: Controller, plans: list[JobPlan],

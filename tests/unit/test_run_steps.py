@@ -1,0 +1,201 @@
+"""`run`'s per-routing steps (experiments/runner.py: install, drive, measure, predict,
+assemble) without root: a scripted traffic driver, CPU monitor and switch counters stand in
+for the emulator, rules are written as a dry run, and the results record every routing gets
+must be the one the code gave before the steps were split (stored digests)."""
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+import experiments.controller as controller_mod
+import experiments.measure as measure_mod
+import experiments.runner as runner
+from experiments.config import load
+from routing import route
+from testbed import installer
+from traffic.collectives import plan_jobs, with_port_offset
+from traffic.driver import IterationRecord, JobRecord
+from traffic.predictor import ideal
+
+CONFIGS = Path(__file__).resolve().parents[2] / "experiments" / "configs"
+
+
+class _Driver:
+    """Every job's iterations on a scripted clock: job i's transfers take 2 (i + 1) s each
+    iteration after its compute_s; the controller's hooks and timers fire in time order."""
+
+    def __init__(self, emu, plans, seed, tcp_cc, timeout_s, log_dir):
+        self.plans, self.t0 = plans, 0.0
+
+    def start_agents(self):
+        pass
+
+    def connect(self):
+        pass
+
+    def stop_agents(self):
+        pass
+
+    def run_jobs(self, on_start, on_finish, timers, on_iteration):
+        self.t0 = 1000.0
+        records = {p.name: JobRecord(p.name, verified=True) for p in self.plans}
+        hooks = []      # (t, order, call): starts, then timers, then finishes at equal times
+        for i, p in enumerate(self.plans):
+            d, t = 2.0 * (i + 1), p.spec.start_s
+            hooks.append((t, 0, lambda t, p=p: on_start([p.name], t)))
+            for k in range(p.spec.iterations):
+                t0 = t + p.spec.compute_s
+                rec = IterationRecord(k, self.t0 + t0, self.t0 + t0 + d, p.bytes_per_iteration(),
+                                      [[x.tid, self.t0 + t0 + d / 4, self.t0 + t0 + d]
+                                       for x in p.transfers], retrans_segments=k)
+                records[p.name].iterations.append(rec)
+                t = t0 + d
+            hooks.append((t, 2, lambda t, p=p: on_finish(p.name, t)))
+        hooks += [(at, 1, fn) for at, fn in timers]
+        for t, _, fn in sorted(hooks, key=lambda h: (h[0], h[1])):
+            fn(t)
+        for p in self.plans:
+            for it in records[p.name].iterations:
+                on_iteration(p.name, it)
+        return records
+
+
+class _Monitor:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def summary(self):
+        return {"ok": True, "forwarding_max_pct": 12.5}
+
+    def write_csv(self, path):
+        Path(path).write_text("t_s\n")
+
+
+class _Counters:
+    """Each reading adds 1,000 bytes per flow on every switch of its path now (the
+    controller's for placed or fixed plans, the model's hash for ECMP)."""
+
+    def __init__(self):
+        self.controller, self.totals = None, {}
+
+    def read(self, switch: str) -> dict[int, int]:
+        c = self.controller
+        pol = c.policy
+        hashed = (route("ecmp", pol.fabric, pol.conns, seed=pol.seed).path_of
+                  if pol.strategy == "ecmp" else {})
+        for conn in pol.conns:
+            path = hashed.get(conn.conn_id) if hashed else pol.assignment.get(conn.conn_id)
+            if path and switch in path[1:-1]:
+                key = (switch, conn.conn_id)
+                self.totals[key] = self.totals.get(key, 0) + 1000
+        return {0x1000000 + cid: n for (s, cid), n in self.totals.items() if s == switch}
+
+
+class _Emu:
+    def set_link(self, u, v, up):
+        pass
+
+
+@pytest.fixture
+def fake_fabric(monkeypatch):
+    counters = _Counters()
+
+    class Recorded(controller_mod.Controller):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            counters.controller, counters.totals = self, {}     # a new routing's run
+
+    monkeypatch.setattr(runner, "Controller", Recorded)
+    monkeypatch.setattr(runner, "TrafficDriver", _Driver)
+    monkeypatch.setattr(runner, "CpuMonitor", _Monitor)
+    monkeypatch.setattr(runner, "settle_flow_stats", lambda: None)
+    monkeypatch.setattr(measure_mod, "flow_bytes_by_cookie", counters.read)
+    monkeypatch.setattr(controller_mod, "flow_bytes_by_cookie", counters.read)
+    # rule writes and reroutes take no time: an event's end (after_events) is its at_s
+    monkeypatch.setattr(controller_mod, "time", SimpleNamespace(perf_counter=lambda: 0.0))
+    monkeypatch.setattr(controller_mod, "install",
+                        lambda rules, out: installer.install(rules, out, dry_run=True))
+    monkeypatch.setattr(controller_mod, "apply_lines",
+                        lambda lines, out, label: installer.apply_lines(lines, out, label,
+                                                                        dry_run=True))
+    return counters
+
+
+#: wall-clock figures (solves, rule writes) left out of the comparison
+_TIMING = {"install_s", "solve_time_s", "time_s", "time_s_max", "time_s_mean", "reroute_s",
+           "links_set_s", "predict_wall_s", "wall_s"}
+
+
+def _scrubbed(o):
+    if isinstance(o, dict):
+        return {k: _scrubbed(v) for k, v in o.items() if k not in _TIMING}
+    if isinstance(o, list):
+        return [_scrubbed(v) for v in o]
+    return o
+
+
+def emulated_records(config: Path, out: Path, logged: list[str]) -> list[dict]:
+    """run_one_routing for every routing of `config`, as run_experiment and run_nonblocking
+    call it (the reference on its one-switch twin), on the scripted fabric."""
+    exp = load(config)
+    plans = plan_jobs(exp.jobs)
+    conns = [c for p in plans for c in p.connections]
+    ideal_pred = ideal(exp.fabric, plans)
+    runs = []
+    for i, entry in enumerate(exp.routings):
+        one, fabric = exp, exp.fabric
+        if entry.reference:
+            fabric = exp.fabric.nonblocking()
+            one = dataclasses.replace(exp, fabric=fabric, events=[])
+        rp = route(entry.routed_by, fabric, conns, seed=exp.seed)
+        runs.append(runner.run_one_routing(
+            one, _Emu(), entry, rp, with_port_offset(plans, i * len(conns)), ideal_pred, 0.9,
+            60.0, out / entry.run_dir, logged.append, port_offset=i * len(conns)))
+    return runs
+
+
+def emulated_digest(config: Path, out: Path) -> str:
+    """sha256 of every routing's results record (wall-clock keys left out), the log lines
+    (timings masked) and every file it wrote (rule bundles, commands, transfers.csv, ...)."""
+    logged: list[str] = []
+    runs = emulated_records(config, out, logged)
+    h = hashlib.sha256(json.dumps(_scrubbed(runs), sort_keys=True).encode())
+    for line in logged:
+        h.update(" ".join(w for w in line.split() if not w[:1].isdigit()).encode())
+    for f in sorted(p for p in out.rglob("*") if p.is_file()):    # paths in them masked
+        h.update(str(f.relative_to(out)).encode()
+                 + f.read_bytes().replace(str(out).encode(), b"OUT"))
+    return h.hexdigest()
+
+
+#: written by emulated_digest from the code before run_one_routing was split into steps
+#: (b535447; the same at 12ab310, before the routing entries became records):
+#: ecmp, placed and @host plans with a reference (hedera-k4 has nonblocking), and failover's
+#: spine and link events (after_events, unfired events)
+BEFORE = {
+    "host-enforced": "cca56fdecb47ec22095f4ba240e4d6799757c6107d0dc9543b679900a125cf2b",
+    "hedera-k4": "112fddac3e618f195a5b1931d40cdd976022d6c42b2e8d31c870b69ce7da1009",
+    "failover": "07fdab8b2b6dd4069b83d450a20f79448d82c0ad32dcadac143864bc0532deed",
+}
+
+
+@pytest.mark.parametrize("stem", sorted(BEFORE))
+def test_every_routing_gets_the_record_it_got_before_the_steps(stem, fake_fabric, tmp_path):
+    assert emulated_digest(CONFIGS / f"{stem}.yaml", tmp_path / stem) == BEFORE[stem]
+
+
+def test_a_flow_off_its_given_paths_stops_the_run(fake_fabric, tmp_path, monkeypatch):
+    real = fake_fabric.read
+
+    def astray(switch):     # every flow's bytes also on every spine
+        c = fake_fabric.controller
+        return {**real(switch), **{0x1000000 + x.conn_id: 5000 for x in c.conns}}
+    monkeypatch.setattr(measure_mod, "flow_bytes_by_cookie", astray)
+    with pytest.raises(runner.PathMismatchError, match=r"\[ilp\] \d+ flows crossed"):
+        emulated_records(CONFIGS / "quickstart.yaml", tmp_path, [])
