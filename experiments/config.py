@@ -214,6 +214,7 @@ class Experiment:
     semantics: Semantics = field(default_factory=Semantics)   # traffic/predictor.py
     replay_log: Path | None = None            # floodns flow log for routing `replay`
     solver_time_limit_s: float | None = None  # each ilp / mmf CBC solve; None: 30 s / 60 s
+    jobs_from: dict | None = None             # the jobs' source files (absolute paths)
     #: `routing` parsed once, entry by entry (experiments/routing_entry.py)
     routings: list[RoutingEntry] = field(init=False, repr=False, compare=False)
 
@@ -222,16 +223,19 @@ class Experiment:
 
     def resolved(self) -> dict:
         """The config as run: every default filled in, model jobs expanded to their rings
-        (`groups`). It loads again (`parse`) to the same experiment and the same resolved()."""
+        (`groups`), imported jobs as their source files (absolute paths: a trace's ranks may
+        run several jobs on one host, which explicit jobs may not). It loads again (`parse`)
+        to the same experiment and the same resolved()."""
+        jobs = ({"jobs_from": self.jobs_from} if self.jobs_from else {"jobs": [
+            {"name": j.name, "collective": j.collective.value,
+             **({"hosts": list(j.groups[0])} if len(j.groups) == 1
+                else {"groups": [list(g) for g in j.groups]}),
+             "size_bytes": j.size_bytes, "iterations": j.iterations, "compute_s": j.compute_s,
+             "start_s": j.start_s} for j in self.jobs]})
         return {
             "name": self.name, "seed": self.seed,
             "fabric": resolved_fabric(self.fabric.spec),
-            "jobs": [{"name": j.name, "collective": j.collective.value,
-                      **({"hosts": list(j.groups[0])} if len(j.groups) == 1
-                         else {"groups": [list(g) for g in j.groups]}),
-                      "size_bytes": j.size_bytes,
-                      "iterations": j.iterations, "compute_s": j.compute_s,
-                      "start_s": j.start_s} for j in self.jobs],
+            **jobs,
             "routing": list(self.routing),
             "emulation": self.emulation.resolved(),
             "events": [e.as_dict() for e in self.events],
@@ -994,7 +998,8 @@ def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
                   why="one hour per solve; a run solves at every epoch")
              if d.get("solver_time_limit_s") is not None else None)
     return Experiment(name, seed, fabric, jobs, routing, emulation, events, d,
-                      _semantics(d.get("semantics")), replay_log, limit)
+                      _semantics(d.get("semantics")), replay_log, limit,
+                      _jobs_source(d, base_dir) if imported is not None else None)
 
 
 def load(path: str | Path) -> Experiment:
@@ -1085,6 +1090,14 @@ def _trace_jobs(src: dict, kind: str, base_dir: str | Path | None) -> Any:
         except (chakra.ChakraError, simai.SimaiError) as e:
             raise ConfigError(f"jobs_from.{kind}: {_one_line(e, 300)}") from None
     return jobs
+
+
+def _jobs_source(d: dict, base_dir: str | Path | None) -> dict:
+    """`jobs_from` as resolved: absolute paths, and without failed_cores (the resolved fabric
+    section lists the failed spines)."""
+    return {k: (str(_rel_path(v, base_dir).resolve())
+                if k in ("floodns", "chakra", "simai", "comm_groups") else v)
+            for k, v in d["jobs_from"].items() if k != "failed_cores"}
 
 
 def _imported_jobs(jobs: list[JobSpec], fabric: Fabric) -> list[JobSpec]:
