@@ -284,9 +284,24 @@ def _cmd_clean(args) -> int:  # noqa: ARG001
 
 
 def main(argv: list[str] | None = None) -> int:
+    # SIGTERM handled from the first moment: a signal while the modules below import (a
+    # second or more on a loaded machine) ends the command like one at any later moment
+    signal.signal(signal.SIGTERM, raise_terminated)
     args = _parser().parse_args(argv)
     args.command_line = [sys.executable, "-m", "experiments",
                          *(sys.argv[1:] if argv is None else argv)]
+    try:
+        return _dispatch(args)
+    except KeyboardInterrupt:
+        print(f"interrupted{_AFTER[args.command]}", file=sys.stderr)
+        return 130
+    except Terminated:
+        print(f"terminated{_AFTER[args.command]}", file=sys.stderr)
+        return 143
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the command; input errors exit 2, runtime failures 1, each as one line."""
     from .config import ConfigError
     from routing.base import RoutingError
     from testbed.fabric import FabricError
@@ -296,7 +311,6 @@ def main(argv: list[str] | None = None) -> int:
     from traffic.predictor import PredictorError
     from .runner import PathMismatchError
 
-    signal.signal(signal.SIGTERM, raise_terminated)
     try:
         return {"run": _cmd_run, "predict": _cmd_predict, "sweep": _cmd_sweep,
                 "report": _cmd_report, "validate": _cmd_validate, "calibrate": _cmd_calibrate,
@@ -311,12 +325,6 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, UnicodeDecodeError) as e:
         print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print(f"interrupted{_AFTER[args.command]}", file=sys.stderr)
-        return 130
-    except Terminated:
-        print(f"terminated{_AFTER[args.command]}", file=sys.stderr)
-        return 143
 
 
 #: What the interrupted command leaves: only `run` and `calibrate` build a fabric.
