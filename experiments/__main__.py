@@ -335,4 +335,9 @@ _AFTER = {c: _AFTER.get(c, "") for c in ("run", "predict", "sweep", "report", "v
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # the work is done: the interpreter's shutdown restores the default handlers, under which
+    # a late SIGTERM killed the process (-15) after a clean run; ignore them from here on
+    for held in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(held, signal.SIG_IGN)
+    sys.exit(code)
