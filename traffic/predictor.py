@@ -102,25 +102,30 @@ def max_min_rates(flow_links: np.ndarray, capacity_mbps: np.ndarray,
     ptr = np.zeros(n_links + 1, dtype=np.int64)
     np.cumsum(n_on, out=ptr[1:])
     frozen = np.zeros(n_flows, dtype=bool)
+    # does a flow cross some finite link twice? (never on a path; then a link's flows are
+    # distinct and one saturated link needs no dedup)
+    srt = np.sort(fl, axis=1)
+    twice = bool(((srt[:, 1:] == srt[:, :-1]) & (remaining[srt[:, 1:]] < np.inf)).any())
     left = n_flows
     with np.errstate(divide="ignore"):
-        while left:
+        while left > 0:
             m = share.min()
             if not m < np.inf:
                 raise PredictorError("a flow crosses no link of finite capacity")
             sat = np.flatnonzero(share <= m * (1.0 + rel_tol))
-            if sat.size == 1:
+            if sat.size == 1 and not twice:
                 s = int(sat[0])
                 on = by_link[ptr[s]:ptr[s + 1]]
+                hit = on[~frozen[on]]
             else:
                 lo, hi = ptr[sat], ptr[sat + 1]
                 lens = hi - lo
                 ends = np.cumsum(lens)
                 on = by_link[np.repeat(lo - ends + lens, lens) + np.arange(int(ends[-1]))]
-            mark = np.zeros(n_flows, dtype=bool)      # each flow once, unfrozen ones only
-            mark[on] = True
-            mark &= ~frozen
-            hit = np.flatnonzero(mark)
+                mark = np.zeros(n_flows, dtype=bool)      # each flow once, unfrozen ones only
+                mark[on] = True
+                mark &= ~frozen
+                hit = np.flatnonzero(mark)
             rates[hit] = m
             frozen[hit] = True
             left -= hit.size
