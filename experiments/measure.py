@@ -18,10 +18,12 @@ from traffic.driver import JobRecord
 
 Counts = dict[str, dict[int, int]]   # switch -> cookie -> bytes
 
-#: A flow "crossed" a switch when at least this share of its bytes did. Every connection is
-#: opened before any job starts, so its handshake (a few hundred bytes) takes the ECMP path
-#: before the controller pins the flow in its job's first epoch.
+#: A flow "crossed" a switch when at least this share of its bytes, and at least
+#: CROSSED_MIN_BYTES, did. Every connection is opened before any job starts, so its handshake
+#: and the pure ACKs and window updates until its job's first epoch pins it (66-byte frames,
+#: 132-272 bytes seen for a 4 kB flow) take the ECMP path; a misrouted data segment is larger.
 CROSSED_MIN_FRACTION = 0.01
+CROSSED_MIN_BYTES = 1000
 
 
 def counted_switches(fabric: Fabric) -> list[str]:
@@ -39,7 +41,7 @@ def observed_paths(fabric: Fabric, conns: list[Connection], counts: Counts,
     """Per inter-leaf connection, from the counters (`counts`, minus `before` when given: the
     bytes between two readings): "bytes" per counted switch, "switches_with_bytes" (those with
     at least CROSSED_MIN_FRACTION of the flow's bytes, the flow's bytes being what the first
-    tier above its source leaf saw), and "path", the candidate path of `fabric` (give the
+    tier above its source leaf saw, and at least CROSSED_MIN_BYTES), and "path", the candidate path of `fabric` (give the
     fabric without failures) whose least-counted switch saw most (None: no bytes)."""
     out: dict[int, dict] = {}
     before = before or {}
@@ -51,7 +53,8 @@ def observed_paths(fabric: Fabric, conns: list[Connection], counts: Counts,
         k = COOKIE_BASE + c.conn_id
         per = {s: counts[s].get(k, 0) - before.get(s, {}).get(k, 0) for s in switches}
         total = sum(per[u] for u in fabric.uplinks(a))
-        crossed = [s for s, n in per.items() if n > 0 and n >= CROSSED_MIN_FRACTION * total]
+        floor = max(CROSSED_MIN_FRACTION * total, CROSSED_MIN_BYTES)
+        crossed = [s for s, n in per.items() if n > 0 and n >= floor]
         path = None
         if crossed:
             best = -1
