@@ -181,12 +181,8 @@ def cct_cdf(t: pd.DataFrame, out: Path, title: str,
     for i, (label, g) in enumerate(_series(t)):
         _ecdf(ax, g["cct_s"], f"{label} (n={len(g)})", lw=1.6, ls=["-", "--", "-.", ":"][i % 4])
     _ideal_lines(ax, list(t["ideal_cct_s"].dropna()))
-    ax.set_xlabel("iteration CCT (s)")
-    ax.set_ylabel("fraction of iterations")
-    ax.set_ylim(0, 1.02)
-    ax.set_xlim(left=0)
-    ax.set_title(f"{title}: CDF of iteration CCT per routing")
-    ax.legend(fontsize=8, loc="lower right")
+    _cdf_axes(ax, "iteration CCT (s)", "fraction of iterations",
+              f"{title}: CDF of iteration CCT per routing")
     return _save(fig, out, fmt, "cct_cdf")
 
 
@@ -205,13 +201,19 @@ def fct_cdf(runs: list[Path], out: Path, title: str,
         values = pd.concat(parts)
         _ecdf(ax, values, f"{routing} (n={len(values)})", lw=1.6,
               ls=["-", "--", "-.", ":"][i % 4])
-    ax.set_xlabel("predicted flow completion time, mean over iterations (s)")
-    ax.set_ylabel("fraction of transfers")
+    _cdf_axes(ax, "predicted flow completion time, mean over iterations (s)",
+              "fraction of transfers", f"{title}: CDF of predicted FCT per routing")
+    return _save(fig, out, fmt, "fct_cdf")
+
+
+def _cdf_axes(ax, xlabel: str, ylabel: str, title: str) -> None:
+    """Labels, limits (x from 0, y 0..1), title and legend of a CDF panel."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.set_ylim(0, 1.02)
     ax.set_xlim(left=0)
-    ax.set_title(f"{title}: CDF of predicted FCT per routing")
+    ax.set_title(title)
     ax.legend(fontsize=8, loc="lower right")
-    return _save(fig, out, fmt, "fct_cdf")
 
 
 def _config_label(row: dict, keys: list[str]) -> str:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from .digests import scrubbed
+
 from experiments.config import ConfigError, load, parse
 from experiments.predict import predict_experiment
 from experiments.routing_entry import NONBLOCKING, RoutingEntry, parse_entries
@@ -89,18 +91,15 @@ def test_bad_entries_are_refused_as_before(routing, key):
 _TIMING = {"predict_wall_s", "time_s", "time_s_max", "time_s_mean", "solve_time_s", "wall_s"}
 
 
-def _scrubbed(o):
-    if isinstance(o, dict):
-        return {k: _scrubbed(v) for k, v in o.items() if k not in _TIMING}
-    if isinstance(o, list):
-        return [_scrubbed(v) for v in o]
-    return o
+
+def _scrub(o):
+    return scrubbed(o, _TIMING)
 
 
 def predicted_digest(config: Path, out: Path) -> str:
     """sha256 of `predict`'s results.json (wall-clock keys left out) and of every CSV it wrote."""
     predict_experiment(load(config), out, log=lambda s: None)
-    h = hashlib.sha256(json.dumps(_scrubbed(json.loads((out / "results.json").read_text())),
+    h = hashlib.sha256(json.dumps(_scrub(json.loads((out / "results.json").read_text())),
                                   sort_keys=True).encode())
     for f in sorted(p for p in out.rglob("*.csv")):
         h.update(str(f.relative_to(out)).encode() + f.read_bytes())

@@ -10,6 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from .digests import scrubbed
+
 import experiments.controller as controller_mod
 import experiments.measure as measure_mod
 import experiments.runner as runner
@@ -132,12 +134,9 @@ _TIMING = {"install_s", "solve_time_s", "time_s", "time_s_max", "time_s_mean", "
            "links_set_s", "predict_wall_s", "wall_s"}
 
 
-def _scrubbed(o):
-    if isinstance(o, dict):
-        return {k: _scrubbed(v) for k, v in o.items() if k not in _TIMING}
-    if isinstance(o, list):
-        return [_scrubbed(v) for v in o]
-    return o
+
+def _scrub(o):
+    return scrubbed(o, _TIMING)
 
 
 def emulated_records(config: Path, out: Path, logged: list[str]) -> list[dict]:
@@ -165,7 +164,7 @@ def emulated_digest(config: Path, out: Path) -> str:
     (timings masked) and every file it wrote (rule bundles, commands, transfers.csv, ...)."""
     logged: list[str] = []
     runs = emulated_records(config, out, logged)
-    h = hashlib.sha256(json.dumps(_scrubbed(runs), sort_keys=True).encode())
+    h = hashlib.sha256(json.dumps(_scrub(runs), sort_keys=True).encode())
     for line in logged:
         h.update(" ".join(w for w in line.split() if not w[:1].isdigit()).encode())
     for f in sorted(p for p in out.rglob("*") if p.is_file()):    # paths in them masked
