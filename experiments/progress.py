@@ -34,9 +34,15 @@ def open_cli(emu: Any, log: Callable[[str], None]) -> None:
     """Mininet's CLI on the live fabric `emu` (testbed/net.py EmulatedFabric); returns when
     the user types `exit` or Ctrl-D, and the caller then tears down as usual."""
     from mininet.cli import CLI   # needs root and Mininet: imported only when asked for
+    from mininet.log import lg, setLogLevel
     log("Mininet CLI on the live fabric (e.g. `h1 ping -c1 h5`, `dpctl dump-flows`); "
         "`exit` or Ctrl-D tears it down")
-    CLI(emu.net)
+    quiet = lg.level            # the build silences Mininet; its CLI prints at "output"
+    setLogLevel("output")
+    try:
+        CLI(emu.net)
+    finally:
+        lg.setLevel(quiet)
 
 
 class SweepProgress:
