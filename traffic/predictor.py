@@ -69,76 +69,21 @@ class PredictorError(ValueError):
 # --------------------------------------------------------------------------------------------
 def max_min_rates(flow_links: np.ndarray, capacity_mbps: np.ndarray,
                   rel_tol: float = 1e-9) -> np.ndarray:
-    """Max-min fair rates (Mbit/s) by progressive filling.
+    """Max-min fair rates (Mbit/s) by progressive filling (traffic/waterfill.py, compiled).
 
     flow_links: (F, K) int array, row f = indices into capacity_mbps of the links flow f
     crosses (pad with the index of an entry whose capacity is inf). capacity_mbps: (L,) floats.
     Every round raises all unfrozen flows equally until the tightest link saturates, then
     freezes every flow crossing a link whose fair share is within rel_tol of that minimum.
-
-    Each round touches only what it changes: the links some flow crosses are renumbered
-    densely, a link -> flows index (CSR) finds the flows on the saturated links, and only the
-    links of the flows just frozen get a new remaining capacity, count and share (the same
-    float operations as a full recomputation, so the rates are bit-for-bit those of it).
     """
-    n_flows, width = flow_links.shape
-    rates = np.zeros(n_flows)
-    if n_flows == 0:
+    from traffic import waterfill             # numba's import (~0.3 s) only when predicting
+    rates = np.zeros(flow_links.shape[0])
+    if rates.size == 0:
         return rates
-    n_all = len(capacity_mbps)
-    used = np.flatnonzero(np.bincount(flow_links.ravel(), minlength=n_all))
-    n_links = used.size
-    lut = np.empty(n_all, dtype=np.int64)
-    lut[used] = np.arange(n_links)
-    fl = lut[flow_links]                          # dense link ids
-    remaining = np.asarray(capacity_mbps, dtype=float)[used]
-    flat = fl.ravel()
-    n_on = np.bincount(flat, minlength=n_links)
-    count = n_on.astype(float)
-    share = remaining / count                     # every used link has a flow
-    # link -> the flows crossing it (CSR); a radix sort when link ids fit 16 bits
-    keys = flat.astype(np.uint16) if n_links <= 1 << 16 else flat
-    by_link = np.argsort(keys, kind="stable") // width
-    ptr = np.zeros(n_links + 1, dtype=np.int64)
-    np.cumsum(n_on, out=ptr[1:])
-    frozen = np.zeros(n_flows, dtype=bool)
-    # does a flow cross some finite link twice? (never on a path; then a link's flows are
-    # distinct and one saturated link needs no dedup)
-    srt = np.sort(fl, axis=1)
-    twice = bool(((srt[:, 1:] == srt[:, :-1]) & (remaining[srt[:, 1:]] < np.inf)).any())
-    left = n_flows
-    with np.errstate(divide="ignore"):
-        while left > 0:
-            m = share.min()
-            if not m < np.inf:
-                raise PredictorError("a flow crosses no link of finite capacity")
-            sat = np.flatnonzero(share <= m * (1.0 + rel_tol))
-            if sat.size == 1 and not twice:
-                s = int(sat[0])
-                on = by_link[ptr[s]:ptr[s + 1]]
-                hit = on[~frozen[on]]
-            else:
-                lo, hi = ptr[sat], ptr[sat + 1]
-                lens = hi - lo
-                ends = np.cumsum(lens)
-                on = by_link[np.repeat(lo - ends + lens, lens) + np.arange(int(ends[-1]))]
-                mark = np.zeros(n_flows, dtype=bool)      # each flow once, unfrozen ones only
-                mark[on] = True
-                mark &= ~frozen
-                hit = np.flatnonzero(mark)
-            rates[hit] = m
-            frozen[hit] = True
-            left -= hit.size
-            dec = np.bincount(fl[hit].ravel(), minlength=n_links)
-            t = np.flatnonzero(dec)
-            d = dec[t]
-            rem = remaining[t] - d * m
-            np.maximum(rem, 0.0, out=rem)
-            remaining[t] = rem
-            cnt = count[t] - d
-            count[t] = cnt
-            rem[cnt == 0] = np.inf                # no flow left on it: never the minimum
-            share[t] = rem / cnt
+    links = np.ascontiguousarray(flow_links, dtype=np.int64)
+    cap = np.ascontiguousarray(capacity_mbps, dtype=np.float64)
+    if waterfill.fill(links, cap, float(rel_tol), rates) != waterfill.OK:
+        raise PredictorError("a flow crosses no link of finite capacity")
     return rates
 
 
