@@ -131,3 +131,43 @@ def test_greedy_is_3x_the_ilp_on_a_fat_tree_with_failed_links():
         g = max(link_flow_counts(f, conns, route("greedy", f, conns, seed=seed).path_of).values())
         rank = spine_rank(2, seed)
         assert g == (3 if rank[0] < rank[1] else 1), seed
+
+
+#: The same counterexample for every seed: on an 8-pod clos3 (two aggs, two cores per plane,
+#: one host per leaf), pods 1-4 hold the one above (hosts h1, h2 -> h3, h5, h7, h8) and pods 5-8
+#: its mirror image (h9, h10 -> h11, h13, h15, h16), whose flows have {m11', m12'}, {m23', m24'},
+#: {m12', m24'} and {m24'} on pod 5's agg->core links: where a seed puts position 1 first, the
+#: mirror's flows take m12', m24', m24', m24'. The copies share no link, so greedy's choices in
+#: one do not see the other, and every candidate set has at most two paths, so every seed
+#: orders positions 0 and 1 one of the two ways: greedy 3 for every seed; the ILP 1.
+MIRRORED = {
+    "name": "greedy-3x-ilp-any-seed", "seed": 1,
+    "fabric": {"topology": "clos3", "pods": 8, "leaves_per_pod": 2, "aggs_per_pod": 2,
+               "cores_per_plane": 2, "hosts_per_leaf": 1, "host_link_mbps": 10,
+               "leaf_agg_mbps": 10, "agg_core_mbps": 10,
+               "failed_links": [["agg4", "leaf3"], ["agg5", "leaf5"], ["core2", "agg7"],
+                                ["core4", "agg8"], ["agg8", "leaf8"],
+                                ["agg12", "leaf11"], ["agg13", "leaf13"], ["core1", "agg15"],
+                                ["core3", "agg16"], ["agg15", "leaf16"]]},
+    "jobs": [{"name": "f", "collective": "flows", "size_bytes": 1000000,
+              "groups": [["h1", "h3"], ["h1", "h5"], ["h2", "h7"], ["h2", "h8"],
+                         ["h9", "h11"], ["h9", "h13"], ["h10", "h15"], ["h10", "h16"]]}],
+    "routing": ["greedy", "ilp"]}
+
+
+def test_greedy_is_3x_the_ilp_for_every_seed():
+    exp = parse(MIRRORED)
+    f = exp.fabric
+    conns = [c for p in plan_jobs(exp.jobs) for c in p.connections]
+    assert max(len(f.switch_paths(f.leaf_of(c.src), f.leaf_of(c.dst))) for c in conns) == 2
+    ilp = route("ilp", f, conns, seed=exp.seed)
+    assert ilp.stats.status == "optimal"
+    assert max(link_flow_counts(f, conns, ilp.path_of).values()) == 1
+    orders = set()
+    for seed in range(8):
+        greedy = route("greedy", f, conns, seed=seed)
+        load = link_flow_counts(f, conns, greedy.path_of)
+        hot = ("agg1", "core1") if spine_rank(2, seed)[0] == 0 else ("agg10", "core4")
+        assert max(load.values()) == load[hot] == 3, seed
+        orders.add(tuple(spine_rank(2, seed)))
+    assert orders == {(0, 1), (1, 0)}       # both orders met: every seed is one of these
