@@ -425,6 +425,55 @@ class Router(Protocol):
         ...
 
 
+class _Active:
+    """The flows in flight as parallel arrays in admission order: views [:n] of buffers that
+    grow by doubling, so admitting and completing flows copies nothing else."""
+
+    def __init__(self, width: int, kernels, capacity: int = 256):
+        self.kernels = kernels                                # traffic.waterfill
+        self.n = 0
+        self._job = np.zeros(capacity, dtype=np.int64)        # job index
+        self._tid = np.zeros(capacity, dtype=np.int64)        # transfer index in the job
+        self._rem = np.zeros(capacity)                        # bytes left
+        self._row = np.zeros(capacity, dtype=np.int64)        # connection row
+        self._links = np.zeros((capacity, width), dtype=np.int64)
+        self._rates = np.zeros(capacity)                      # Mbit/s
+        self._done = np.zeros(capacity, dtype=np.bool_)
+        self._view()
+
+    def _view(self) -> None:
+        n = self.n
+        self.job, self.tid, self.rem = self._job[:n], self._tid[:n], self._rem[:n]
+        self.row, self.links, self.rates = self._row[:n], self._links[:n], self._rates[:n]
+        self.done = self._done[:n]
+
+    def _grow(self, need: int) -> None:
+        cap = self._rem.size
+        while cap < need:
+            cap *= 2
+        for name in ("_job", "_tid", "_rem", "_row", "_links", "_rates", "_done"):
+            old = getattr(self, name)
+            new = np.zeros((cap,) + old.shape[1:], dtype=old.dtype)
+            new[:self.n] = old[:self.n]
+            setattr(self, name, new)
+
+    def add(self, job: np.ndarray, tid: np.ndarray, rem: np.ndarray, row: np.ndarray,
+            links: np.ndarray) -> None:
+        lo, hi = self.n, self.n + job.size
+        if hi > self._rem.size:
+            self._grow(hi)
+        self._job[lo:hi], self._tid[lo:hi], self._rem[lo:hi] = job, tid, rem
+        self._row[lo:hi], self._links[lo:hi] = row, links
+        self.n = hi
+        self._view()
+
+    def drop_done(self) -> None:
+        """Remove the flows marked in `done` (remaining bytes clipped at 0)."""
+        self.n = self.kernels.compact(self.done, self.job, self.tid, self.rem, self.row,
+                                   self.links)
+        self._view()
+
+
 class _Simulation:
     """One run of the fluid model: the state `predict` advances from event batch to batch.
 
@@ -460,13 +509,11 @@ class _Simulation:
         self.last_routes: dict | None = None       # the router's latest routes
         self.n_reroutes = 0
         self.width = path_width(fabric)
-        self.a_job = np.zeros(0, dtype=np.int64)
-        self.a_tid = np.zeros(0, dtype=np.int64)
-        self.a_rem = np.zeros(0)
-        self.a_row = np.zeros(0, dtype=np.int64)                  # connection row
-        self.a_links = np.zeros((0, self.width), dtype=np.int64)
-        self.rates = np.zeros(0)
+        from traffic import waterfill     # compiled kernels; numba's import only when predicting
+        self.kernels = waterfill
+        self.active = _Active(self.width, waterfill)
         self.util_integral = np.zeros(self.n_links + 1)
+        self.load = np.zeros(self.n_links + 1)                    # Mbit/s, at current rates
         self.util_max = np.zeros(self.n_links + 1)
         self.series: dict[int, np.ndarray] = {}
         self.timers: list[tuple[float, int, int]] = []            # (time, seq, job)
@@ -499,7 +546,8 @@ class _Simulation:
         self.fabric_now = new_fabric
         self.conn_table, _ = _conn_links(new_fabric, self.plans, spines, self.nonblocking,
                                          allow_unrouted=True)
-        self.a_links = self.conn_table[self.a_row]
+        a = self.active
+        a.links[:] = self.conn_table[a.row]
 
     # -- the jobs' DAGs ------------------------------------------------------------------------
     def start_iteration(self, j: int, t: float, new: list[tuple[int, int]]) -> None:
@@ -546,16 +594,16 @@ class _Simulation:
             self.finished.append(job.name)
 
     # -- one batch -----------------------------------------------------------------------------
-    def _advance(self, t_next: float) -> None:
-        """Move the fluid from now to t_next at the current rates (utilization integrals)."""
+    def _advance(self, t_next: float, done_by_s: float) -> None:
+        """Move the fluid from now to t_next at the current rates (utilization integrals, bytes
+        left); mark the flows with at most done_by_s seconds left as done."""
         dt = t_next - self.now
-        if self.a_rem.size and dt > 0:
-            load = np.bincount(self.a_links.ravel(), weights=np.repeat(self.rates, self.width),
-                               minlength=self.n_links + 1)
-            self.util_integral += load * dt
-            np.maximum(self.util_max, load, out=self.util_max)
-            if self.util_bin_s is not None:
-                self._bin(load, t_next)
+        a = self.active
+        if a.n:
+            self.kernels.advance(a.rem, a.rates, a.links, dt, done_by_s, self.util_integral,
+                                 self.util_max, self.load, a.done)
+            if self.util_bin_s is not None and dt > 0:
+                self._bin(self.load, t_next)
         self.now = t_next
 
     def _bin(self, load: np.ndarray, t_next: float) -> None:
@@ -567,15 +615,12 @@ class _Simulation:
                     self.series[b] = np.zeros(self.n_links + 1)
                 self.series[b] += load * (hi - lo)
 
-    def _complete(self, done_mask: np.ndarray, dt: float, new: list[tuple[int, int]]) -> None:
-        """Flows within batch_tol_s of their end complete now."""
-        self.a_rem = self.a_rem - self.rates * 1e6 / 8.0 * dt
-        for f in np.nonzero(done_mask)[0].tolist():
-            self.finish(int(self.a_job[f]), int(self.a_tid[f]), self.now, new)
-        keep = ~done_mask
-        self.a_job, self.a_tid, self.a_rem = self.a_job[keep], self.a_tid[keep], self.a_rem[keep]
-        self.a_row, self.a_links = self.a_row[keep], self.a_links[keep]
-        np.maximum(self.a_rem, 0.0, out=self.a_rem)
+    def _complete(self, new: list[tuple[int, int]]) -> None:
+        """The flows marked done complete now, in admission order."""
+        a = self.active
+        for f in np.flatnonzero(a.done).tolist():
+            self.finish(int(a.job[f]), int(a.tid[f]), self.now, new)
+        a.drop_done()
 
     def _fire_timers(self, new: list[tuple[int, int]]) -> None:
         """Iteration starts and fabric events due now."""
@@ -605,50 +650,41 @@ class _Simulation:
         self.iteration_bounds = 0
 
     def _admit(self, new: list[tuple[int, int]]) -> None:
-        nj = np.fromiter((j for j, _ in new), dtype=np.int64, count=len(new))
-        ni = np.fromiter((i for _, i in new), dtype=np.int64, count=len(new))
+        pairs = np.array(new, dtype=np.int64)
         sizes = np.empty(len(new))
         rows = np.empty(len(new), dtype=np.int64)
         for k, (j, i) in enumerate(new):
-            sizes[k] = self.jobs[j].size[i]
-            rows[k] = self.jobs[j].row[i]
-        self.a_job = np.concatenate([self.a_job, nj])
-        self.a_tid = np.concatenate([self.a_tid, ni])
-        self.a_rem = np.concatenate([self.a_rem, sizes])
-        self.a_row = np.concatenate([self.a_row, rows])
-        self.a_links = np.concatenate([self.a_links, self.conn_table[rows]])
+            job = self.jobs[j]
+            sizes[k] = job.size[i]
+            rows[k] = job.row[i]
+        self.active.add(pairs[:, 0], pairs[:, 1], sizes, rows, self.conn_table[rows])
 
     def _check_routed(self) -> None:
-        if self.router is None or not self.a_links.size:
+        a = self.active
+        if self.router is None or not a.n:
             return
-        unrouted = (self.a_links == UNROUTED).any(axis=1)
+        unrouted = (a.links == UNROUTED).any(axis=1)
         if unrouted.any():
             f = int(np.nonzero(unrouted)[0][0])
-            job = self.jobs[int(self.a_job[f])]
-            t = job.plan.transfers[int(self.a_tid[f])]
+            job = self.jobs[int(a.job[f])]
+            t = job.plan.transfers[int(a.tid[f])]
             raise PredictorError(f"jobs.{job.name}: connection {t.conn_id} carries a transfer "
                                  f"at t={self.now:.6g} s but the router gave it no spine")
 
     def step(self) -> bool:
         """Process the next batch of events; False when the run is over."""
-        if self.a_rem.size:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                left_s = self.a_rem * 8.0 / (self.rates * 1e6)
-            dt_flow = float(left_s.min())
-        else:
-            left_s = self.a_rem
-            dt_flow = np.inf
+        a = self.active
+        dt_flow = float(self.kernels.horizon(a.rem, a.rates)) if a.n else np.inf
         t_timer = self.timers[0][0] if self.timers else np.inf
         t_next = min(self.now + dt_flow, t_timer)
         if not np.isfinite(t_next) or self.jobs_left == 0:
             return False
         dt = t_next - self.now
-        done_mask = left_s <= dt + self.batch_tol_s
-        self._advance(t_next)
+        self._advance(t_next, dt + self.batch_tol_s)
         self.batches += 1
         new: list[tuple[int, int]] = []
-        if self.a_rem.size:
-            self._complete(done_mask, dt, new)
+        if a.n:
+            self._complete(new)
         self._fire_timers(new)
         while True:                       # zero-byte transfers complete at once
             zero = [(j, i) for (j, i) in new if self.jobs[j].size[i] <= 0]
@@ -661,7 +697,8 @@ class _Simulation:
         if new:
             self._admit(new)
         self._check_routed()
-        self.rates = max_min_rates(self.a_links, self.cap)
+        if a.n and self.kernels.fill(a.links, self.cap, 1e-9, a.rates) != self.kernels.OK:
+            raise PredictorError("a flow crosses no link of finite capacity")
         self.n_rounds += 1
         return True
 

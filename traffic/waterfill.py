@@ -25,15 +25,25 @@ def fill(flow_links: np.ndarray, capacity_mbps: np.ndarray, rel_tol: float,
          rates: np.ndarray) -> int:
     """Write max-min rates (Mbit/s) into rates[F]; flow_links (F, K) indexes capacity_mbps.
 
-    Returns OK, or NO_FINITE_LINK when an unfrozen flow crosses only infinite links."""
+    A link only one flow crosses (most host links) is that flow's own cap; the rounds scan
+    the shared links and the caps in ascending order. Returns OK, or NO_FINITE_LINK when an
+    unfrozen flow crosses only infinite links."""
     n_flows, width = flow_links.shape
-    lut = np.full(capacity_mbps.size, -1, np.int64)       # link id -> dense id
+    on = np.zeros(capacity_mbps.size, np.int64)          # flows per link
+    for f in range(n_flows):
+        for k in range(width):
+            on[flow_links[f, k]] += 1
+    own_cap = np.full(n_flows, np.inf)                    # min over a flow's private links
+    lut = np.full(capacity_mbps.size, -1, np.int64)       # shared link id -> dense id
     used = np.empty(n_flows * width, np.int64)
-    fl = np.empty((n_flows, width), np.int64)
+    fl = np.full((n_flows, width), -1, np.int64)          # dense ids; -1: private
     n_links = 0
     for f in range(n_flows):
         for k in range(width):
             link = flow_links[f, k]
+            if on[link] == 1:
+                own_cap[f] = min(own_cap[f], capacity_mbps[link] / 1.0)
+                continue
             d = lut[link]
             if d < 0:
                 d = n_links
@@ -42,34 +52,33 @@ def fill(flow_links: np.ndarray, capacity_mbps: np.ndarray, rel_tol: float,
                 n_links += 1
             fl[f, k] = d
     remaining = np.empty(n_links)
-    count = np.zeros(n_links)
+    count = np.empty(n_links)
     ptr = np.zeros(n_links + 1, np.int64)
     for d in range(n_links):
         remaining[d] = capacity_mbps[used[d]]
-    for f in range(n_flows):
-        for k in range(width):
-            count[fl[f, k]] += 1.0
-            ptr[fl[f, k] + 1] += 1
-    share = remaining / count                             # every dense link has a flow
-    for d in range(n_links):                              # link -> its flows (CSR)
-        ptr[d + 1] += ptr[d]
+        count[d] = on[used[d]]
+        ptr[d + 1] = ptr[d] + on[used[d]]
+    share = remaining / count
     fill_at = ptr[:-1].copy()
-    by_link = np.empty(n_flows * width, np.int64)
+    by_link = np.empty(ptr[n_links], np.int64)            # shared link -> its flows (CSR)
     for f in range(n_flows):
         for k in range(width):
             d = fl[f, k]
-            by_link[fill_at[d]] = f
-            fill_at[d] += 1
+            if d >= 0:
+                by_link[fill_at[d]] = f
+                fill_at[d] += 1
+    by_cap = np.argsort(own_cap)
+    cap_head = 0                                          # by_cap[:cap_head] are frozen
     frozen = np.zeros(n_flows, np.bool_)
     hit = np.empty(n_flows, np.int64)
     dec = np.zeros(n_links, np.int64)
     touched = np.empty(n_links, np.int64)
-    live = np.arange(n_links)            # links that still carry an unfrozen flow
+    live = np.arange(n_links)                             # shared links with unfrozen flows
     n_live = n_links
-    near = np.empty(n_links, np.int64)   # links within rel_tol of the running minimum
+    near = np.empty(n_links, np.int64)                    # links near the running minimum
     left = n_flows
     while left > 0:
-        # one pass: the minimum share, the links near it, and drop links left without flows
+        # the minimum share and the links near it; drop links left without flows
         m = np.inf
         limit = np.inf
         n_near = 0
@@ -88,8 +97,13 @@ def fill(flow_links: np.ndarray, capacity_mbps: np.ndarray, rel_tol: float,
                 near[n_near] = d
                 n_near += 1
         n_live = kept
+        while cap_head < n_flows and frozen[by_cap[cap_head]]:
+            cap_head += 1
+        if cap_head < n_flows:
+            m = min(m, own_cap[by_cap[cap_head]])
         if not m < np.inf:
             return NO_FINITE_LINK
+        limit = m * (1.0 + rel_tol)
         n_hit = 0
         for i in range(n_near):
             d = near[i]
@@ -101,11 +115,22 @@ def fill(flow_links: np.ndarray, capacity_mbps: np.ndarray, rel_tol: float,
                         rates[f] = m
                         hit[n_hit] = f
                         n_hit += 1
+        i = cap_head
+        while i < n_flows and own_cap[by_cap[i]] <= limit:
+            f = by_cap[i]
+            if not frozen[f]:
+                frozen[f] = True
+                rates[f] = m
+                hit[n_hit] = f
+                n_hit += 1
+            i += 1
         left -= n_hit
         n_touched = 0
         for h in range(n_hit):
             for k in range(width):
                 d = fl[hit[h], k]
+                if d < 0:
+                    continue
                 if dec[d] == 0:
                     touched[n_touched] = d
                     n_touched += 1
@@ -122,3 +147,58 @@ def fill(flow_links: np.ndarray, capacity_mbps: np.ndarray, rel_tol: float,
             count[d] = cnt
             share[d] = np.inf if cnt == 0 else rem / cnt
     return OK
+
+
+@numba.njit(cache=True, error_model="numpy")
+def horizon(rem: np.ndarray, rates: np.ndarray) -> float:
+    """Seconds until the first flow ends at the current rates (bytes, Mbit/s); nan as numpy's
+    min would give it (a flow with nothing left and no rate)."""
+    m = np.inf
+    for f in range(rem.size):
+        left = rem[f] * 8.0 / (rates[f] * 1e6)
+        if left != left:
+            return left
+        if left < m:
+            m = left
+    return m
+
+
+@numba.njit(cache=True, error_model="numpy")
+def advance(rem: np.ndarray, rates: np.ndarray, links: np.ndarray, dt: float,
+            done_by_s: float, util_integral: np.ndarray, util_max: np.ndarray,
+            load: np.ndarray, done: np.ndarray) -> int:
+    """Move the fluid dt seconds: per link load (Mbit/s, into load) and its integral and
+    maximum when dt > 0; done[f] when flow f had at most done_by_s seconds left; rem[f] minus
+    what it sent. Returns how many are done."""
+    n_flows, width = links.shape
+    if dt > 0:
+        load[:] = 0.0
+        for f in range(n_flows):
+            for k in range(width):
+                load[links[f, k]] += rates[f]
+        for d in range(load.size):
+            util_integral[d] += load[d] * dt
+            if load[d] > util_max[d]:
+                util_max[d] = load[d]
+    n_done = 0
+    for f in range(n_flows):
+        done[f] = rem[f] * 8.0 / (rates[f] * 1e6) <= done_by_s
+        n_done += done[f]
+        rem[f] = rem[f] - rates[f] * 1e6 / 8.0 * dt
+    return n_done
+
+
+@numba.njit(cache=True)
+def compact(done: np.ndarray, job: np.ndarray, tid: np.ndarray, rem: np.ndarray,
+            row: np.ndarray, links: np.ndarray) -> int:
+    """Drop the done flows in place, keeping order; negative remaining bytes become 0.
+    Returns the new number of flows."""
+    n = 0
+    for f in range(done.size):
+        if done[f]:
+            continue
+        job[n], tid[n], row[n] = job[f], tid[f], row[f]
+        rem[n] = 0.0 if rem[f] <= 0.0 else rem[f]       # np.maximum(rem, 0): nan kept
+        links[n, :] = links[f, :]
+        n += 1
+    return n
