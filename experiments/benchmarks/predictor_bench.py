@@ -3,8 +3,9 @@
     python experiments/benchmarks/predictor_bench.py [--config PATH] [--repeats N]
         [--routing ecmp greedy ...] [--iterations 1 11]
 
-For each routing: the wall time of `predict` for 1 and for 11 iterations of every job (median
-of --repeats runs), the event batches (rate recomputations) and completions per second, the
+For each routing: the wall and CPU time of `predict` for 1 and for 11 iterations of every job
+(median of --repeats runs, after one untimed run that compiles or loads the numba kernels;
+its time is printed first), the event batches (rate recomputations) and completions per second, the
 peak Python heap of one run (tracemalloc, run separately), and the network-wide efficiency
 against `ideal`. Targets: one iteration of the 5-job scenario in at most 1 s on 2 cores, on the
 paper's leaf-spine (default) and on the 2,048-NIC clos3 (--config
@@ -38,13 +39,15 @@ def load(path: Path):
     return exp.raw, exp.fabric, exp.jobs
 
 
-def timed(fn, repeats: int) -> tuple[float, Prediction]:
-    walls, out = [], None
+def timed(fn, repeats: int) -> tuple[float, float, Prediction]:
+    """Median wall and CPU (this process) seconds of fn over repeats, and its last result."""
+    walls, cpus, out = [], [], None
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         out = fn()
         walls.append(time.perf_counter() - t0)
-    return statistics.median(walls), out
+        cpus.append(time.process_time() - c0)
+    return statistics.median(walls), statistics.median(cpus), out
 
 
 def peak_heap_mb(fn) -> float:
@@ -72,6 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"config {args.config.name}: {len(specs)} jobs, {n_conns} connections, "
           f"{n_transfers} transfers per iteration, {len(fabric.links)} directed links; "
           f"median of {args.repeats} runs")
+    t0 = time.perf_counter()
+    predict(fabric, plan_jobs(specs[:1]), route("ecmp", fabric, plan_jobs(specs[:1])[0].connections,
+                                                seed=0).path_of)
+    print(f"first prediction (numba kernels compiled, or loaded from their cache): "
+          f"{time.perf_counter() - t0:.2f} s")
     for name in args.routing:
         plans1 = plan_jobs(specs)
         conns = [c for p in plans1 for c in p.connections]
@@ -81,10 +89,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n[{name}] routing {route_s:.3f} s")
         for iterations in args.iterations:
             plans = plan_jobs([replace(s, iterations=iterations) for s in specs])
-            wall, pr = timed(lambda: predict(fabric, plans, rp.path_of), args.repeats)
-            iwall, ip = timed(lambda: ideal(fabric, plans), args.repeats)
+            wall, cpu, pr = timed(lambda: predict(fabric, plans, rp.path_of), args.repeats)
+            iwall, _, ip = timed(lambda: ideal(fabric, plans), args.repeats)
             heap = peak_heap_mb(lambda: predict(fabric, plans, rp.path_of))
-            print(f"  {iterations:2d} iteration(s): predict {wall:.3f} s, "
+            print(f"  {iterations:2d} iteration(s): predict {wall:.3f} s (CPU {cpu:.3f} s), "
                   f"{pr.event_batches} event batches ({pr.event_batches / wall:,.0f}/s), "
                   f"{pr.completions} completions ({pr.completions / wall:,.0f}/s), "
                   f"peak heap {heap:.1f} MB; ideal {iwall:.3f} s; "
