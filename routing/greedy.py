@@ -44,6 +44,7 @@ from __future__ import annotations
 import heapq
 import random
 import time
+from typing import Callable
 
 import numpy as np
 
@@ -52,8 +53,9 @@ from traffic.collectives import Connection
 
 from .base import (FlowTable, RoutingPlan, SolveStats, assignment_from_spine_of,
                    assignment_loads, flow_table, spine_of_from_assignment, table_lower_bound)
-from .paths import (Path, PathTable, assignment_of_paths, loads_of, max_load,
-                    path_lower_bound, path_of_assignment, path_table)
+from .paths import (Path, PathTable, assignment_of_paths, leaf_pairs, link_array, loads_of,
+                    max_load, pairs_lower_bound, path_lower_bound, path_of_assignment,
+                    path_table)
 
 
 def spine_rank(n_spines: int, seed: int) -> list[int]:
@@ -272,58 +274,149 @@ def greedy_fill_paths(t: PathTable, assign: list[int], load: list[int],
     pairs in the paper's visiting order (visit_pairs). No far-load lookahead here: it is
     defined for two-link paths. Updates `assign` and `load` in place.
 
-    A pair's candidates are scored at once on numpy (its (hops, paths) link array from the
-    table): the key (max, sum, rank) packed into one int64, whose first argmin is the
-    first-smallest key of the loop over positions (ranks are distinct)."""
+    Without lookahead a choice never changes the visiting order (it depends on flow counts
+    only), so the order is taken first and every flow is then placed by one compiled loop
+    (place_in_order) over the pairs' (hops, paths) link arrays."""
     width = max((len(c) for c in t.cand), default=0)
-    rank = path_rank(width, seed)
-    rank_np = np.array(rank, dtype=np.int64)
-    pl = t.path_links
+    order = visit_order(t.src, t.dst, len(t.leaf_names), assign)
     loads = np.array(load, dtype=np.int64)
-    hops = max((x.shape[0] for x in t.pair_links.values() if x is not None), default=1)
-    top = max(load, default=0) + len(assign)      # no link gets above this
-    sum_mul = hops * top + 1                      # > any sum of a path's loads
-    vmax, vsum = np.maximum.reduce, np.add.reduce
-
-    def place(a: int, b: int, ids: list[int], outs: dict, ins: dict) -> None:
+    pos = place_in_order(order, [_table_links(t, a, b) for a, b, _ in order],
+                         path_rank(width, seed), loads)
+    it = iter(pos.tolist())
+    for a, b, ids in order:
         cand = t.pair_paths[a, b]
-        arr = t.pair_links.get((a, b))
-        if arr is None:
-            _place_loop(cand, ids, pl, loads, rank, assign)
-            return
-        r = rank_np[:len(cand)]
         for f in ids:
-            if len(cand) == 1:
-                pos = 0
-            else:
-                v = loads[arr]                    # (hops, paths)
-                key = vmax(v)
-                key *= sum_mul
-                key += vsum(v)
-                key *= width
-                key += r
-                pos = int(key.argmin())
-            assign[f] = cand[pos]
-            loads[arr[:, pos]] += 1
-
-    visit_pairs(t.src, t.dst, len(t.leaf_names), assign, place)
+            assign[f] = cand[next(it)]
     load[:] = loads.tolist()
     return assign
 
 
-def _place_loop(cand: range, ids: list[int], pl: list[tuple[int, ...]],
-                loads: np.ndarray, rank: list[int], assign: list[int]) -> None:
-    """greedy_fill_paths' rule, one path at a time (pairs without a link array)."""
-    for f in ids:
-        best, bp = None, -1
-        for pos, p in enumerate(cand):
-            v = [int(loads[e]) for e in pl[p]]
-            key = (max(v, default=0), sum(v), rank[pos])
-            if best is None or key < best:
-                best, bp = key, p
-        assign[f] = bp
-        for e in pl[bp]:
-            loads[e] += 1
+def visit_order(src: list[int], dst: list[int], n_leaves: int,
+                assign: list[int]) -> list[tuple[int, int, list[int]]]:
+    """visit_pairs' sequence of (source leaf, destination leaf, unassigned flows), for rules
+    whose choices do not feed back into the order (no far loads)."""
+    order: list[tuple[int, int, list[int]]] = []
+    visit_pairs(src, dst, n_leaves, assign,
+                lambda a, b, ids, outs, ins: order.append((a, b, ids)))
+    return order
+
+
+def _table_links(t: PathTable, a: int, b: int) -> np.ndarray:
+    """The (hops, paths) link array of pair a->b in `t`."""
+    arr = t.pair_links.get((a, b))
+    return _padded([t.path_links[p] for p in t.pair_paths[a, b]]) if arr is None else arr
+
+
+def _fabric_links(fabric: Fabric, a: str, b: str) -> np.ndarray:
+    """The (hops, paths) link array of leaves a->b, from the fabric's cache."""
+    arr = link_array(fabric, a, b)
+    return _padded(fabric.switch_path_links(a, b)) if arr is None else arr
+
+
+def _padded(links: list[tuple[int, ...]]) -> np.ndarray:
+    """Paths' link ids as a (hops, paths) array, paths shorter than the longest padded with -1
+    (the link arrays are None for paths of unequal length; never for shortest up-down paths)."""
+    hops = max(len(x) for x in links)
+    return np.array([list(x) + [-1] * (hops - len(x)) for x in links], dtype=np.int64).T
+
+
+def place_in_order(order: list[tuple[int, int, list[int]]], arrays: list[np.ndarray],
+                   rank: list[int], loads: np.ndarray,
+                   kernel: Callable[..., None] | None = None) -> np.ndarray:
+    """Place the flows of `order` (visit_order) pair after pair, flow after flow, each on the
+    position (column of its pair's (hops, paths) link array in `arrays`) with the smallest
+    (max load, load sum, rank[position]) over its links; updates `loads` (int64 per link id)
+    and returns the chosen positions in the order's flow sequence. `kernel` (tests): the
+    placement loop to run, by default the compiled one."""
+    n = sum(len(ids) for _, _, ids in order)
+    out = np.zeros(n, dtype=np.int64)
+    if not n:
+        return out
+    off, hops, width = [], [], []
+    at = 0
+    for arr in arrays:
+        off.append(at)
+        h, w = arr.shape
+        hops.append(h)
+        width.append(w)
+        at += h * w
+    flat = np.concatenate([arr.ravel() for arr in arrays]).astype(np.int64, copy=False)
+    i64 = np.int64
+    (kernel or placement_kernel())(
+        flat, np.array(off, dtype=i64), np.array(hops, dtype=i64), np.array(width, dtype=i64),
+        np.array([len(ids) for _, _, ids in order], dtype=i64), np.array(rank, dtype=i64),
+        loads, out)
+    return out
+
+
+def place_flows(links: np.ndarray, off: np.ndarray, hops: np.ndarray, width: np.ndarray,
+                count: np.ndarray, rank: np.ndarray, loads: np.ndarray, out: np.ndarray) -> None:
+    """The placement loop of place_in_order, plain Python that numba compiles (ints only).
+    Pair k's link array is links[off[k]:off[k] + hops[k] * width[k]] (hop-major: link x of
+    path p at x * width[k] + p; -1 pads shorter paths); its count[k] flows come next in
+    `out`. The key is compared field by field and the first smallest wins, as in the per-link
+    loop this replaces (tests/unit/test_greedy_paths_equivalence.py)."""
+    j = 0
+    for k in range(off.shape[0]):
+        o, h, w = off[k], hops[k], width[k]
+        for _ in range(count[k]):
+            pos = 0
+            if w > 1:
+                bm = bs = br = -1
+                for p in range(w):
+                    m = 0
+                    s = 0
+                    for x in range(h):
+                        e = links[o + x * w + p]
+                        if e >= 0:
+                            v = loads[e]
+                            s += v
+                            if v > m:
+                                m = v
+                    r = rank[p]
+                    if bm < 0 or m < bm or (m == bm and (s < bs or (s == bs and r < br))):
+                        bm, bs, br, pos = m, s, r, p
+            for x in range(h):
+                e = links[o + x * w + pos]
+                if e >= 0:
+                    loads[e] += 1
+            out[j] = pos
+            j += 1
+
+
+_KERNEL: list[Callable[..., None]] = []     # placement_kernel's, once made
+
+
+def placement_kernel() -> Callable[..., None]:
+    """place_flows compiled by numba (on first use: import, then compile or load numba's
+    on-disk cache; see warm_kernel); plain Python, with a warning, without numba."""
+    if not _KERNEL:
+        try:
+            import numba
+        except ImportError:                  # pragma: no cover - numba is in requirements.txt
+            import warnings
+            warnings.warn("numba is not installed: greedy on three tiers runs its placement "
+                          "loop in plain Python (slow); pip install -r requirements.txt")
+            _KERNEL.append(place_flows)
+        else:
+            # integers only: no fastmath; error_model='numpy' drops the division checks
+            _KERNEL.append(numba.njit(cache=True, error_model="numpy", nogil=True)(place_flows))
+    return _KERNEL[0]
+
+
+def warm_kernel() -> tuple[float, str]:
+    """Make placement_kernel ready by placing one flow: import numba, then compile or load
+    from numba's on-disk cache. Returns (seconds taken, which of these happened)."""
+    t0 = time.perf_counter()
+    place_in_order([(0, 1, [0])], [np.zeros((1, 2), dtype=np.int64)], [0, 1],
+                   np.zeros(1, dtype=np.int64))
+    took = time.perf_counter() - t0
+    stats = getattr(placement_kernel(), "stats", None)
+    if stats is None:
+        return took, "plain Python (no numba)"
+    if stats.cache_misses:
+        return took, "numba import + compile (now in numba's cache)"
+    return took, "numba import + load from numba's cache"
 
 
 def improve_max_paths(t: PathTable, assign: list[int], load: list[int],
@@ -366,17 +459,46 @@ def improve_max_paths(t: PathTable, assign: list[int], load: list[int],
 
 def route_greedy_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,
                        previous: dict[int, Path | None] | None = None) -> RoutingPlan:
+    """The paper's greedy on paths; `previous` (conn_id -> path) turns on the low-churn mode.
+    The solve time covers the routes, not the lower bound computed after them."""
     t0 = time.perf_counter()
+    if not previous:
+        path_of, src, dst = fresh_greedy_paths(fabric, conns, seed)
+        stats = SolveStats(time.perf_counter() - t0, "heuristic", None,
+                           pairs_lower_bound(fabric, src, dst))
+        return RoutingPlan("greedy", path_of, stats)
     t = path_table(fabric, conns)
     assign = greedy_fill_paths(t, [-1] * len(t.flows), [0] * t.n_links, seed)
     status = "heuristic"
-    if previous:
-        fresh_max = max_load(loads_of(t, assign))
-        sticky = assignment_of_paths(t, previous)
-        load = loads_of(t, sticky)
-        greedy_fill_paths(t, sticky, load, seed)
-        improve_max_paths(t, sticky, load)
-        if max_load(load) <= fresh_max:
-            assign, status = sticky, "heuristic-sticky"
+    fresh_max = max_load(loads_of(t, assign))
+    sticky = assignment_of_paths(t, previous)
+    load = loads_of(t, sticky)
+    greedy_fill_paths(t, sticky, load, seed)
+    improve_max_paths(t, sticky, load)
+    if max_load(load) <= fresh_max:
+        assign, status = sticky, "heuristic-sticky"
     stats = SolveStats(time.perf_counter() - t0, status, None, path_lower_bound(t, fabric))
     return RoutingPlan("greedy", path_of_assignment(t, assign), stats)
+
+
+def fresh_greedy_paths(fabric: Fabric, conns: list[Connection], seed: int = 0
+                       ) -> tuple[dict[int, Path | None], list[int], list[int]]:
+    """greedy_fill_paths from scratch without building a PathTable (whose per-call lists of
+    every candidate path and its links cost more than the greedy itself on 2,048 NICs): the
+    pairs' paths and link arrays come from the fabric's cache. Returns conn_id -> path (None
+    for intra-leaf connections) and the inter-leaf flows' source and destination leaves (as
+    leaf_pairs, for pairs_lower_bound)."""
+    flows, src, dst = leaf_pairs(fabric, conns)
+    order = visit_order(src, dst, len(fabric.leaves), [-1] * len(flows))
+    leaves = fabric.leaves
+    arrays = [_fabric_links(fabric, leaves[a], leaves[b]) for a, b, _ in order]
+    width = max((arr.shape[1] for arr in arrays), default=0)
+    pos = place_in_order(order, arrays, path_rank(width, seed),
+                         np.zeros(len(fabric.links), dtype=np.int64))
+    path_of: dict[int, Path | None] = {c.conn_id: None for c in conns}
+    it = iter(pos.tolist())
+    for a, b, ids in order:
+        ps = fabric.switch_paths(leaves[a], leaves[b])
+        for f in ids:
+            path_of[flows[f].conn_id] = ps[next(it)]
+    return path_of, src, dst

@@ -63,22 +63,53 @@ class PathTable:
         return f"{c.job}:{c.src}->{c.dst} (conn {c.conn_id})"
 
 
-def path_table(fabric: Fabric, conns: list[Connection]) -> PathTable:
-    """Build the PathTable of `conns`; raises RoutingError naming a flow with no live path.
-    Link ids are indices into `fabric.links`; the fabric caches each leaf pair's paths."""
-    leaf_idx = {name: i for i, name in enumerate(fabric.leaves)}
-    leaf_of = {h: leaf_idx[fabric.leaf_of(h)] for h in {x for c in conns for x in (c.src, c.dst)}}
-    paths: list[Path] = []
-    path_links: list[tuple[int, ...]] = []
-    pair_paths: dict[tuple[int, int], range] = {}
-    pair_links: dict[tuple[int, int], np.ndarray | None] = {}
-    flows, src, dst, job, cand = [], [], [], [], []
-    job_idx: dict[str, int] = {}
+def leaf_pairs(fabric: Fabric, conns: list[Connection]
+               ) -> tuple[list[Connection], list[int], list[int]]:
+    """The inter-leaf connections of `conns` (input order) with their source and destination
+    leaf indices (into `fabric.leaves`); raises RoutingError naming the first flow with no live
+    path."""
+    leaf_of = leaf_index(fabric)
     leaves = fabric.leaves
+    flows, src, dst = [], [], []
+    seen: set[tuple[int, int]] = set()
     for c in conns:
         a, b = leaf_of[c.src], leaf_of[c.dst]
         if a == b:
             continue
+        if (a, b) not in seen:
+            if not fabric.switch_paths(leaves[a], leaves[b]):
+                raise RoutingError(
+                    f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) has no live path "
+                    f"between {leaves[a]} and {leaves[b]}")
+            seen.add((a, b))
+        flows.append(c)
+        src.append(a)
+        dst.append(b)
+    return flows, src, dst
+
+
+def leaf_index(fabric: Fabric) -> dict[str, int]:
+    """host -> index of its leaf in `fabric.leaves` (cached on the fabric)."""
+    cache = fabric._path_cache
+    key = ("leaf-index",)
+    if key not in cache:
+        idx = {name: i for i, name in enumerate(fabric.leaves)}
+        cache[key] = {h: idx[fabric.leaf_of(h)] for h in fabric.hosts}
+    return cache[key]
+
+
+def path_table(fabric: Fabric, conns: list[Connection]) -> PathTable:
+    """Build the PathTable of `conns`; raises RoutingError naming a flow with no live path.
+    Link ids are indices into `fabric.links`; the fabric caches each leaf pair's paths."""
+    flows, src, dst = leaf_pairs(fabric, conns)
+    paths: list[Path] = []
+    path_links: list[tuple[int, ...]] = []
+    pair_paths: dict[tuple[int, int], range] = {}
+    pair_links: dict[tuple[int, int], np.ndarray | None] = {}
+    job, cand = [], []
+    job_idx: dict[str, int] = {}
+    leaves = fabric.leaves
+    for c, a, b in zip(flows, src, dst):
         pc = pair_paths.get((a, b))
         if pc is None:
             ps = fabric.switch_paths(leaves[a], leaves[b])
@@ -86,14 +117,7 @@ def path_table(fabric: Fabric, conns: list[Connection]) -> PathTable:
             paths += ps
             path_links += fabric.switch_path_links(leaves[a], leaves[b])
             pc = pair_paths[a, b] = range(n0, len(paths))    # no int objects to make
-            pair_links[a, b] = _link_array(fabric, leaves[a], leaves[b])
-        if not pc:
-            raise RoutingError(
-                f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) has no live path between "
-                f"{leaves[a]} and {leaves[b]}")
-        flows.append(c)
-        src.append(a)
-        dst.append(b)
+            pair_links[a, b] = link_array(fabric, leaves[a], leaves[b])
         job.append(job_idx.setdefault(c.job, len(job_idx)))
         cand.append(pc)
     li = fabric.link_index
@@ -105,7 +129,7 @@ def path_table(fabric: Fabric, conns: list[Connection]) -> PathTable:
                      fabric.links, paths, path_links, pair_paths, cand, up, down, pair_links)
 
 
-def _link_array(fabric: Fabric, a: str, b: str) -> np.ndarray | None:
+def link_array(fabric: Fabric, a: str, b: str) -> np.ndarray | None:
     """The link ids of every path from leaf a to leaf b as a read-only (hops, paths) int array
     (hop-major, so that reductions over hops run along paths), cached on the fabric beside
     its paths; None when the paths differ in length."""
@@ -165,38 +189,77 @@ def link_loads(fabric: Fabric, conns: list[Connection],
 
 
 def path_lower_bound(t: PathTable, fabric: Fabric) -> int:
-    """No routing's busiest link carries fewer flows (the cuts of the module docstring)."""
+    """No routing's busiest link carries fewer flows (the cuts of the module docstring).
+    `t` must come from path_table(fabric, ...)."""
+    return pairs_lower_bound(fabric, t.src, t.dst)
+
+
+def pairs_lower_bound(fabric: Fabric, src: list[int], dst: list[int]) -> int:
+    """path_lower_bound of the flows src[i] -> dst[i] (leaf indices into `fabric.leaves`, as
+    leaf_pairs returns them); what it needs per leaf, pod and leaf pair is cached on the
+    fabric."""
     bound = 0
-    for side, deg in ((t.uplinks, Counter(t.src)), (t.downlinks, Counter(t.dst))):
+    for up, deg in ((True, Counter(src)), (False, Counter(dst))):
         for leaf, n in deg.items():
-            bound = max(bound, math.ceil(n / max(1, len(side[leaf]))))
+            bound = max(bound, math.ceil(n / max(1, _live_leaf_links(fabric, leaf, up))))
+    pairs = Counter(zip(src, dst))
     if fabric.tiers == 3:
-        pod_of = [fabric.pod_of(leaf) for leaf in t.leaf_names]
+        pod_of = _leaf_pods(fabric)
         out_pod: Counter = Counter()
         in_pod: Counter = Counter()
-        for a, b in zip(t.src, t.dst):
+        for (a, b), n in pairs.items():
             if pod_of[a] != pod_of[b]:
-                out_pod[pod_of[a]] += 1
-                in_pod[pod_of[b]] += 1
+                out_pod[pod_of[a]] += n
+                in_pod[pod_of[b]] += n
         for pod, n in out_pod.items():
             bound = max(bound, math.ceil(n / max(1, _pod_core_links(fabric, pod, up=True))))
         for pod, n in in_pod.items():
             bound = max(bound, math.ceil(n / max(1, _pod_core_links(fabric, pod, up=False))))
     forced: Counter = Counter()      # links on every path of a pair carry all its flows
-    for pair, n in Counter(zip(t.src, t.dst)).items():
-        ids = t.pair_paths[pair]
-        for e in set(t.path_links[ids[0]]).intersection(*(t.path_links[p] for p in ids[1:])):
+    leaves = fabric.leaves
+    for (a, b), n in pairs.items():
+        for e in _forced_links(fabric, leaves[a], leaves[b]):
             forced[e] += n
     return max(bound, max(forced.values(), default=0))
 
 
+def _cached(fabric: Fabric, key: tuple, make):
+    cache = fabric._path_cache
+    if key not in cache:
+        cache[key] = make()
+    return cache[key]
+
+
+def _live_leaf_links(fabric: Fabric, leaf: int, up: bool) -> int:
+    """How many of leaf `leaf`'s uplinks (up) or downlinks are live."""
+    def count() -> int:
+        name = fabric.leaves[leaf]
+        return sum(1 for u in fabric.uplinks(name)
+                   if (fabric.is_live(name, u) if up else fabric.is_live(u, name)))
+    return _cached(fabric, ("live-leaf-links", leaf, up), count)
+
+
+def _leaf_pods(fabric: Fabric) -> list[int | None]:
+    return _cached(fabric, ("leaf-pods",), lambda: [fabric.pod_of(x) for x in fabric.leaves])
+
+
+def _forced_links(fabric: Fabric, a: str, b: str) -> tuple[int, ...]:
+    """The link ids on every live path from leaf a to leaf b."""
+    def common() -> tuple[int, ...]:
+        links = fabric.switch_path_links(a, b)
+        return tuple(sorted(set(links[0]).intersection(*links[1:]))) if links else ()
+    return _cached(fabric, (a, b, "forced"), common)
+
+
 def _pod_core_links(fabric: Fabric, pod: int, up: bool) -> int:
-    n = 0
-    for g in fabric.aggs:
-        if fabric.pod_of(g) == pod:
-            n += sum(1 for c in fabric.uplinks(g)
-                     if (fabric.is_live(g, c) if up else fabric.is_live(c, g)))
-    return n
+    def count() -> int:
+        n = 0
+        for g in fabric.aggs:
+            if fabric.pod_of(g) == pod:
+                n += sum(1 for c in fabric.uplinks(g)
+                         if (fabric.is_live(g, c) if up else fabric.is_live(c, g)))
+        return n
+    return _cached(fabric, ("pod-core-links", pod, up), count)
 
 
 def max_load(load: list[int]) -> int:

@@ -23,6 +23,10 @@ spines, 2-8 hosts per leaf, 2-7 jobs of all-to-all / ring / pipeline / all-gathe
 failed spines and links), solved by ilp and mmf; it prints the median and max solve time,
 the statuses and the worst case.
 
+The three-tier section (`--three-tier N`, `--only-three-tier`) first prints how long the
+greedy's compiled placement kernel took to get ready (numba import, then compile or load from
+numba's cache): a one-time cost per process, kept out of the solve times.
+
 Jobs come from traffic/models.py (`model_job`, random whole leaves) when it is importable; else
 they are generated here with the same layout (GPU i of every copy forms ring i). The predicted
 all-reduce time (one iteration, no compute, slowest job) comes from traffic/predictor.py when
@@ -42,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from routing import STRATEGIES, RoutingError, route  # noqa: E402
 from routing.base import lower_bound_link_flows, max_link_flows  # noqa: E402
 from routing.epochs import churn as spine_churn, recompute  # noqa: E402
+from routing.greedy import warm_kernel  # noqa: E402
 from testbed.fabric import (Fabric, FabricError, FabricSpec, build_fabric,  # noqa: E402
                             fat_tree_spec)
 from traffic.collectives import Connection, JobSpec, Collective, plan_jobs  # noqa: E402
@@ -351,6 +356,12 @@ def main(argv: list[str] | None = None) -> int:
             "stats": [], "case": []}
         for n in names}
     cases = 0
+    if args.three_tier > 0:
+        # greedy on paths (and the strategies it warm-starts) places flows with a numba kernel:
+        # its first use imports numba and compiles it or loads it from numba's on-disk cache
+        took, how = warm_kernel()
+        print(f"greedy placement kernel ready in {took:.2f} s ({how}; first use, outside every "
+              "solve time below)")
     if args.only_three_tier:
         three_tier(args.three_tier_strategies.split(","), args.three_tier, opts)
         return 0

@@ -1,6 +1,7 @@
-"""greedy_fill_paths scores a pair's candidates on numpy; it must choose exactly what the
-per-link Python loop it replaced chose (kept below as the reference), fresh and from a partial
-assignment, on small random three-tier cases and on k=8 fat-trees."""
+"""greedy_fill_paths takes the visiting order first and places every flow in one compiled loop
+(place_in_order); it must choose exactly what the per-link Python loop it replaced chose (kept
+below as the reference), fresh and from a partial assignment, on small random three-tier cases
+and on k=8 fat-trees."""
 import random
 
 import pytest
@@ -83,8 +84,8 @@ def test_same_choices_as_the_loop_on_k8_fat_trees(seed):
     check_same(path_table(f, conns), seed % 3, random.Random(seed))
 
 
-def test_loop_fallback_without_link_arrays():
-    """Pairs without a link array (paths of unequal length) take the per-path loop."""
+def test_pairs_without_link_arrays():
+    """Pairs without a cached link array get one built from the table's path links."""
     for seed in range(20):
         f, conns = fat_tree_case(seed)
         t = path_table(f, conns)
