@@ -173,6 +173,40 @@ def test_greedy_is_3x_the_ilp_for_every_seed():
     assert orders == {(0, 1), (1, 0)}       # both orders met: every seed is one of these
 
 
+
+#: Whole switches failed, no link: greedy 3, ILP 1 (seed 0) on a clos3 of 4 pods x 3 leaves,
+#: 2 aggs, 2 cores per plane, with core2 (plane 1 keeps core1 only) and agg8 (pod 4 keeps
+#: plane 1 only) failed. h10->h6 leaves pod 4 on its one path, via core1->agg3 into pod 2, and
+#: the ILP leaves that link to it alone. Greedy visits h1's flows first: h1->h4 takes
+#: core1->agg3 (all empty, first path), h1->h7 core3; then leaf7's group: h4->h7 takes core1
+#: (its plane-2 paths meet h1->h7 on agg6->leaf7); h4->h5 takes agg4 (h4->agg3 is taken);
+#: h8->h5 sees max 1, sum 1 on all three paths (core1->agg3 or agg4->leaf5) and takes the
+#: first, core1->agg3 (2); h10->h6 has no choice (3). Ties decide: 8 of seeds 0-19 give 3.
+SWITCHES_ONLY = {
+    "name": "greedy-3x-ilp-switches", "seed": 0,
+    "fabric": {"topology": "clos3", "pods": 4, "leaves_per_pod": 3, "aggs_per_pod": 2,
+               "cores_per_plane": 2, "hosts_per_leaf": 1, "host_link_mbps": 10,
+               "leaf_agg_mbps": 10, "agg_core_mbps": 10, "failed_switches": ["core2", "agg8"]},
+    "jobs": [{"name": "f", "collective": "flows", "size_bytes": 1000000,
+              "groups": [["h1", "h4"], ["h1", "h7"], ["h4", "h7"], ["h4", "h5"], ["h8", "h5"],
+                         ["h10", "h6"]]}],
+    "routing": ["greedy", "ilp"]}
+
+
+def test_greedy_is_3x_the_ilp_with_failed_switches_only():
+    exp = parse(SWITCHES_ONLY)
+    f = exp.fabric
+    conns = [c for p in plan_jobs(exp.jobs) for c in p.connections]
+    greedy = route("greedy", f, conns, seed=exp.seed)
+    assert [greedy.path_of[c.conn_id][1:-1] for c in conns] == [
+        ("agg1", "core1", "agg3"), ("agg2", "core3", "agg6"), ("agg3", "core1", "agg5"),
+        ("agg4",), ("agg5", "core1", "agg3"), ("agg7", "core1", "agg3")]
+    load = link_flow_counts(f, conns, greedy.path_of)
+    assert max(load.values()) == load["core1", "agg3"] == 3
+    ilp = route("ilp", f, conns, seed=exp.seed)
+    assert ilp.stats.status == "optimal"
+    assert max(link_flow_counts(f, conns, ilp.path_of).values()) == 1
+
 def bound_case(seed: int):
     """A clos3 or k=4 fat-tree with at most two aggs per pod, some cores failed, and flows
     crowding 2-4 leaves (None when failures cut a pair)."""
