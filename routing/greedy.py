@@ -34,6 +34,11 @@ each flow takes a spine minimizing max(up, down): when flow a->b is placed,
 min_s max(up, down) <= min_s (up + down) <= floor((out(a) - 1 + in(b) - 1) / k), and
 out(a), in(b) <= k * OPT, so every link ends <= floor((2k * OPT - 2) / k) + 1 <= 2 * OPT.
 
+The visiting order depends on flow counts only, never on the spines or paths chosen, so
+visit_order computes it first; it and the placement on paths (place_flows) are loops that numba
+compiles on first use (warm_kernels), with the same integer keys and tie-breaks as the Python
+they replaced (tests/unit/test_greedy_paths_equivalence.py, test_greedy_kernel.py).
+
 Low-churn mode (`previous` given): flows keep their previous spine when it is still usable,
 new flows are placed greedily (groups touching kept flows first), then flows on the busiest
 links are moved while that helps; if the result is still worse than a fresh greedy solve, the
@@ -53,9 +58,9 @@ from traffic.collectives import Connection
 
 from .base import (FlowTable, RoutingPlan, SolveStats, assignment_from_spine_of,
                    assignment_loads, flow_table, spine_of_from_assignment, table_lower_bound)
-from .paths import (Path, PathTable, assignment_of_paths, leaf_pairs, link_array, loads_of,
-                    max_load, pairs_lower_bound, path_lower_bound, path_of_assignment,
-                    path_table)
+from .paths import (LinkBlocks, Path, PathTable, assignment_of_paths, leaf_pairs, loads_of,
+                    max_load, padded_link_array, pair_blocks, pairs_lower_bound,
+                    path_lower_bound, path_of_assignment, path_table)
 
 
 def spine_rank(n_spines: int, seed: int) -> list[int]:
@@ -107,56 +112,116 @@ def visit_pairs(src: list[int], dst: list[int], n_leaves: int, assign: list[int]
     """The paper's visiting order (module docstring) over the unassigned flows' leaf pairs:
     calls `place(a, b, ids, outs, ins)` for each pair, where `ids` are the pair's unassigned
     flows and `outs` / `ins` the leaves still waiting for flows from a / towards b (dicts,
-    read-only). `place` must assign every flow of `ids`."""
+    read-only). `place` must assign every flow of `ids`. The order depends on flow counts
+    only, never on where `place` puts a flow: visit_order computes it first."""
     L = n_leaves
-    # per side (0: source-leaf groups / uplinks, 1: destination-leaf groups / downlinks)
-    size = ([0] * L, [0] * L)          # the side's whole demand (every flow counts)
-    placed = ([0] * L, [0] * L)        # flows of the group already assigned
-    pair_ids: dict[tuple[int, int], list[int]] = {}
-    for i, (a, b) in enumerate(zip(src, dst)):
-        size[0][a] += 1
-        size[1][b] += 1
-        if assign[i] >= 0:
-            placed[0][a] += 1
-            placed[1][b] += 1
-        else:
-            lst = pair_ids.get((a, b))
-            if lst is None:
-                pair_ids[a, b] = [i]
-            else:
-                lst.append(i)
-    if not pair_ids:
-        return
-    # unassigned leaf pairs per group: rem[0][a] = {b: None}, rem[1][b] = {a: None} (ordered)
+    pairs, start, flows = visit_order(src, dst, L, assign)
+    # unassigned leaf pairs per group: rem[0][a] = {b: None}, rem[1][b] = {a: None}
     rem: tuple[list[dict[int, None]], list[dict[int, None]]] = (
         [{} for _ in range(L)], [{} for _ in range(L)])
-    for a, b in sorted(pair_ids):
+    for q in sorted(pairs.tolist()):
+        a, b = divmod(q, L)
         rem[0][a][b] = None
         rem[1][b][a] = None
-    heap = [(-size[k][g], -placed[k][g], k, g) for k in (0, 1) for g in range(L) if rem[k][g]]
+    start, flows = start.tolist(), flows.tolist()
+    for k, q in enumerate(pairs.tolist()):
+        a, b = divmod(q, L)
+        del rem[0][a][b]
+        del rem[1][b][a]
+        place(a, b, flows[start[k]:start[k + 1]], rem[0][a], rem[1][b])
+
+
+def visit_order(src: list[int], dst: list[int], n_leaves: int, assign: list[int]
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The visiting order of the unassigned flows (assign[i] < 0) as int64 arrays: `pairs`,
+    the leaf pairs a * n_leaves + b in the order visited; `flows`, their flows (ascending
+    within a pair), pair k's at flows[start[k]:start[k + 1]]."""
+    n = len(src)
+    if (n + 1) * (n + 1) * 2 * max(1, n_leaves) >= 1 << 62:
+        raise ValueError(f"visit_order: {n} flows over {n_leaves} leaves overflow its keys")
+    i64 = np.int64
+    return compiled("order", order_kernel)(
+        np.array(src, dtype=i64), np.array(dst, dtype=i64),
+        np.array([x < 0 for x in assign], dtype=np.bool_), n_leaves)
+
+
+def order_kernel(src: np.ndarray, dst: np.ndarray, free: np.ndarray, L: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """visit_order's loop, plain Python that numba compiles. Per side k (0: source-leaf
+    groups / uplinks, 1: destination-leaf groups / downlinks) and leaf g: size[k, g], the
+    side's whole demand; placed[k, g], its flows already assigned; nrem[k, g], its leaf pairs
+    still waiting. The heap's keys pack (-size, -placed, k, g) and a group's pairs are sorted
+    on (-placed of the other leaf, -flows of the pair, other leaf), both into one int64 each
+    (visit_order checks that they fit), so that an int's order is the tuple's."""
+    n = src.shape[0]                               # >= any size, placed or pair count
+    B = n + 1                                      # the packing's base
+    size = np.zeros((2, L), dtype=np.int64)
+    placed = np.zeros((2, L), dtype=np.int64)
+    cnt = np.zeros(L * L, dtype=np.int64)         # unassigned flows per pair a * L + b
+    for i in range(n):
+        a, b = src[i], dst[i]
+        size[0, a] += 1
+        size[1, b] += 1
+        if free[i]:
+            cnt[a * L + b] += 1
+        else:
+            placed[0, a] += 1
+            placed[1, b] += 1
+    first = np.zeros(L * L + 1, dtype=np.int64)    # pair q's flows: ids[first[q]:first[q + 1]]
+    nrem = np.zeros((2, L), dtype=np.int64)
+    for q in range(L * L):
+        first[q + 1] = first[q] + cnt[q]
+        if cnt[q]:
+            nrem[0, q // L] += 1
+            nrem[1, q % L] += 1
+    ids = np.empty(first[L * L], dtype=np.int64)
+    fill = first[:L * L].copy()
+    for i in range(n):
+        if free[i]:
+            q = src[i] * L + dst[i]
+            ids[fill[q]] = i
+            fill[q] += 1
+    n_pairs = np.count_nonzero(cnt)
+    pairs = np.empty(n_pairs, dtype=np.int64)
+    start = np.zeros(n_pairs + 1, dtype=np.int64)
+    flows = np.empty(first[L * L], dtype=np.int64)
+    heap = [((n - size[k, g]) * B + n - placed[k, g]) * 2 * L + k * L + g
+            for k in range(2) for g in range(L) if nrem[k, g]]
     heapq.heapify(heap)
+    todo = np.empty(L, dtype=np.int64)
+    done = 0
     while heap:
-        _, negp, k, g = heapq.heappop(heap)
-        mine = rem[k][g]
-        if not mine or -negp != placed[k][g]:
+        key = heapq.heappop(heap)
+        kg = key % (2 * L)
+        k, g = kg // L, kg % L
+        if not nrem[k, g] or n - (key // (2 * L)) % B != placed[k, g]:
             continue                    # done, or a stale entry (a newer one is queued)
         ok = 1 - k
-        pl = placed[ok]
-        if k == 0:
-            pairs = sorted(((g, h) for h in mine), key=lambda p: (-pl[p[1]], -len(pair_ids[p]), p))
-        else:
-            pairs = sorted(((h, g) for h in mine), key=lambda p: (-pl[p[0]], -len(pair_ids[p]), p))
-        for a, b in pairs:
-            ids = pair_ids.pop((a, b))
-            del rem[0][a][b]
-            del rem[1][b][a]
-            place(a, b, ids, rem[0][a], rem[1][b])
-            n = len(ids)
-            placed[0][a] += n
-            placed[1][b] += n
-            h = b if k == 0 else a
-            if rem[ok][h]:
-                heapq.heappush(heap, (-size[ok][h], -placed[ok][h], ok, h))
+        m = 0
+        for h in range(L):
+            q = g * L + h if k == 0 else h * L + g
+            if cnt[q] > 0:
+                todo[m] = ((n - placed[ok, h]) * B + n - cnt[q]) * L + h
+                m += 1
+        mine = np.sort(todo[:m])
+        for j in range(m):
+            h = mine[j] % L
+            a, b = (g, h) if k == 0 else (h, g)
+            q = a * L + b
+            c = cnt[q]
+            cnt[q] = 0                  # visited
+            pairs[done] = q
+            start[done + 1] = start[done] + c
+            flows[start[done]:start[done + 1]] = ids[first[q]:first[q + 1]]
+            done += 1
+            nrem[0, a] -= 1
+            nrem[1, b] -= 1
+            placed[0, a] += c
+            placed[1, b] += c
+            if nrem[ok, h]:
+                heapq.heappush(heap, ((n - size[ok, h]) * B + n - placed[ok, h]) * 2 * L
+                               + ok * L + h)
+    return pairs, start, flows
 
 
 def greedy_fill(t: FlowTable, assign: list[int], up: list[int], down: list[int],
@@ -271,81 +336,42 @@ def greedy_fill_paths(t: PathTable, assign: list[int], load: list[int],
                       seed: int = 0) -> list[int]:
     """The paper's rule on paths: every unassigned flow takes the candidate path minimizing the
     largest load on its links (ties: the smaller load sum over its links, then a seeded order),
-    pairs in the paper's visiting order (visit_pairs). No far-load lookahead here: it is
-    defined for two-link paths. Updates `assign` and `load` in place.
-
-    Without lookahead a choice never changes the visiting order (it depends on flow counts
-    only), so the order is taken first and every flow is then placed by one compiled loop
-    (place_in_order) over the pairs' (hops, paths) link arrays."""
+    pairs in the paper's visiting order (visit_order). No far-load lookahead here: it is
+    defined for two-link paths. Updates `assign` and `load` in place; every flow is placed by
+    one compiled loop (place_in_order) over the pairs' (hops, paths) link arrays."""
     width = max((len(c) for c in t.cand), default=0)
-    order = visit_order(t.src, t.dst, len(t.leaf_names), assign)
+    pairs, start, flows = visit_order(t.src, t.dst, len(t.leaf_names), assign)
+    L = len(t.leaf_names)
     loads = np.array(load, dtype=np.int64)
-    pos = place_in_order(order, [_table_links(t, a, b) for a, b, _ in order],
-                         path_rank(width, seed), loads)
-    it = iter(pos.tolist())
-    for a, b, ids in order:
-        cand = t.pair_paths[a, b]
-        for f in ids:
-            assign[f] = cand[next(it)]
+    blocks = LinkBlocks.of([_table_links(t, *divmod(q, L)) for q in pairs.tolist()])
+    pos = place_in_order(blocks, start, path_rank(width, seed), loads)
+    cand = t.cand
+    for f, p in zip(flows.tolist(), pos.tolist()):
+        assign[f] = cand[f][p]
     load[:] = loads.tolist()
     return assign
-
-
-def visit_order(src: list[int], dst: list[int], n_leaves: int,
-                assign: list[int]) -> list[tuple[int, int, list[int]]]:
-    """visit_pairs' sequence of (source leaf, destination leaf, unassigned flows), for rules
-    whose choices do not feed back into the order (no far loads)."""
-    order: list[tuple[int, int, list[int]]] = []
-    visit_pairs(src, dst, n_leaves, assign,
-                lambda a, b, ids, outs, ins: order.append((a, b, ids)))
-    return order
 
 
 def _table_links(t: PathTable, a: int, b: int) -> np.ndarray:
     """The (hops, paths) link array of pair a->b in `t`."""
     arr = t.pair_links.get((a, b))
-    return _padded([t.path_links[p] for p in t.pair_paths[a, b]]) if arr is None else arr
+    if arr is None:
+        return padded_link_array([t.path_links[p] for p in t.pair_paths[a, b]])
+    return arr
 
 
-def _fabric_links(fabric: Fabric, a: str, b: str) -> np.ndarray:
-    """The (hops, paths) link array of leaves a->b, from the fabric's cache."""
-    arr = link_array(fabric, a, b)
-    return _padded(fabric.switch_path_links(a, b)) if arr is None else arr
-
-
-def _padded(links: list[tuple[int, ...]]) -> np.ndarray:
-    """Paths' link ids as a (hops, paths) array, paths shorter than the longest padded with -1
-    (the link arrays are None for paths of unequal length; never for shortest up-down paths)."""
-    hops = max(len(x) for x in links)
-    return np.array([list(x) + [-1] * (hops - len(x)) for x in links], dtype=np.int64).T
-
-
-def place_in_order(order: list[tuple[int, int, list[int]]], arrays: list[np.ndarray],
-                   rank: list[int], loads: np.ndarray,
+def place_in_order(blocks: LinkBlocks, start: np.ndarray, rank: list[int], loads: np.ndarray,
                    kernel: Callable[..., None] | None = None) -> np.ndarray:
-    """Place the flows of `order` (visit_order) pair after pair, flow after flow, each on the
-    position (column of its pair's (hops, paths) link array in `arrays`) with the smallest
-    (max load, load sum, rank[position]) over its links; updates `loads` (int64 per link id)
-    and returns the chosen positions in the order's flow sequence. `kernel` (tests): the
-    placement loop to run, by default the compiled one."""
-    n = sum(len(ids) for _, _, ids in order)
-    out = np.zeros(n, dtype=np.int64)
-    if not n:
-        return out
-    off, hops, width = [], [], []
-    at = 0
-    for arr in arrays:
-        off.append(at)
-        h, w = arr.shape
-        hops.append(h)
-        width.append(w)
-        at += h * w
-    flat = np.concatenate([arr.ravel() for arr in arrays]).astype(np.int64, copy=False)
-    i64 = np.int64
-    (kernel or placement_kernel())(
-        flat, np.array(off, dtype=i64), np.array(hops, dtype=i64), np.array(width, dtype=i64),
-        np.array([len(ids) for _, _, ids in order], dtype=i64), np.array(rank, dtype=i64),
-        loads, out)
+    """Place flows pair after pair (pair k's start[k + 1] - start[k] flows, as visit_order
+    gives them), flow after flow, each on the position (path of its pair's link block k) with
+    the smallest (max load, load sum, rank[position]) over its links; updates `loads` (int64
+    per link id) and returns the chosen position per flow. `kernel` (tests): the loop to run
+    instead of the compiled place_flows."""
+    out = np.zeros(int(start[-1]), dtype=np.int64)
+    if len(out):
+        (kernel or compiled("place", place_flows))(
+            blocks.links, blocks.off, blocks.hops, blocks.width, np.diff(start),
+            np.array(rank, dtype=np.int64), loads, out)
     return out
 
 
@@ -384,37 +410,38 @@ def place_flows(links: np.ndarray, off: np.ndarray, hops: np.ndarray, width: np.
             j += 1
 
 
-_KERNEL: list[Callable[..., None]] = []     # placement_kernel's, once made
+_COMPILED: dict[str, Callable] = {}       # compiled()'s, once made
 
 
-def placement_kernel() -> Callable[..., None]:
-    """place_flows compiled by numba (on first use: import, then compile or load numba's
-    on-disk cache; see warm_kernel); plain Python, with a warning, without numba."""
-    if not _KERNEL:
+def compiled(name: str, fn: Callable) -> Callable:
+    """`fn` compiled by numba under `name` (on first use: import numba, then compile or load
+    from numba's on-disk cache; see warm_kernels); plain Python, with a warning, without
+    numba. Integers only: no fastmath; error_model='numpy' drops the division checks."""
+    if name not in _COMPILED:
         try:
             import numba
         except ImportError:                  # pragma: no cover - numba is in requirements.txt
             import warnings
-            warnings.warn("numba is not installed: greedy on three tiers runs its placement "
-                          "loop in plain Python (slow); pip install -r requirements.txt")
-            _KERNEL.append(place_flows)
+            warnings.warn("numba is not installed: greedy runs its order and placement loops in "
+                          "plain Python (slow); pip install -r requirements.txt")
+            _COMPILED[name] = fn
         else:
-            # integers only: no fastmath; error_model='numpy' drops the division checks
-            _KERNEL.append(numba.njit(cache=True, error_model="numpy", nogil=True)(place_flows))
-    return _KERNEL[0]
+            _COMPILED[name] = numba.njit(cache=True, error_model="numpy", nogil=True)(fn)
+    return _COMPILED[name]
 
 
-def warm_kernel() -> tuple[float, str]:
-    """Make placement_kernel ready by placing one flow: import numba, then compile or load
-    from numba's on-disk cache. Returns (seconds taken, which of these happened)."""
+def warm_kernels() -> tuple[float, str]:
+    """Make the compiled loops ready (import numba, then compile or load from its on-disk
+    cache) by ordering and placing one flow. Returns (seconds taken, which happened)."""
     t0 = time.perf_counter()
-    place_in_order([(0, 1, [0])], [np.zeros((1, 2), dtype=np.int64)], [0, 1],
+    _, start, _ = visit_order([0], [1], 2, [-1])
+    place_in_order(LinkBlocks.of([np.zeros((1, 2), dtype=np.int64)]), start, [0, 1],
                    np.zeros(1, dtype=np.int64))
     took = time.perf_counter() - t0
-    stats = getattr(placement_kernel(), "stats", None)
-    if stats is None:
+    stats = [getattr(f, "stats", None) for f in _COMPILED.values()]
+    if None in stats:
         return took, "plain Python (no numba)"
-    if stats.cache_misses:
+    if any(x.cache_misses for x in stats):
         return took, "numba import + compile (now in numba's cache)"
     return took, "numba import + load from numba's cache"
 
@@ -485,20 +512,20 @@ def fresh_greedy_paths(fabric: Fabric, conns: list[Connection], seed: int = 0
                        ) -> tuple[dict[int, Path | None], list[int], list[int]]:
     """greedy_fill_paths from scratch without building a PathTable (whose per-call lists of
     every candidate path and its links cost more than the greedy itself on 2,048 NICs): the
-    pairs' paths and link arrays come from the fabric's cache. Returns conn_id -> path (None
-    for intra-leaf connections) and the inter-leaf flows' source and destination leaves (as
-    leaf_pairs, for pairs_lower_bound)."""
+    pairs' paths and link blocks come from the fabric's cache (pair_blocks). Returns conn_id
+    -> path (None for intra-leaf connections) and the inter-leaf flows' source and
+    destination leaves (as leaf_pairs, for pairs_lower_bound)."""
     flows, src, dst = leaf_pairs(fabric, conns)
-    order = visit_order(src, dst, len(fabric.leaves), [-1] * len(flows))
-    leaves = fabric.leaves
-    arrays = [_fabric_links(fabric, leaves[a], leaves[b]) for a, b, _ in order]
-    width = max((arr.shape[1] for arr in arrays), default=0)
-    pos = place_in_order(order, arrays, path_rank(width, seed),
-                         np.zeros(len(fabric.links), dtype=np.int64))
+    pairs, start, order = visit_order(src, dst, len(fabric.leaves), [-1] * len(flows))
+    cache = pair_blocks(fabric)
+    blocks = cache.select(fabric, pairs)
+    width = int(blocks.width.max()) if len(pairs) else 0
+    pos = place_in_order(blocks, start, path_rank(width, seed),
+                         np.zeros(len(fabric.links), dtype=np.int64)).tolist()
     path_of: dict[int, Path | None] = {c.conn_id: None for c in conns}
-    it = iter(pos.tolist())
-    for a, b, ids in order:
-        ps = fabric.switch_paths(leaves[a], leaves[b])
-        for f in ids:
-            path_of[flows[f].conn_id] = ps[next(it)]
+    order, start = order.tolist(), start.tolist()
+    for k, q in enumerate(pairs.tolist()):
+        ps = cache.paths[q]
+        for j in range(start[k], start[k + 1]):
+            path_of[flows[order[j]].conn_id] = ps[pos[j]]
     return path_of, src, dst

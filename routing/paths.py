@@ -145,6 +145,86 @@ def link_array(fabric: Fabric, a: str, b: str) -> np.ndarray | None:
     return cache[key]
 
 
+def padded_link_array(links: list[tuple[int, ...]]) -> np.ndarray:
+    """Paths' link ids as a (hops, paths) int64 array, paths shorter than the longest padded
+    with -1 (what link_array leaves as None; never the case for shortest up-down paths)."""
+    hops = max(len(x) for x in links)
+    return np.array([list(x) + [-1] * (hops - len(x)) for x in links], dtype=np.int64).T
+
+
+@dataclass
+class LinkBlocks:
+    """Leaf pairs' (hops, paths) link arrays in one flat int64 buffer: block k is
+    links[off[k]:off[k] + hops[k] * width[k]], hop-major (link x of path p at
+    off[k] + x * width[k] + p; -1 pads paths shorter than hops[k])."""
+    links: np.ndarray
+    off: np.ndarray
+    hops: np.ndarray
+    width: np.ndarray
+
+    @classmethod
+    def of(cls, arrays: list[np.ndarray]) -> LinkBlocks:
+        shape = np.array([a.shape for a in arrays], dtype=np.int64).reshape(-1, 2)
+        size = shape[:, 0] * shape[:, 1]
+        off = np.cumsum(size) - size
+        links = (np.concatenate([a.ravel() for a in arrays]) if arrays
+                 else np.zeros(0, dtype=np.int64))
+        return cls(links.astype(np.int64, copy=False), off, shape[:, 0].copy(),
+                   shape[:, 1].copy())
+
+    def select(self, ks: np.ndarray) -> LinkBlocks:
+        """Blocks ks (an int array), sharing the buffer."""
+        return LinkBlocks(self.links, self.off[ks], self.hops[ks], self.width[ks])
+
+
+class PairBlocks:
+    """One fabric's leaf pairs met so far, by pair id a * n_leaves + b: their live paths
+    (`paths[q]`, as Fabric.switch_paths) and link arrays (block q of `blocks`, off -1 until
+    met; the buffer doubles as it fills), so that a solve picks its pairs' blocks with one
+    numpy index. Cached on the fabric (pair_blocks)."""
+
+    def __init__(self, n_leaves: int):
+        n = n_leaves * n_leaves
+        self.paths: list[list[Path] | None] = [None] * n
+        self.blocks = LinkBlocks(np.zeros(1024, dtype=np.int64), np.full(n, -1, dtype=np.int64),
+                                 np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
+        self.used = 0                            # of blocks.links
+
+    def select(self, fabric: Fabric, pairs: np.ndarray) -> LinkBlocks:
+        """The blocks of `pairs` (distinct pair ids, int64), adding the pairs not met yet."""
+        new = pairs[self.blocks.off[pairs] < 0].tolist()
+        if new:
+            self._add(fabric, new)
+        return self.blocks.select(pairs)
+
+    def _add(self, fabric: Fabric, new: list[int]) -> None:
+        leaves, L = fabric.leaves, len(fabric.leaves)
+        ends = [(leaves[q // L], leaves[q % L]) for q in new]
+        arrays = []
+        for a, b in ends:
+            arr = link_array(fabric, a, b)
+            arrays.append(padded_link_array(fabric.switch_path_links(a, b))
+                          if arr is None else arr)
+        add, b = LinkBlocks.of(arrays), self.blocks
+        end = self.used + len(add.links)
+        if end > len(b.links):      # a new buffer: blocks selected before keep the old one
+            grown = np.zeros(max(end, 2 * len(b.links)), dtype=np.int64)
+            grown[:self.used] = b.links[:self.used]
+            b.links = grown
+        b.links[self.used:end] = add.links
+        b.off[new] = add.off + self.used
+        b.hops[new] = add.hops
+        b.width[new] = add.width
+        self.used = end
+        for q, (x, y) in zip(new, ends):
+            self.paths[q] = fabric.switch_paths(x, y)
+
+
+def pair_blocks(fabric: Fabric) -> PairBlocks:
+    """The fabric's PairBlocks (cached on it)."""
+    return _cached(fabric, ("pair-blocks",), lambda: PairBlocks(len(fabric.leaves)))
+
+
 # -- loads --------------------------------------------------------------------------------------
 def loads_of(t: PathTable, assign: list[int]) -> list[int]:
     """Flows per link id of a (possibly partial: -1 = unassigned) path assignment."""

@@ -23,9 +23,11 @@ spines, 2-8 hosts per leaf, 2-7 jobs of all-to-all / ring / pipeline / all-gathe
 failed spines and links), solved by ilp and mmf; it prints the median and max solve time,
 the statuses and the worst case.
 
-The three-tier section (`--three-tier N`, `--only-three-tier`) first prints how long the
-greedy's compiled placement kernel took to get ready (numba import, then compile or load from
-numba's cache): a one-time cost per process, kept out of the solve times.
+It first prints how long greedy's compiled loops (visiting order, placement on paths) took to
+get ready (numba import, then compile or load from numba's cache): a one-time cost per
+process, kept out of the solve times. The three-tier section's tables give the
+strategies' own solve times (wall clock) and the CPU time of the whole `route` call (solve and
+lower bound; process_time, which the load of a shared machine moves less than wall time).
 
 Jobs come from traffic/models.py (`model_job`, random whole leaves) when it is importable; else
 they are generated here with the same layout (GPU i of every copy forms ring i). The predicted
@@ -38,6 +40,7 @@ import argparse
 import random
 import statistics
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -46,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from routing import STRATEGIES, RoutingError, route  # noqa: E402
 from routing.base import lower_bound_link_flows, max_link_flows  # noqa: E402
 from routing.epochs import churn as spine_churn, recompute  # noqa: E402
-from routing.greedy import warm_kernel  # noqa: E402
+from routing.greedy import warm_kernels  # noqa: E402
 from testbed.fabric import (Fabric, FabricError, FabricSpec, build_fabric,  # noqa: E402
                             fat_tree_spec)
 from traffic.collectives import Connection, JobSpec, Collective, plan_jobs  # noqa: E402
@@ -295,21 +298,24 @@ def three_tier_jobs(fabric: Fabric, rng: random.Random, placement: str) -> list[
 
 
 def three_tier(names: list[str], seeds: int, opts: dict) -> None:
-    """Per fabric and placement: median and max solve time, max link flows over the path lower
-    bound (sum over cases), cases at the bound."""
+    """Per fabric and placement: median and max solve time, median CPU time of the route call,
+    max link flows over the path lower bound (sum over cases), cases at the bound."""
     for title, spec in three_tier_fabrics():
         fabric = build_fabric(spec)
         for placement in ("whole-leaves", "fragmented"):
-            rows = {n: {"t": [], "max": [], "lb": [], "at": 0} for n in names}
+            rows = {n: {"t": [], "cpu": [], "max": [], "lb": [], "at": 0} for n in names}
             for seed in range(seeds):
                 rng = random.Random(f"{title}-{placement}-{seed}")
                 conns = connections(three_tier_jobs(fabric, rng, placement))
                 for name in names:
+                    cpu0 = time.process_time()
                     plan = route(name, fabric, conns, seed=seed, **opts.get(name, {}))
+                    cpu = time.process_time() - cpu0
                     m = max_link_flows(fabric, conns, plan.path_of)
                     lb = plan.stats.lower_bound_link_flows
                     r = rows[name]
                     r["t"].append(plan.stats.time_s)
+                    r["cpu"].append(cpu)
                     r["max"].append(m)
                     r["lb"].append(lb)
                     r["at"] += m == lb
@@ -318,11 +324,12 @@ def three_tier(names: list[str], seeds: int, opts: dict) -> None:
                           f"{plan.stats.status}", file=sys.stderr, flush=True)
             print(f"\n{title} ({len(fabric.hosts)} hosts, {len(fabric.switches)} switches), "
                   f"{placement}, {seeds} cases")
-            print("| strategy | median solve (ms) | max solve (ms) | max link flows / bound "
-                  "| cases at bound |")
-            print("| --- | ---: | ---: | ---: | ---: |")
+            print("| strategy | median solve (ms) | max solve (ms) | median CPU per call (ms) "
+                  "| max link flows / bound | cases at bound |")
+            print("| --- | ---: | ---: | ---: | ---: | ---: |")
             for name, r in rows.items():
                 print(f"| {name} | {fmt_ms(statistics.median(r['t']))} | {fmt_ms(max(r['t']))} "
+                      f"| {fmt_ms(statistics.median(r['cpu']))} "
                       f"| {sum(r['max']) / max(1, sum(r['lb'])):.2f} | {r['at']}/{seeds} |")
 
 
@@ -356,12 +363,11 @@ def main(argv: list[str] | None = None) -> int:
             "stats": [], "case": []}
         for n in names}
     cases = 0
-    if args.three_tier > 0:
-        # greedy on paths (and the strategies it warm-starts) places flows with a numba kernel:
-        # its first use imports numba and compiles it or loads it from numba's on-disk cache
-        took, how = warm_kernel()
-        print(f"greedy placement kernel ready in {took:.2f} s ({how}; first use, outside every "
-              "solve time below)")
+    # greedy's visiting order (every strategy warm-started by greedy) and its placement on
+    # paths are numba loops: the first use imports numba, then compiles or loads them
+    took, how = warm_kernels()
+    print(f"greedy's compiled loops ready in {took:.2f} s ({how}; first use in this process, "
+          "outside every solve time below)")
     if args.only_three_tier:
         three_tier(args.three_tier_strategies.split(","), args.three_tier, opts)
         return 0

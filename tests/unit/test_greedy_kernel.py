@@ -1,6 +1,7 @@
-"""Greedy on paths without a PathTable (fresh_greedy_paths), its compiled placement loop and the
-cached lower bound: the same routes and bound as the path-table code they replaced, on small
-random three-tier cases (some cores failed) and on k=8 fat-trees."""
+"""The greedy's compiled loops (visit_order, place_in_order), its fresh solve without a PathTable
+(fresh_greedy_paths) and the cached lower bound: the same order, routes and bound as the Python
+code they replaced, on small random three-tier cases (some cores failed), k=8 fat-trees and
+leaf-spine flow tables."""
 import math
 import random
 from collections import Counter
@@ -9,11 +10,15 @@ import numpy as np
 import pytest
 
 from routing import route
-from routing.greedy import (greedy_fill_paths, path_rank, place_flows, place_in_order,
-                            visit_order, warm_kernel)
-from routing.paths import loads_of, path_lower_bound, path_of_assignment, path_table
+from routing.base import flow_table
+from routing.greedy import (greedy_fill_paths, order_kernel, path_rank, place_flows,
+                            place_in_order, visit_order, visit_pairs, warm_kernels)
+from routing.paths import (LinkBlocks, loads_of, pair_blocks, path_lower_bound,
+                           path_of_assignment, path_table)
+from testbed.fabric import FabricSpec, build_fabric
+from traffic.collectives import Collective, JobSpec, plan_jobs
 
-from .test_greedy_paths_equivalence import fat_tree_case, reference_fill
+from .test_greedy_paths_equivalence import fat_tree_case, reference_fill, reference_visit_pairs
 from .test_paths_properties import random_case
 
 
@@ -74,18 +79,82 @@ def test_fresh_route_and_bound_on_k8_fat_trees(seed):
     check_route(f, conns, seed % 3)
 
 
+def leaf_spine_case(seed: int):
+    """A random leaf-spine fabric (some spines failed) with 2-5 jobs on random hosts."""
+    rng = random.Random(seed)
+    leaves, spines, hpl = rng.randint(2, 12), rng.randint(2, 6), rng.randint(2, 6)
+    dead = tuple(f"spine{i}" for i in rng.sample(range(1, spines + 1), rng.randint(0, 1)))
+    f = build_fabric(FabricSpec(spines, leaves, hpl, 100.0, 100.0, dead))
+    hosts = list(f.hosts)
+    rng.shuffle(hosts)
+    jobs = []
+    for k in range(rng.randint(2, 5)):
+        m = rng.randint(2, 8)
+        if len(hosts) < m:
+            break
+        jobs.append(JobSpec(f"j{k}", rng.choice([Collective.ALLREDUCE, Collective.ALLTOALL]),
+                            [[hosts.pop() for _ in range(m)]], 1000))
+    return f, [c for p in plan_jobs(jobs) for c in p.connections]
+
+
+def calls(visit, src, dst, n_leaves, assign) -> list:
+    """What visit_pairs-like `visit` hands `place`, in order (outs and ins as sorted lists)."""
+    seen = []
+    mine = list(assign)
+
+    def place(a, b, ids, outs, ins):
+        seen.append((a, b, list(ids), sorted(outs), sorted(ins)))
+        for f in ids:
+            mine[f] = 0
+    visit(src, dst, n_leaves, mine, place)
+    return seen
+
+
+def check_order(src, dst, n_leaves, rng: random.Random) -> None:
+    """visit_pairs (compiled order) == the Python one it replaced, fresh and from a partial
+    assignment; the order loop uncompiled == compiled."""
+    for assign in ([-1] * len(src), [0 if rng.random() < 0.4 else -1 for _ in src]):
+        assert (calls(visit_pairs, src, dst, n_leaves, assign)
+                == calls(reference_visit_pairs, src, dst, n_leaves, assign))
+        got = visit_order(src, dst, n_leaves, assign)
+        plain = order_kernel(np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64),
+                             np.array([x < 0 for x in assign]), n_leaves)
+        assert [x.tolist() for x in got] == [x.tolist() for x in plain]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_visiting_order_as_the_python_one_on_three_tiers(seed):
+    f, conns = random_case(seed) if seed % 2 else fat_tree_case(seed)
+    t = path_table(f, conns)
+    check_order(t.src, t.dst, len(t.leaf_names), random.Random(seed))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_visiting_order_as_the_python_one_on_leaf_spines(seed):
+    f, conns = leaf_spine_case(seed)
+    t = flow_table(f, conns)
+    check_order(t.src, t.dst, t.n_leaves, random.Random(seed))
+
+
+def test_visiting_order_of_no_flows():
+    pairs, start, flows = visit_order([], [], 4, [])
+    assert (pairs.tolist(), start.tolist(), flows.tolist()) == ([], [0], [])
+    assert calls(visit_pairs, [0, 1], [1, 0], 2, [3, 4]) == []
+
+
 @pytest.mark.parametrize("seed", range(15))
 def test_plain_python_loop_places_as_the_compiled_one(seed):
     """place_flows uncompiled (the fallback without numba) == compiled, positions and loads."""
     f, conns = fat_tree_case(seed)
     t = path_table(f, conns)
-    order = visit_order(t.src, t.dst, len(t.leaf_names), [-1] * len(t.flows))
-    arrays = [t.pair_links[a, b] for a, b, _ in order]
+    L = len(t.leaf_names)
+    pairs, start, _ = visit_order(t.src, t.dst, L, [-1] * len(t.flows))
+    blocks = LinkBlocks.of([t.pair_links[divmod(q, L)] for q in pairs.tolist()])
     rank = path_rank(max(len(c) for c in t.cand), seed)
     got = []
     for kernel in (None, place_flows):
         loads = np.zeros(t.n_links, dtype=np.int64)
-        got.append((place_in_order(order, arrays, rank, loads, kernel).tolist(),
+        got.append((place_in_order(blocks, start, rank, loads, kernel).tolist(),
                     loads.tolist()))
     assert got[0] == got[1]
 
@@ -108,6 +177,30 @@ def test_paths_of_unequal_length_are_padded(seed):
 
 
 def test_warm_kernel_says_what_it_did():
-    took, how = warm_kernel()
+    took, how = warm_kernels()
     assert took >= 0
     assert how.startswith(("numba import", "plain Python"))
+
+
+def test_pair_blocks_grow_across_solves():
+    """One fabric, job sets meeting new leaf pairs solve after solve: the cached blocks of the
+    pairs met earlier stay right as the buffer grows, and every block is its pair's links."""
+    f, _ = fat_tree_case(0)
+    hosts = list(f.hosts)
+    for seed in range(8):
+        rng = random.Random(seed)
+        rng.shuffle(hosts)
+        m = rng.randint(2, 3 + 6 * seed)
+        jobs = [JobSpec("j", Collective.ALLTOALL, [hosts[:m]], 1000)]
+        check_route(f, [c for p in plan_jobs(jobs) for c in p.connections], seed % 3)
+    cache = pair_blocks(f)
+    L = len(f.leaves)
+    met = np.flatnonzero(cache.blocks.off >= 0)
+    assert len(met) > 50
+    b = cache.blocks.select(met)
+    for k, q in enumerate(met.tolist()):
+        a, c = f.leaves[q // L], f.leaves[q % L]
+        block = b.links[b.off[k]:b.off[k] + b.hops[k] * b.width[k]]
+        assert block.reshape(b.hops[k], b.width[k]).T.tolist() == [
+            list(x) for x in f.switch_path_links(a, c)]
+        assert cache.paths[q] == f.switch_paths(a, c)

@@ -1,17 +1,73 @@
-"""greedy_fill_paths takes the visiting order first and places every flow in one compiled loop
-(place_in_order); it must choose exactly what the per-link Python loop it replaced chose (kept
-below as the reference), fresh and from a partial assignment, on small random three-tier cases
-and on k=8 fat-trees."""
+"""greedy_fill_paths takes the visiting order first (a compiled loop, visit_order) and places
+every flow in another (place_in_order); it must choose exactly what the per-link Python loop it
+replaced chose, in the order of the Python visit_pairs it replaced (both kept below, verbatim,
+as the reference), fresh and from a partial assignment, on small random three-tier cases and
+on k=8 fat-trees."""
+import heapq
 import random
 
 import pytest
 
-from routing.greedy import greedy_fill_paths, path_rank, visit_pairs
+from routing.greedy import greedy_fill_paths, path_rank
 from routing.paths import loads_of, path_table
 from testbed.fabric import build_fabric, fat_tree_spec
 from traffic.collectives import Collective, JobSpec, plan_jobs
 
 from .test_paths_properties import random_case
+
+
+def reference_visit_pairs(src: list[int], dst: list[int], n_leaves: int, assign: list[int],
+                          place) -> None:
+    """visit_pairs before its compiled order (commit 518e6f1), verbatim."""
+    L = n_leaves
+    # per side (0: source-leaf groups / uplinks, 1: destination-leaf groups / downlinks)
+    size = ([0] * L, [0] * L)          # the side's whole demand (every flow counts)
+    placed = ([0] * L, [0] * L)        # flows of the group already assigned
+    pair_ids: dict[tuple[int, int], list[int]] = {}
+    for i, (a, b) in enumerate(zip(src, dst)):
+        size[0][a] += 1
+        size[1][b] += 1
+        if assign[i] >= 0:
+            placed[0][a] += 1
+            placed[1][b] += 1
+        else:
+            lst = pair_ids.get((a, b))
+            if lst is None:
+                pair_ids[a, b] = [i]
+            else:
+                lst.append(i)
+    if not pair_ids:
+        return
+    # unassigned leaf pairs per group: rem[0][a] = {b: None}, rem[1][b] = {a: None} (ordered)
+    rem: tuple[list[dict[int, None]], list[dict[int, None]]] = (
+        [{} for _ in range(L)], [{} for _ in range(L)])
+    for a, b in sorted(pair_ids):
+        rem[0][a][b] = None
+        rem[1][b][a] = None
+    heap = [(-size[k][g], -placed[k][g], k, g) for k in (0, 1) for g in range(L) if rem[k][g]]
+    heapq.heapify(heap)
+    while heap:
+        _, negp, k, g = heapq.heappop(heap)
+        mine = rem[k][g]
+        if not mine or -negp != placed[k][g]:
+            continue                    # done, or a stale entry (a newer one is queued)
+        ok = 1 - k
+        pl = placed[ok]
+        if k == 0:
+            pairs = sorted(((g, h) for h in mine), key=lambda p: (-pl[p[1]], -len(pair_ids[p]), p))
+        else:
+            pairs = sorted(((h, g) for h in mine), key=lambda p: (-pl[p[0]], -len(pair_ids[p]), p))
+        for a, b in pairs:
+            ids = pair_ids.pop((a, b))
+            del rem[0][a][b]
+            del rem[1][b][a]
+            place(a, b, ids, rem[0][a], rem[1][b])
+            n = len(ids)
+            placed[0][a] += n
+            placed[1][b] += n
+            h = b if k == 0 else a
+            if rem[ok][h]:
+                heapq.heappush(heap, (-size[ok][h], -placed[ok][h], ok, h))
 
 
 def reference_fill(t, assign: list[int], load: list[int], seed: int = 0) -> list[int]:
@@ -38,7 +94,7 @@ def reference_fill(t, assign: list[int], load: list[int], seed: int = 0) -> list
             for e in pl[bp]:
                 load[e] += 1
 
-    visit_pairs(t.src, t.dst, len(t.leaf_names), assign, place)
+    reference_visit_pairs(t.src, t.dst, len(t.leaf_names), assign, place)
     return assign
 
 
