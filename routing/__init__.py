@@ -22,7 +22,7 @@ from .base import RoutingError, RoutingPlan, SolveStats, max_link_flows
 from .ecmp import route_ecmp
 from .edge_coloring import route_edge_coloring, route_edge_coloring_paths
 from .gff import route_gff
-from .greedy import route_greedy, route_greedy_paths
+from .greedy import route_greedy, route_greedy_paths, warm_kernels
 from .ilp import route_ilp, route_ilp_paths
 from .mmf import route_mmf, route_mmf_paths
 from .paths import Path
@@ -40,6 +40,8 @@ KERNELS: dict[str, tuple[Strategy, Strategy]] = {
     "gff": (route_gff, route_gff),
 }
 STRATEGIES = sorted(KERNELS)
+_WARM: list[bool] = []     # greedy's compiled loops are ready
+
 #: Strategies that call CBC and take `time_limit_s` (seconds per solve; 30 s ilp, 60 s mmf).
 TIME_LIMITED = ("ilp", "mmf")
 
@@ -51,6 +53,9 @@ def route(name: str, fabric: Fabric, conns: list[Connection], seed: int = 0,
         two_tier, three_tier = KERNELS[name]
     except KeyError:
         raise RoutingError(f"routing: unknown strategy {name!r}; choose from {STRATEGIES}")
+    if not _WARM:                    # once per process: numba's compile or cache load untimed
+        warm_kernels()
+        _WARM.append(True)
     if fabric.tiers == 3:
         return three_tier(fabric, conns, seed=seed, previous=previous, **options)
     spines = None if previous is None else {

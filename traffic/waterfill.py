@@ -202,3 +202,23 @@ def compact(done: np.ndarray, job: np.ndarray, tid: np.ndarray, rem: np.ndarray,
         links[n, :] = links[f, :]
         n += 1
     return n
+
+
+_warm = False
+
+
+def warm() -> None:
+    """Compile the kernels, or load them from numba's cache, on a one-flow case, so that
+    a run's first timed prediction does not pay for it (once per process)."""
+    global _warm
+    if _warm:
+        return
+    links = np.zeros((1, 1), np.int64)
+    cap, rates, rem = np.ones(1), np.zeros(1), np.ones(1)
+    fill(links, cap, 1e-9, rates)
+    horizon(rem, rates)
+    advance(rem, rates, links, 0.0, 0.0, np.zeros(1), np.zeros(1), np.zeros(1),
+            np.zeros(1, np.bool_))
+    compact(np.zeros(1, np.bool_), np.zeros(1, np.int64), np.zeros(1, np.int64), rem,
+            np.zeros(1, np.int64), links)
+    _warm = True
