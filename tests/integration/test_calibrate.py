@@ -1,0 +1,43 @@
+"""`calibrate` on a live fabric: what it stores, and that it refuses to store a measurement
+the emulator did not keep up with."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from experiments import calibrate as cal
+from experiments.config import load
+from traffic import goodput
+
+from .helpers import NOTHING, leftovers
+
+QUICKSTART = Path(__file__).resolve().parents[2] / "experiments" / "configs" / "quickstart.yaml"
+
+
+def test_calibration_is_stored(tmp_path):
+    store = tmp_path / "calibration.json"
+    exp = load(QUICKSTART)
+    res = cal.calibrate(exp, tmp_path / "out", duration_s=2.0, log=lambda _: None,
+                        store=True, store_path=store)
+    assert res["stored"] and goodput.plausible_factor(res["goodput_factor"],
+                                                      exp.emulation.mtu_bytes)
+    entry, = json.loads(store.read_text()).values()
+    assert entry["goodput_factor"] == res["goodput_factor"]
+    assert leftovers() == NOTHING
+
+
+def test_an_implausible_measurement_is_not_stored(tmp_path, monkeypatch):
+    """Every measurement made implausible (the bar above what TCP can reach): measured twice,
+    then CalibrationError, nothing stored, the result file says so, nothing left behind."""
+    monkeypatch.setattr(goodput, "MIN_SHARE_OF_THEORY", 1.5)
+    store = tmp_path / "calibration.json"
+    lines: list[str] = []
+    with pytest.raises(cal.CalibrationError, match="nothing stored"):
+        cal.calibrate(load(QUICKSTART), tmp_path / "out", duration_s=2.0, log=lines.append,
+                      store=True, store_path=store)
+    assert any("measuring again" in x for x in lines)
+    assert not store.exists()
+    assert json.loads((tmp_path / "out" / "calibration.json").read_text())["stored"] is False
+    assert leftovers() == NOTHING
