@@ -172,7 +172,8 @@ class EmulationConfig:
     window_frames: int = 16         # TCP receive window bound (frames); 0: kernel autotuning;
                                     # "auto" (default): 16 with the fair scheduler, 0 with fifo
     iteration_timeout_s: float | None = None  # None: 20 x ideal CCT + 30 s
-    capture: bool = False           # scapy pcap of one spine port per routing (testbed/capture.py)
+    capture: bool | tuple[str, str] = False   # scapy pcap per routing (testbed/capture.py):
+                                    # true: leaf1's first live uplink; (a, b): a's port to b
 
     def resolved(self) -> dict:
         """As the YAML says it: `mtu_bytes: auto` when it was chosen from the link rates (it
@@ -181,7 +182,8 @@ class EmulationConfig:
                 "mtu_bytes": "auto" if self.mtu_auto else self.mtu_bytes,
                 "queue_packets": self.queue_packets, "link_scheduler": self.link_scheduler,
                 "window_frames": self.window_frames,
-                "iteration_timeout_s": self.iteration_timeout_s, "capture": self.capture}
+                "iteration_timeout_s": self.iteration_timeout_s,
+                "capture": list(self.capture) if isinstance(self.capture, tuple) else self.capture}
 
 
 @dataclass(frozen=True)
@@ -934,6 +936,18 @@ def _events(v: Any, fabric: Fabric, routing: list[str], jobs: list[JobSpec],
     return sorted(events, key=lambda e: e.at_s)
 
 
+def _capture(c: Any, fabric: Fabric) -> bool | tuple[str, str]:
+    """emulation.capture: true, false, or [switch, neighbour] (the switch's port to it)."""
+    if isinstance(c, bool):
+        return c
+    if (isinstance(c, list) and len(c) == 2 and all(isinstance(x, str) for x in c)
+            and fabric.is_switch(c[0]) and fabric.graph.has_edge(c[0], c[1])):
+        return (c[0], c[1])
+    raise ConfigError(f"emulation.capture: expected true, false or [switch, neighbour] "
+                      f"joined by a link of this fabric, e.g. [agg1, core1] or [leaf1, h1], "
+                      f"got {quote(c)}")
+
+
 def _emulation(d: dict, fabric: Fabric) -> EmulationConfig:
     d = _check_keys(d, EMULATION_KEYS, "emulation")
     e = EmulationConfig()
@@ -962,10 +976,7 @@ def _emulation(d: dict, fabric: Fabric) -> EmulationConfig:
         raise ConfigError(f"emulation.window_frames: auto, 0 (no bound) or 4..queue_packets "
                           f"({e.queue_packets}), so that a window fits its queue")
     if "capture" in d:
-        if not isinstance(d["capture"], bool):
-            raise ConfigError(f"emulation.capture: expected true or false, got "
-                              f"{quote(d['capture'])}")
-        e.capture = d["capture"]
+        e.capture = _capture(d["capture"], fabric)
     if d.get("iteration_timeout_s") is not None:
         e.iteration_timeout_s = _num(d, "iteration_timeout_s", "emulation")
     return e

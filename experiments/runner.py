@@ -291,12 +291,17 @@ def drive(exp: Experiment, emu, entry: RoutingEntry, inst: Installed, timeout_s:
 
 
 def _capture(exp: Experiment, run_dir: Path):
-    """emulation.capture: a pcap of leaf1's first live uplink, else None."""
-    if not exp.emulation.capture:
+    """emulation.capture: a pcap of one switch port (given, or leaf1's first live uplink's
+    far end), else None."""
+    c = exp.emulation.capture
+    if not c:
         return None
     from testbed.capture import SpineCapture  # scapy: imported only when capturing
-    spine = next(s for s in exp.fabric.uplinks("leaf1") if exp.fabric.is_live(s, "leaf1"))
-    return SpineCapture(exp.fabric.intf(spine, "leaf1"), run_dir / f"capture-{spine}-leaf1.pcap")
+    if c is True:
+        up = next(s for s in exp.fabric.uplinks("leaf1") if exp.fabric.is_live(s, "leaf1"))
+        c = (up, "leaf1")
+    switch, nbr = c
+    return SpineCapture(exp.fabric.intf(switch, nbr), run_dir / f"capture-{switch}-{nbr}.pcap")
 
 
 def measure(entry: RoutingEntry, inst: Installed, driven: Driven, run_dir: Path) -> Measured:

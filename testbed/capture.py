@@ -1,10 +1,10 @@
-"""Optional packet capture (`emulation.capture: true`): scapy records one spine port into the
-run folder as a pcap that Wireshark opens.
+"""Optional packet capture (`emulation.capture`: true, or [switch, neighbour]): scapy records one
+switch port into the run folder as a pcap that Wireshark opens.
 
-The capture sniffs the root-namespace end of one spine's link to leaf1 (both directions),
-keeps at most `max_packets` packets and the first `snap_bytes` bytes of each (the headers;
-the original length is kept as the frame's wire length), so a capture stays small and cheap
-next to the emulator.
+The capture sniffs that port in the root namespace (default: the first live spine's or agg's
+port to leaf1), both directions, keeps at most `max_packets` packets and the first `snap_bytes`
+bytes of each (the headers; the original length is kept as the frame's wire length), so a
+capture stays small and cheap next to the emulator.
 """
 from __future__ import annotations
 

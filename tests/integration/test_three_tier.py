@@ -27,6 +27,7 @@ CLOS3 = {
     "jobs": [{"name": "a2a", "collective": "alltoall", "hosts": ["h1", "h3", "h5", "h7"],
               "size_bytes": 400_000, "iterations": 1}],
     "routing": ["ecmp", "greedy"],
+    "emulation": {"capture": ["agg1", "core1"]},               # a core-tier port
 }
 
 
@@ -65,4 +66,21 @@ def test_oversubscribed_clos3_records_ecmp_paths_per_tier(tmp_path):
         _check_paths(exp.fabric, run)
     links = {tuple(l["link"]) for l in res["runs"][0]["link_flows"]}
     assert any(u.startswith("agg") and v.startswith("core") for u, v in links)
+    crossed = 0
+    for run in res["runs"]:                  # the pcap of agg1's port to core1 holds exactly
+        ports = _captured_ports(run["capture"])  # the flows whose path crosses that link
+        for p in run["paths"]:
+            path = list(p["observed_path"])
+            on = any({path[i], path[i + 1]} == {"agg1", "core1"} for i in range(len(path) - 1))
+            crossed += on
+            assert (p["src_port"] in ports) == on, (run["routing"], p)
+    assert crossed > 0
     assert leftovers() == NOTHING
+
+
+def _captured_ports(cap: dict) -> set[int]:
+    """Source ports of the data segments seen (frames over 1,000 bytes on the wire: a
+    static flow's handshake, sent before its epoch pins it, may hash across any link)."""
+    from scapy.all import TCP, rdpcap
+    assert cap["interface"] and cap["packets"] > 0 and not cap["error"], cap
+    return {p[TCP].sport for p in rdpcap(cap["path"]) if TCP in p and p.wirelen > 1000}

@@ -309,3 +309,19 @@ def test_the_readme_limits_table_matches_the_code():
                      f"less than {MIN_FREE_BYTES // 2 ** 20} MB free",
                      f"by at most {c.QUOTE_CHARS} characters"):
         assert expected in section, expected
+
+
+def test_capture_takes_a_switch_port_and_reloads():
+    """emulation.capture: [switch, neighbour] on a three-tier fabric; the resolved config
+    writes it as a list that loads again to the same tuple."""
+    from experiments.config import parse
+    doc = {"name": "cap", "fabric": {"topology": "fat-tree", "k": 4, "host_link_mbps": 10,
+                      "fabric_link_mbps": 10},
+           "jobs": [{"name": "a", "collective": "allreduce", "hosts": ["h1", "h5"],
+                     "size_bytes": 1000}],
+           "routing": ["ecmp"], "emulation": {"capture": ["agg1", "core1"]}}
+    exp = parse(doc)
+    assert exp.emulation.capture == ("agg1", "core1")
+    again = parse({**doc, "emulation": exp.emulation.resolved()})
+    assert again.emulation.capture == ("agg1", "core1")
+    assert parse({**doc, "emulation": {"capture": True}}).emulation.capture is True
