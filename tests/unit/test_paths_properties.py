@@ -101,7 +101,10 @@ def test_greedy_stays_within_2x_of_the_ilp_on_these_cases():
 #: at most two candidates, so a seed only orders positions 0 and 1, and the seeds that rank
 #: position 0 first (seed 0; the configs' default seed 1 does not) give 3, the others 1.
 #: No tie-free counterexample with optimum 1 exists: fix an optimal routing; the first flow
-#: greedy routes differently sees no load on its optimal path (key (0, 0)), so it tied.
+#: greedy routes differently sees no load on its optimal path (key (0, 0)), so it tied. Four
+#: flows is the fewest on k=4 and k=6 fat-trees: 3 on one link with optimum 1 needs the third
+#: flow's every path through a link the first two share, and an exhaustive search over three
+#: flows (any subsets of their paths, so any failures; any order and tie-breaks) found none.
 COUNTEREXAMPLE = {
     "name": "greedy-3x-ilp", "seed": 0,
     "fabric": {"topology": "fat-tree", "k": 4, "host_link_mbps": 10, "fabric_link_mbps": 10,
@@ -171,7 +174,6 @@ def test_greedy_is_3x_the_ilp_for_every_seed():
         assert max(load.values()) == load[hot] == 3, seed
         orders.add(tuple(spine_rank(2, seed)))
     assert orders == {(0, 1), (1, 0)}       # both orders met: every seed is one of these
-
 
 
 #: Whole switches failed, no link: greedy 3, ILP 1 (seed 0) on a clos3 of 4 pods x 3 leaves,
