@@ -253,8 +253,8 @@ def test_greedy_within_2x_of_the_bound_with_two_aggs_per_pod(block):
     alone uses its agg->core link of P and its core->agg link of Q, and fewer than m*B/w <= m/2
     of each are at w: fewer than m of f's m paths are blocked (intra-pod f: fewer than A of A).
     With three aggs a plane blocked at the leaf blocks all its cores and the count no longer
-    closes (k=6: open); with failed links or aggs, pairs see different planes and it does not
-    close either: with failed links it is false (the counterexamples above). Here: 391 cases x 3 seeds, worst greedy/bound 2.0 (twice)."""
+    closes (k=6: open); with failed links or a failed agg, pairs see different planes, and it
+    is false (the counterexamples above). Here: 391 cases x 3 seeds, worst greedy/bound 2.0."""
     for seed in range(block * 100, block * 100 + 100):
         case = bound_case(seed)
         if case is None:
