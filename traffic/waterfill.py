@@ -20,6 +20,19 @@ import numpy as np
 OK, NO_FINITE_LINK = 0, 1
 
 
+@numba.njit(cache=True)
+def _freeze(flows: np.ndarray, m: float, frozen: np.ndarray, rates: np.ndarray,
+            hit: np.ndarray, n_hit: int) -> int:
+    """Freeze the unfrozen `flows` at rate m, appending them to hit; returns the new count."""
+    for f in flows:
+        if not frozen[f]:
+            frozen[f] = True
+            rates[f] = m
+            hit[n_hit] = f
+            n_hit += 1
+    return n_hit
+
+
 @numba.njit(cache=True, error_model="numpy")
 def fill(flow_links: np.ndarray, capacity_mbps: np.ndarray, rel_tol: float,
          rates: np.ndarray) -> int:
@@ -108,22 +121,11 @@ def fill(flow_links: np.ndarray, capacity_mbps: np.ndarray, rel_tol: float,
         for i in range(n_near):
             d = near[i]
             if share[d] <= limit:
-                for p in range(ptr[d], ptr[d + 1]):
-                    f = by_link[p]
-                    if not frozen[f]:
-                        frozen[f] = True
-                        rates[f] = m
-                        hit[n_hit] = f
-                        n_hit += 1
+                n_hit = _freeze(by_link[ptr[d]:ptr[d + 1]], m, frozen, rates, hit, n_hit)
         i = cap_head
         while i < n_flows and own_cap[by_cap[i]] <= limit:
-            f = by_cap[i]
-            if not frozen[f]:
-                frozen[f] = True
-                rates[f] = m
-                hit[n_hit] = f
-                n_hit += 1
             i += 1
+        n_hit = _freeze(by_cap[cap_head:i], m, frozen, rates, hit, n_hit)
         left -= n_hit
         n_touched = 0
         for h in range(n_hit):
