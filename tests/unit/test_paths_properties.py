@@ -264,3 +264,32 @@ def test_greedy_within_2x_of_the_bound_with_two_aggs_per_pod(block):
             plan = route("greedy", f, conns, seed=s)
             g = max(link_flow_counts(f, conns, plan.path_of).values())
             assert g <= 2 * plan.stats.lower_bound_link_flows, (seed, s)
+
+
+#: Leaf-spine with failed links: the same gadget on leaf1's uplinks. h1->h5 (leaf2) can use
+#: spines {1, 2}, h2->h9 (leaf3) {3, 4}, h3->h13 (leaf4) {1, 3}, h4->h17 (leaf5) {1} only.
+#: Seed 0 breaks greedy's ties towards spine1 and spine3: 3 flows on leaf1 -> spine1, where
+#: the ILP puts 1 on every link. The leaf-spine proof of 2x holds with whole spines failed.
+LEAF_SPINE_LINKS = {
+    "name": "greedy-3x-ilp-leaf-spine", "seed": 0,
+    "fabric": {"spines": 4, "leaves": 5, "hosts_per_leaf": 4, "host_link_mbps": 10,
+               "spine_link_mbps": 10,
+               "failed_links": [["leaf2", "spine3"], ["leaf2", "spine4"], ["leaf3", "spine1"],
+                                ["leaf3", "spine2"], ["leaf4", "spine2"], ["leaf4", "spine4"],
+                                ["leaf5", "spine2"], ["leaf5", "spine3"], ["leaf5", "spine4"]]},
+    "jobs": [{"name": "f", "collective": "flows", "size_bytes": 1000000,
+              "groups": [["h1", "h5"], ["h2", "h9"], ["h3", "h13"], ["h4", "h17"]]}],
+    "routing": ["greedy", "ilp"]}
+
+
+def test_greedy_is_3x_the_ilp_on_leaf_spine_with_failed_links():
+    exp = parse(LEAF_SPINE_LINKS)
+    f = exp.fabric
+    conns = [c for p in plan_jobs(exp.jobs) for c in p.connections]
+    greedy = route("greedy", f, conns, seed=exp.seed)
+    assert [greedy.path_of[c.conn_id][1] for c in conns] == ["spine1", "spine3", "spine1",
+                                                             "spine1"]
+    assert max(link_flow_counts(f, conns, greedy.path_of).values()) == 3
+    ilp = route("ilp", f, conns, seed=exp.seed)
+    assert ilp.stats.status == "optimal"
+    assert max(link_flow_counts(f, conns, ilp.path_of).values()) == 1
