@@ -12,70 +12,8 @@ spine, the speed the paper's 2,048-NIC fabrics need) and a kernel on paths for t
 """
 from __future__ import annotations
 
-from typing import Callable
-
-from testbed.fabric import Fabric
-from traffic.collectives import Connection
-
-from .annealing import route_annealing, route_annealing_paths
 from .base import RoutingError, RoutingPlan, SolveStats, max_link_flows
-from .ecmp import route_ecmp
-from .edge_coloring import route_edge_coloring, route_edge_coloring_paths
-from .gff import route_gff
-from .greedy import route_greedy, route_greedy_paths, warm_kernels
-from .ilp import route_ilp, route_ilp_paths
-from .mmf import route_mmf, route_mmf_paths
-from .paths import Path
+from .registry import KERNELS, STRATEGIES, TIME_LIMITED, Strategy, paths_of, route
 
-Strategy = Callable[..., RoutingPlan]
-
-#: name -> (leaf-spine kernel, three-tier kernel)
-KERNELS: dict[str, tuple[Strategy, Strategy]] = {
-    "ecmp": (route_ecmp, route_ecmp),
-    "greedy": (route_greedy, route_greedy_paths),
-    "edge-coloring": (route_edge_coloring, route_edge_coloring_paths),
-    "annealing": (route_annealing, route_annealing_paths),
-    "ilp": (route_ilp, route_ilp_paths),
-    "mmf": (route_mmf, route_mmf_paths),
-    "gff": (route_gff, route_gff),
-}
-STRATEGIES = sorted(KERNELS)
-_WARM: list[bool] = []     # greedy's compiled loops are ready
-
-#: Strategies that call CBC and take `time_limit_s` (seconds per solve; 30 s ilp, 60 s mmf).
-TIME_LIMITED = ("ilp", "mmf")
-
-
-def route(name: str, fabric: Fabric, conns: list[Connection], seed: int = 0,
-          previous: dict[int, Path | None] | None = None, **options) -> RoutingPlan:
-    """Route `conns` with strategy `name`; `options` go to the strategy (e.g. time_limit_s)."""
-    try:
-        two_tier, three_tier = KERNELS[name]
-    except KeyError:
-        raise RoutingError(f"routing: unknown strategy {name!r}; choose from {STRATEGIES}")
-    if not _WARM:                    # once per process: numba's compile or cache load untimed
-        warm_kernels()
-        _WARM.append(True)
-    if fabric.tiers == 3:
-        return three_tier(fabric, conns, seed=seed, previous=previous, **options)
-    spines = None if previous is None else {
-        cid: (p if p is None or isinstance(p, str) else p[1]) for cid, p in previous.items()}
-    plan = two_tier(fabric, conns, seed=seed, previous=spines, **options)
-    plan.path_of = paths_of(fabric, conns, plan.path_of)
-    return plan
-
-
-def paths_of(fabric: Fabric, conns: list[Connection],
-             routes: dict[int, Path | str | None]) -> dict[int, Path | None]:
-    """Routes as switch paths: a leaf-spine route given by its spine becomes (leafA, s, leafB)."""
-    by_id = {c.conn_id: c for c in conns}
-    out: dict[int, Path | None] = {}
-    for cid, r in routes.items():
-        if isinstance(r, str):
-            c = by_id[cid]
-            r = (fabric.leaf_of(c.src), r, fabric.leaf_of(c.dst))
-        out[cid] = r
-    return out
-
-
-__all__ = ["STRATEGIES", "RoutingError", "RoutingPlan", "SolveStats", "max_link_flows", "route"]
+__all__ = ["KERNELS", "STRATEGIES", "TIME_LIMITED", "RoutingError", "RoutingPlan", "SolveStats",
+           "Strategy", "max_link_flows", "paths_of", "route"]

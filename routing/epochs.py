@@ -16,6 +16,7 @@ from traffic.collectives import Connection
 
 from .base import RoutingPlan, max_link_flows
 from .paths import Path
+from .registry import route
 
 
 @dataclass
@@ -48,8 +49,6 @@ def recompute(strategy: str, fabric: Fabric, conns: list[Connection],
               low_churn: bool = True, **options) -> EpochResult:
     """Route `conns` for the new epoch and compare with `previous` (conn_id -> path);
     `options` go to the strategy (e.g. time_limit_s)."""
-    from . import route  # late import: routing/__init__ imports this module's siblings
-
     plan = route(strategy, fabric, conns, seed=seed,
                  previous=previous if (low_churn and previous) else None, **options)
     common, changed = churn(previous or {}, plan.path_of)
