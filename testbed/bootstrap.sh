@@ -53,7 +53,8 @@ if ! ovs-vsctl --timeout=3 show >/dev/null 2>&1; then
   echo "bootstrap: starting Open vSwitch"
   "$ovs_ctl" start --system-id=random >/dev/null 2>&1 || true
 else
-  tb="$(ss -0 -m -p 2>/dev/null | grep -A1 '"ovs-vswitchd"' | grep -A1 '\[0\]:\*' | grep -o 'tb[0-9]*' | head -1 | tr -d tb)"
+  # (no packet socket yet, e.g. right after a restart: nothing to check; `|| true` for set -e)
+  tb="$(ss -0 -m -p 2>/dev/null | grep -A1 '"ovs-vswitchd"' | grep -A1 '\[0\]:\*' | grep -o 'tb[0-9]*' | head -1 | tr -d tb || true)"
   if [ -n "$tb" ] && [ "$tb" -lt "$SEND_BUFFER" ]; then
     echo "bootstrap: restarting Open vSwitch so that its packet socket gets the larger send buffer"
     "$ovs_ctl" restart --system-id=random >/dev/null 2>&1 || true
