@@ -68,8 +68,9 @@ class PredictorError(ValueError):
 # water-filling
 # --------------------------------------------------------------------------------------------
 def max_min_rates(flow_links: np.ndarray, capacity_mbps: np.ndarray,
-                  rel_tol: float = 1e-9) -> np.ndarray:
-    """Max-min fair rates (Mbit/s) by progressive filling (traffic/waterfill.py, compiled).
+                  rel_tol: float = 1e-9, out: np.ndarray | None = None) -> np.ndarray:
+    """Max-min fair rates (Mbit/s) by progressive filling (traffic/waterfill.py, compiled),
+    written into `out` when given (F floats).
 
     flow_links: (F, K) int array, row f = indices into capacity_mbps of the links flow f
     crosses (pad with the index of an entry whose capacity is inf). capacity_mbps: (L,) floats.
@@ -77,7 +78,7 @@ def max_min_rates(flow_links: np.ndarray, capacity_mbps: np.ndarray,
     freezes every flow crossing a link whose fair share is within rel_tol of that minimum.
     """
     from traffic import waterfill             # numba's import (~0.3 s) only when predicting
-    rates = np.zeros(flow_links.shape[0])
+    rates = np.zeros(flow_links.shape[0]) if out is None else out
     if rates.size == 0:
         return rates
     links = np.ascontiguousarray(flow_links, dtype=np.int64)
@@ -698,8 +699,7 @@ class _Simulation:
         if new:
             self._admit(new)
         self._check_routed()
-        if a.n and self.kernels.fill(a.links, self.cap, 1e-9, a.rates) != self.kernels.OK:
-            raise PredictorError("a flow crosses no link of finite capacity")
+        max_min_rates(a.links, self.cap, out=a.rates)
         self.n_rounds += 1
         return True
 
