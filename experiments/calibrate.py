@@ -23,6 +23,7 @@ from typing import Callable
 from routing.rules import base_rules, pair_rules
 from testbed.installer import install
 from testbed.net import EmulatedFabric, EmulationSettings
+from testbed.ovs import MALLOC_WARNING
 from testbed.ovs import TestbedError
 from traffic.collectives import Collective, JobSpec, plan_jobs
 from traffic.driver import TrafficDriver
@@ -153,6 +154,9 @@ def calibrate(exp: Experiment, out_dir: Path, duration_s: float = 8.0,
         agent_k = _agents(emu, shared, size // k, em.tcp_cc, exp.seed, out_dir / "logs-shared")
         env = environment(emu.datapath, em.tcp_cc, exp.seed, em.mtu_bytes)
         env["ovs_send_buffer_bytes"] = emu.send_buffer_bytes
+        env["ovs_vswitchd_malloc_tuned"] = emu.malloc_tuned
+        if emu.malloc_tuned is False:
+            log(MALLOC_WARNING)
     factor = agent_one[0] / rate
     result = {
         "link_rate_mbps": rate, "duration_s": duration_s, "environment": env,

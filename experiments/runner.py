@@ -34,6 +34,7 @@ from testbed.fabric import Fabric, FabricError
 from testbed.installer import settle_flow_stats
 from testbed.monitor import CpuMonitor, advice
 from testbed.net import EmulatedFabric, EmulationSettings
+from testbed.ovs import MALLOC_WARNING
 from testbed.shaping import BUCKETS, Shaping
 from traffic.collectives import Connection, JobPlan, plan_jobs, with_port_offset
 from traffic.driver import JobRecord, TrafficDriver
@@ -120,6 +121,9 @@ def run_experiment(exp: Experiment, out_dir: Path,
         env = environment(emu.datapath, em.tcp_cc, exp.seed, em.mtu_bytes)
         env["load_avg_before"] = load
         env["ovs_send_buffer_bytes"] = emu.send_buffer_bytes
+        env["ovs_vswitchd_malloc_tuned"] = emu.malloc_tuned
+        if emu.malloc_tuned is False:
+            log(MALLOC_WARNING)
         env["queue_packets"] = em.queue_packets
         env["link_scheduler"] = em.link_scheduler
         env["tcp_window_clamp_bytes"] = settings.window_clamp_bytes

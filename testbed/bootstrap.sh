@@ -48,16 +48,25 @@ if [ "$(sysctl -n net.core.wmem_default)" -lt "$SEND_BUFFER" ]; then
   echo "bootstrap: net.core.wmem_default -> $SEND_BUFFER (OVS userspace datapath send buffer)"
   sysctl -q -w net.core.wmem_default="$SEND_BUFFER"
 fi
+# ovs-vswitchd's malloc settings (why: VSWITCHD_GLIBC_TUNABLES in testbed/ovs.py)
+TUNABLES="$(.venv/bin/python -m testbed.ovs tunables)"
 ovs_ctl=/usr/share/openvswitch/scripts/ovs-ctl
 if ! ovs-vsctl --timeout=3 show >/dev/null 2>&1; then
   echo "bootstrap: starting Open vSwitch"
-  "$ovs_ctl" start --system-id=random >/dev/null 2>&1 || true
+  GLIBC_TUNABLES="$TUNABLES" "$ovs_ctl" start --system-id=random >/dev/null 2>&1 || true
 else
+  why=""
   # (no packet socket yet, e.g. right after a restart: nothing to check; `|| true` for set -e)
   tb="$(ss -0 -m -p 2>/dev/null | grep -A1 '"ovs-vswitchd"' | grep -A1 '\[0\]:\*' | grep -o 'tb[0-9]*' | head -1 | tr -d tb || true)"
   if [ -n "$tb" ] && [ "$tb" -lt "$SEND_BUFFER" ]; then
-    echo "bootstrap: restarting Open vSwitch so that its packet socket gets the larger send buffer"
-    "$ovs_ctl" restart --system-id=random >/dev/null 2>&1 || true
+    why="its packet socket gets the larger send buffer"
+  fi
+  if ! .venv/bin/python -m testbed.ovs malloc-tuned; then
+    why="${why:+$why and }it runs with mlfabric's malloc settings"
+  fi
+  if [ -n "$why" ]; then
+    echo "bootstrap: restarting Open vSwitch so that $why"
+    GLIBC_TUNABLES="$TUNABLES" "$ovs_ctl" restart --system-id=random >/dev/null 2>&1 || true
   fi
 fi
 ovs-vsctl --timeout=10 show >/dev/null || { echo "bootstrap: Open vSwitch did not start" >&2; exit 1; }

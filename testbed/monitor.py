@@ -213,15 +213,15 @@ def _pct(values: list[float], q: float) -> float:
 def summarize(samples: list[Sample], interval_s: float, monitored_s: float) -> dict:
     """{"ok", "saturated_s", "monitored_s", "samples", "cpu_max_pct", "cpu_mean_pct" (cores
     busy outside niced processes), "nice_mean_pct", "vswitchd_max_pct", "vswitchd_mean_pct"
-    (the process, % of one core), "forwarding_max_pct", "forwarding_p90_pct" (its main thread
-    on a CPU), "forwarding_wait_mean_pct", "vswitchd_wait_mean_pct", "cause"} (CPU in %)."""
+    (the process, % of one core), "forwarding_max_pct", "forwarding_p90_pct",
+    "forwarding_mean_pct" (its main thread on a CPU), "forwarding_wait_mean_pct", "vswitchd_wait_mean_pct", "cause"} (CPU in %)."""
     n = len(samples)
     if n == 0:
         return {"ok": True, "saturated_s": 0.0, "monitored_s": monitored_s, "samples": 0,
                 "cpu_max_pct": None, "cpu_mean_pct": None, "nice_mean_pct": None,
                 "vswitchd_max_pct": None, "vswitchd_mean_pct": None,
                 "forwarding_max_pct": None, "forwarding_p90_pct": None,
-                "forwarding_wait_mean_pct": None, "vswitchd_wait_mean_pct": None, "cause": None}
+                "forwarding_mean_pct": None, "forwarding_wait_mean_pct": None, "vswitchd_wait_mean_pct": None, "cause": None}
     sat = [s for s in samples if s.saturated]
     busy = [s.forwarding_pct for s in samples]
     ok = len(sat) / n <= MAX_SATURATED_FRACTION
@@ -240,6 +240,7 @@ def summarize(samples: list[Sample], interval_s: float, monitored_s: float) -> d
         "vswitchd_max_pct": max(s.vswitchd_pct for s in samples),
         "vswitchd_mean_pct": sum(s.vswitchd_pct for s in samples) / n,
         "forwarding_max_pct": max(busy), "forwarding_p90_pct": _pct(busy, 0.9),
+        "forwarding_mean_pct": sum(busy) / n,
         "forwarding_wait_mean_pct": sum(s.forwarding_wait_pct for s in samples) / n,
         "vswitchd_wait_mean_pct": sum(s.vswitchd_wait_pct for s in samples) / n,
         "cause": cause,

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .fabric import TIER, Fabric
-from .ovs import TestbedError, check_send_buffer, ovs_running, pick_datapath, run
+from .ovs import (TestbedError, check_send_buffer, ovs_running, pick_datapath, run,
+                  vswitchd_malloc_tuned)
 from .registry import EXTERNAL_ID, RunRecord, remove_record, reserve
 from .shaping import Shaping, tc_batch
 from .signals import deferred
@@ -117,6 +118,7 @@ class EmulatedFabric:
         self.settings = settings or EmulationSettings()
         self.datapath = "unknown"
         self.send_buffer_bytes: int | None = None
+        self.malloc_tuned: bool | None = None    # ovs-vswitchd's glibc settings (testbed/ovs.py)
         self.net = None
         self.record = RunRecord(run_id)
 
@@ -126,6 +128,7 @@ class EmulatedFabric:
             raise TestbedError("Open vSwitch is not running; run `make setup` (it starts it)")
         self.datapath = pick_datapath(self.settings.datapath)
         self.send_buffer_bytes = check_send_buffer() if self.datapath == "user" else None
+        self.malloc_tuned = vswitchd_malloc_tuned() if self.datapath == "user" else None
         # written before anything exists, so that a crash at any point can be cleaned; the
         # name check and the save are one step under the registry's lock (two runs started
         # at the same instant: the second one refuses, naming the first)

@@ -5,6 +5,7 @@ Every command is an argument list; nothing is killed here.
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -66,6 +67,47 @@ def pick_datapath(requested: str) -> str:
 OVS_SEND_BUFFER_BYTES = 8 * 1024 * 1024
 
 
+#: glibc malloc settings ovs-vswitchd is started with (testbed/bootstrap.sh prints them with
+#: `python -m testbed.ovs tunables`). Before every recvmmsg() on every `system` port the
+#: userspace datapath allocates 32 MTU-sized buffers and frees those it did not fill. With
+#: glibc's defaults the frees hand the heap's top back to the kernel (trimmed above 128 KiB)
+#: and the next batch grows it again; ovs-ctl starts ovs-vswitchd with --mlockall, so every
+#: growth is faulted in and locked at once. Right after an OVS start, that held one flow at
+#: 57-68% of an 80 Mbit/s link (MTU 64000; 5 of 5 first calibrations); with the heap never
+#: trimmed (and grown in 64 MiB steps) 99.5% (2 of 2), as `--no-mlockall` also gave (3 of 3).
+VSWITCHD_GLIBC_TUNABLES = ("glibc.malloc.trim_threshold=1073741824:"
+                           "glibc.malloc.top_pad=67108864:glibc.malloc.mmap_threshold=1048576")
+
+MALLOC_WARNING = ("warning: ovs-vswitchd runs without mlfabric's malloc settings: right after "
+                  "it starts, one flow can get as little as 57% of its link (testbed/ovs.py); "
+                  "`sudo make setup` restarts it with them")
+
+
+def vswitchd_pid() -> int | None:
+    """The running ovs-vswitchd's PID from its pidfile, or None."""
+    rundir = Path(os.environ.get("OVS_RUNDIR", "/var/run/openvswitch"))
+    try:
+        pid = int((rundir / "ovs-vswitchd.pid").read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return pid if Path(f"/proc/{pid}").exists() else None
+
+
+def vswitchd_malloc_tuned() -> bool | None:
+    """Whether ovs-vswitchd runs with VSWITCHD_GLIBC_TUNABLES; None if it is not running.
+    (glibc cuts the variable at its first ':' in the process's own copy of its environment
+    while parsing it, so only the first setting shows in /proc/PID/environ.)"""
+    pid = vswitchd_pid()
+    if pid is None:
+        return None
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    want = f"GLIBC_TUNABLES={VSWITCHD_GLIBC_TUNABLES.split(':')[0]}".encode()
+    return any(item.split(b":")[0] == want for item in env)
+
+
 def ovs_send_buffer_bytes() -> int | None:
     """The send buffer of ovs-vswitchd's AF_PACKET send socket, or None if it has none yet."""
     out = run(["ss", "-0", "-m", "-p"], check=False).stdout
@@ -90,3 +132,14 @@ def check_send_buffer() -> int:
             "userspace datapath would drop packets silently; run `sudo make setup` (raises "
             "net.core.wmem_default and restarts ovs-vswitchd)")
     return tb
+
+
+if __name__ == "__main__":   # for testbed/bootstrap.sh
+    import sys
+    if sys.argv[1:] == ["tunables"]:
+        print(VSWITCHD_GLIBC_TUNABLES)
+    elif sys.argv[1:] == ["malloc-tuned"]:       # exit 1: running without them
+        sys.exit(0 if vswitchd_malloc_tuned() is not False else 1)
+    else:
+        print("usage: python -m testbed.ovs tunables|malloc-tuned", file=sys.stderr)
+        sys.exit(2)

@@ -169,6 +169,7 @@ def main() -> int:
         ok_cpu = all(r["fidelity"]["ok"] for r in res["runs"])
         causes = sorted({r["fidelity"].get("cause") for r in res["runs"]} - {None})
         vs = max(r["fidelity"]["forwarding_max_pct"] or 0 for r in res["runs"])
+        vs_mean = "/".join(f'{r["fidelity"]["forwarding_mean_pct"] or 0:.0f}' for r in res["runs"])
         one = min(cal["one_flow"]["agent_fraction"], cal["one_flow"]["iperf3_fraction"])
         jain = min(cal["shared_link"]["agent_jain"], cal["shared_link"]["iperf3_jain"])
         holds = (one >= 0.93 and jain >= 0.95 and ok_cpu
@@ -178,7 +179,7 @@ def main() -> int:
               f"{exp.emulation.link_scheduler}), {16 * rate:>6g} Mbit/s aggregate: one flow "
               f"{one:.1%}, Jain {jain:.3f}, errors "
               + ", ".join(f"{k} {v:+.1%}" for k, v in errs.items())
-              + f", forwarding thread max {vs:.0f}%, monitor "
+              + f", forwarding thread max {vs:.0f}% (mean {vs_mean}%), monitor "
               + ("ok" if ok_cpu else f"SATURATED ({', '.join(causes)})")
               + f" -> {'targets hold' if holds else 'targets missed'}", flush=True)
     held = [r[1] for r in rows if r[7]]
