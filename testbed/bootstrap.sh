@@ -41,12 +41,17 @@ fi
 
 # ovs-vswitchd sends every packet of the userspace datapath through one AF_PACKET socket whose
 # send buffer is net.core.wmem_default when it first sends; packets queued in the ports' HTB
-# shapers stay charged to it, and when it is full OVS drops them without counting. 8 MiB (not
-# the kernel's 208 KiB) removed all such losses on the quickstart (see testbed/ovs.py).
-SEND_BUFFER=8388608
+# shapers stay charged to it, and when it is full OVS drops them without counting. Each port's
+# receive socket takes net.core.rmem_default when the port is added and drops what arrives
+# once it is full. 8 MiB each (not the kernel's 208 KiB) removed both losses (testbed/ovs.py).
+read -r SEND_BUFFER RECV_BUFFER < <(.venv/bin/python -m testbed.ovs buffers)
 if [ "$(sysctl -n net.core.wmem_default)" -lt "$SEND_BUFFER" ]; then
   echo "bootstrap: net.core.wmem_default -> $SEND_BUFFER (OVS userspace datapath send buffer)"
   sysctl -q -w net.core.wmem_default="$SEND_BUFFER"
+fi
+if [ "$(sysctl -n net.core.rmem_default)" -lt "$RECV_BUFFER" ]; then
+  echo "bootstrap: net.core.rmem_default -> $RECV_BUFFER (OVS userspace datapath port sockets)"
+  sysctl -q -w net.core.rmem_default="$RECV_BUFFER"
 fi
 # ovs-vswitchd's malloc settings (why: VSWITCHD_GLIBC_TUNABLES in testbed/ovs.py)
 TUNABLES="$(.venv/bin/python -m testbed.ovs tunables)"

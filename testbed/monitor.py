@@ -10,11 +10,17 @@ that emulates it. A background thread samples, every `interval_s`:
   (/proc/PID/task/TID/schedstat). Run + wait is the thread's demand: near 100% it had
   packets to forward all the time, whether it got the CPU (saturated) or not (starved).
 
+Beside the CPU, the monitor reads what waits in ovs-vswitchd's per-port receive sockets each
+sample (/proc/net/packet: bytes received and not yet read by the forwarding thread) and, at
+start and stop, the packets those sockets dropped because they were full (`ss`'s skmem d):
+packets the emulator itself lost, which a faithful run has none of.
+
 A sample is *saturated* when the forwarding thread's demand is at or above
 FORWARDING_SATURATED_PCT, or when the non-niced cores average at or above CORES_SATURATED_PCT
 while ovs-vswitchd waited for a CPU at least STARVED_WAIT_PCT of the interval (a full machine
 that delays the emulator). The run is flagged (`ok` false) when more than
-MAX_SATURATED_FRACTION of the samples were saturated; `advice` then says what to change.
+MAX_SATURATED_FRACTION of the samples were saturated, or when ovs-vswitchd's sockets dropped
+any packet; `advice` then says what to change.
 
 Why not the whole cores' mean alone (as before): on a machine where another user's niced job
 held one core, a quickstart whose forwarding thread never passed 62% of a core was flagged
@@ -30,6 +36,8 @@ from dataclasses import dataclass
 
 import psutil
 
+from .ovs import OVS_RECV_BUFFER_BYTES, PacketSocket, vswitchd_packet_sockets, vswitchd_pid
+
 FORWARDING_SATURATED_PCT = 95.0
 CORES_SATURATED_PCT = 95.0
 STARVED_WAIT_PCT = 10.0
@@ -40,10 +48,38 @@ MAX_MTU_BYTES = 64_000
 
 
 def _vswitchd() -> psutil.Process | None:
-    for p in psutil.process_iter(["name"]):
-        if p.info["name"] == "ovs-vswitchd":
-            return p
-    return None
+    pid = vswitchd_pid()
+    try:
+        return psutil.Process(pid) if pid else None
+    except psutil.Error:
+        return None
+
+
+def parse_proc_net_packet(text: str) -> dict[int, int]:
+    """{socket inode: bytes queued for reading} from /proc/net/packet (Rmem, Inode columns)."""
+    out = {}
+    for line in text.splitlines()[1:]:
+        f = line.split()
+        if len(f) >= 9:
+            out[int(f[8])] = int(f[6])
+    return out
+
+
+def _queued(inodes: set[int]) -> tuple[int, int]:
+    """(bytes queued in all, in the fullest) of the packet sockets `inodes` in this netns."""
+    try:
+        with open("/proc/net/packet") as f:
+            rmem = parse_proc_net_packet(f.read())
+    except OSError:
+        return 0, 0
+    q = [rmem[i] for i in inodes if i in rmem]
+    return sum(q), max(q, default=0)
+
+
+def socket_drops(before: list[PacketSocket], after: list[PacketSocket]) -> int:
+    """Packets ovs-vswitchd's sockets dropped between two readings (sockets in both)."""
+    was = {s.inode: s.drops for s in before}
+    return sum(s.drops - was[s.inode] for s in after if s.inode in was)
 
 
 def parse_task_stat(text: str) -> tuple[str, float]:
@@ -94,6 +130,8 @@ class Sample:
     forwarding_pct: float             # its main thread on a CPU
     forwarding_wait_pct: float        # its main thread runnable, waiting for a CPU
     vswitchd_wait_pct: float          # every thread's waits, summed
+    rx_queued_bytes: int = 0          # in ovs-vswitchd's port sockets, not yet read
+    rx_queued_max_bytes: int = 0      # in the fullest of them
 
     @property
     def cores_mean_pct(self) -> float:
@@ -141,6 +179,8 @@ class CpuMonitor:
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._t0 = 0.0
         self._t1 = 0.0
+        self.sockets_before: list[PacketSocket] = []
+        self.sockets_after: list[PacketSocket] = []
 
     def __enter__(self) -> "CpuMonitor":
         self._t0 = time.monotonic()
@@ -155,6 +195,8 @@ class CpuMonitor:
     def _loop(self) -> None:
         proc = _vswitchd()
         pid = proc.pid if proc else 0
+        self.sockets_before = vswitchd_packet_sockets() if pid else []
+        inodes = {s.inode for s in self.sockets_before if s.iface != "*"}
         cores = psutil.cpu_times(percpu=True)
         fwd = _read_thread(pid, pid) if pid else None
         waits = _wait_ns(pid) if pid else 0.0
@@ -183,23 +225,29 @@ class CpuMonitor:
                 w2 = _wait_ns(pid)
                 all_wait = 100 * max(0.0, w2 - waits) / dt_ns
                 fwd, waits = f2, w2
+            queued, fullest = _queued(inodes)
             self.samples.append(Sample(now, tuple(busy), nice, vs, min(f_run, 100.0),
-                                       min(f_wait, 100.0), all_wait))
+                                       min(f_wait, 100.0), all_wait, queued, fullest))
             cores, t = cur, now
             if stopped:
+                self.sockets_after = vswitchd_packet_sockets() if pid else []
                 return
 
     def summary(self) -> dict:
-        return summarize(self.samples, self.interval_s, max(self._t1 - self._t0, 0.0))
+        rcvbufs = [s.rcvbuf_bytes for s in self.sockets_before if s.iface != "*"]
+        return summarize(self.samples, self.interval_s, max(self._t1 - self._t0, 0.0),
+                         socket_drops(self.sockets_before, self.sockets_after),
+                         min(rcvbufs) if rcvbufs else None)
 
     def write_csv(self, path) -> None:
         """Every sample, one row each (CPU in %, t_s from the first sample)."""
         t0 = self.samples[0].t if self.samples else 0.0
         rows = ["t_s,cores_mean_pct,nice_pct,vswitchd_pct,forwarding_pct,"
-                "forwarding_wait_pct,vswitchd_wait_pct,saturated"]
+                "forwarding_wait_pct,vswitchd_wait_pct,rx_queued_bytes,rx_queued_max_bytes,saturated"]
         rows += [f"{s.t - t0:.3f},{s.cores_mean_pct:.1f},{s.nice_pct:.1f},{s.vswitchd_pct:.1f},"
                  f"{s.forwarding_pct:.1f},{s.forwarding_wait_pct:.1f},"
-                 f"{s.vswitchd_wait_pct:.1f},{int(s.saturated)}" for s in self.samples]
+                 f"{s.vswitchd_wait_pct:.1f},{s.rx_queued_bytes},{s.rx_queued_max_bytes},"
+                 f"{int(s.saturated)}" for s in self.samples]
         with open(path, "w") as f:
             f.write("\n".join(rows) + "\n")
 
@@ -210,23 +258,34 @@ def _pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]
 
 
-def summarize(samples: list[Sample], interval_s: float, monitored_s: float) -> dict:
+def summarize(samples: list[Sample], interval_s: float, monitored_s: float,
+              rx_drops: int = 0, rcvbuf_bytes: int | None = None) -> dict:
     """{"ok", "saturated_s", "monitored_s", "samples", "cpu_max_pct", "cpu_mean_pct" (cores
     busy outside niced processes), "nice_mean_pct", "vswitchd_max_pct", "vswitchd_mean_pct"
     (the process, % of one core), "forwarding_max_pct", "forwarding_p90_pct",
-    "forwarding_mean_pct" (its main thread on a CPU), "forwarding_wait_mean_pct", "vswitchd_wait_mean_pct", "cause"} (CPU in %)."""
+    "forwarding_mean_pct" (its main thread on a CPU), "forwarding_wait_mean_pct",
+    "vswitchd_wait_mean_pct", "vswitchd_rx_queued_max_bytes" (all port sockets together),
+    "vswitchd_rx_queued_mean_bytes", "vswitchd_rx_fullest_max_bytes" (one socket),
+    "vswitchd_rx_drops" (packets), "vswitchd_rcvbuf_bytes", "cause"} (CPU in %).
+    `rx_drops`: packets ovs-vswitchd's port sockets dropped; any flags the run."""
     n = len(samples)
+    base = {"vswitchd_rx_drops": rx_drops, "vswitchd_rcvbuf_bytes": rcvbuf_bytes}
     if n == 0:
-        return {"ok": True, "saturated_s": 0.0, "monitored_s": monitored_s, "samples": 0,
-                "cpu_max_pct": None, "cpu_mean_pct": None, "nice_mean_pct": None,
-                "vswitchd_max_pct": None, "vswitchd_mean_pct": None,
+        return {"ok": rx_drops == 0, "saturated_s": 0.0, "monitored_s": monitored_s,
+                "samples": 0, "cpu_max_pct": None, "cpu_mean_pct": None,
+                "nice_mean_pct": None, "vswitchd_max_pct": None, "vswitchd_mean_pct": None,
                 "forwarding_max_pct": None, "forwarding_p90_pct": None,
-                "forwarding_mean_pct": None, "forwarding_wait_mean_pct": None, "vswitchd_wait_mean_pct": None, "cause": None}
+                "forwarding_mean_pct": None, "forwarding_wait_mean_pct": None,
+                "vswitchd_wait_mean_pct": None, "vswitchd_rx_queued_max_bytes": None,
+                "vswitchd_rx_queued_mean_bytes": None, "vswitchd_rx_fullest_max_bytes": None,
+                **base, "cause": "dropped" if rx_drops else None}
     sat = [s for s in samples if s.saturated]
     busy = [s.forwarding_pct for s in samples]
-    ok = len(sat) / n <= MAX_SATURATED_FRACTION
+    ok = len(sat) / n <= MAX_SATURATED_FRACTION and rx_drops == 0
     cause = None
-    if not ok:   # the commonest reason among the saturated samples
+    if rx_drops:
+        cause = "dropped"
+    elif not ok:   # the commonest reason among the saturated samples
         thread = sum(1 for s in sat if s.forwarding_pct >= FORWARDING_SATURATED_PCT * 0.9)
         cause = "forwarding_thread" if thread * 2 >= len(sat) else "starved"
     return {
@@ -243,7 +302,10 @@ def summarize(samples: list[Sample], interval_s: float, monitored_s: float) -> d
         "forwarding_mean_pct": sum(busy) / n,
         "forwarding_wait_mean_pct": sum(s.forwarding_wait_pct for s in samples) / n,
         "vswitchd_wait_mean_pct": sum(s.vswitchd_wait_pct for s in samples) / n,
-        "cause": cause,
+        "vswitchd_rx_queued_max_bytes": max(s.rx_queued_bytes for s in samples),
+        "vswitchd_rx_queued_mean_bytes": sum(s.rx_queued_bytes for s in samples) / n,
+        "vswitchd_rx_fullest_max_bytes": max(s.rx_queued_max_bytes for s in samples),
+        **base, "cause": cause,
     }
 
 
@@ -259,7 +321,16 @@ def advice(summary: dict, host_traffic_mbps: float, mtu_bytes: int, hosts: int,
     p90 = summary.get("forwarding_p90_pct") or 0.0
     wait = summary.get("forwarding_wait_mean_pct") or 0.0
     out = []
-    if summary.get("cause") == "forwarding_thread":
+    if summary.get("cause") == "dropped":
+        rb = summary.get("vswitchd_rcvbuf_bytes")
+        size = f" ({rb / 2**20:.1f} MiB)" if rb else ""
+        fix = (f"; `sudo make setup` raises them to {OVS_RECV_BUFFER_BYTES // 2**20} MiB"
+               if rb and rb < OVS_RECV_BUFFER_BYTES else "")
+        out.append(f"ovs-vswitchd's port sockets dropped {summary.get('vswitchd_rx_drops')} "
+                   f"packets: a socket's receive buffer{size} filled while the forwarding "
+                   "thread served the other ports, so the emulator, not the fabric, lost "
+                   f"them{fix}")
+    if summary.get("cause") in ("forwarding_thread", "dropped"):
         f = max(p90 + wait, FORWARDING_SATURATED_PCT) / TARGET_FORWARDING_PCT
         mtu = min(MAX_MTU_BYTES, int(math.ceil(mtu_bytes * f / 1000.0)) * 1000)
         out.append(f"ovs-vswitchd's forwarding thread was at {p90:.0f}% of a core (90th "

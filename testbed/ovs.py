@@ -1,5 +1,5 @@
-"""Open vSwitch on this machine: is it running, which datapath can it use, is its packet send
-buffer large enough (testbed/bootstrap.sh installs and starts it).
+"""Open vSwitch on this machine: is it running, which datapath can it use, are its packet
+sockets' buffers large enough (testbed/bootstrap.sh installs and starts it).
 
 Every command is an argument list; nothing is killed here.
 """
@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 OVS_CTL = "/usr/share/openvswitch/scripts/ovs-ctl"
@@ -108,29 +109,90 @@ def vswitchd_malloc_tuned() -> bool | None:
     return any(item.split(b":")[0] == want for item in env)
 
 
+#: Receive buffer each of ovs-vswitchd's per-port AF_PACKET sockets needs. A port's socket
+#: holds what arrived while the forwarding thread was busy with the other ports; when it is
+#: full the kernel drops the packet (counted only in the socket's own drop counter). The
+#: sockets take net.core.rmem_default when the ports are added, i.e. at each fabric's build:
+#: with the kernel's 212,992 B (three 64000-byte frames) the 1,280 Mbit/s fidelity run lost
+#: 22 packets there and retransmitted 18 segments; with 8 MiB none, and 4 (tail-loss probes).
+OVS_RECV_BUFFER_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class PacketSocket:
+    """One of ovs-vswitchd's AF_PACKET sockets, from `ss -0 -m -p -e` (bytes, packets)."""
+
+    iface: str            # the port's interface; '*' for the one send socket
+    inode: int
+    queued_bytes: int     # received, not yet read by the forwarding thread (skmem r)
+    rcvbuf_bytes: int     # skmem rb
+    sndbuf_bytes: int     # skmem tb
+    drops: int            # packets dropped because the receive buffer was full (skmem d)
+
+
+def parse_ss_packet(text: str, pid: int | None = None) -> list[PacketSocket]:
+    """ovs-vswitchd's packet sockets (only `pid`'s, when given) in `ss -0 -m -p -e -n -H`
+    output, where each socket's skmem continues on an indented line."""
+    records: list[str] = []
+    for line in text.splitlines():
+        if line[:1].isspace() and records:
+            records[-1] += " " + line.strip()
+        elif line.strip():
+            records.append(line.strip())
+    out = []
+    for rec in records:
+        owner = re.search(r'\("ovs-vswitchd",pid=(\d+),', rec)
+        mem = re.search(r"skmem:\(([^)]*)\)", rec)
+        ino = re.search(r"\bino:(\d+)", rec)
+        fields = rec.split()
+        if not (owner and mem and ino) or len(fields) < 4:
+            continue
+        if pid is not None and int(owner.group(1)) != pid:
+            continue
+        sk = {m.group(1): int(m.group(2)) for m in re.finditer(r"([a-z]+)(\d+)", mem.group(1))}
+        out.append(PacketSocket(iface=fields[3].rsplit(":", 1)[-1], inode=int(ino.group(1)),
+                                queued_bytes=sk.get("r", 0), rcvbuf_bytes=sk.get("rb", 0),
+                                sndbuf_bytes=sk.get("tb", 0), drops=sk.get("d", 0)))
+    return out
+
+
+def vswitchd_packet_sockets() -> list[PacketSocket]:
+    """The running ovs-vswitchd's AF_PACKET sockets ([] when it has none or is not running)."""
+    pid = vswitchd_pid()
+    if pid is None:
+        return []
+    return parse_ss_packet(run(["ss", "-0", "-m", "-p", "-e", "-n", "-H"], check=False).stdout,
+                           pid)
+
+
 def ovs_send_buffer_bytes() -> int | None:
     """The send buffer of ovs-vswitchd's AF_PACKET send socket, or None if it has none yet."""
-    out = run(["ss", "-0", "-m", "-p"], check=False).stdout
-    lines = out.splitlines()
-    for i, line in enumerate(lines):
-        if '"ovs-vswitchd"' in line and "[0]:*" in line:
-            text = line + (lines[i + 1] if i + 1 < len(lines) else "")
-            m = re.search(r"\btb(\d+)", text)
-            if m:
-                return int(m.group(1))
-    return None
+    return next((s.sndbuf_bytes for s in vswitchd_packet_sockets() if s.iface == "*"), None)
+
+
+def sysctl_bytes(name: str) -> int:
+    """net.core.`name` (wmem_default, rmem_default) in bytes."""
+    return int(Path(f"/proc/sys/net/core/{name}").read_text())
 
 
 def check_send_buffer() -> int:
-    """Raise TestbedError unless the userspace datapath can queue without silent drops."""
+    """Raise TestbedError unless the userspace datapath can queue without silent drops: the
+    send socket's buffer and the receive buffer its port sockets will get (returns the
+    send buffer's bytes)."""
     tb = ovs_send_buffer_bytes()
     if tb is None:
-        tb = int(Path("/proc/sys/net/core/wmem_default").read_text())
+        tb = sysctl_bytes("wmem_default")
     if tb < OVS_SEND_BUFFER_BYTES:
         raise TestbedError(
             f"ovs-vswitchd's packet send buffer is {tb} B (< {OVS_SEND_BUFFER_BYTES}): the "
             "userspace datapath would drop packets silently; run `sudo make setup` (raises "
             "net.core.wmem_default and restarts ovs-vswitchd)")
+    rb = sysctl_bytes("rmem_default")
+    if rb < OVS_RECV_BUFFER_BYTES:
+        raise TestbedError(
+            f"net.core.rmem_default is {rb} B (< {OVS_RECV_BUFFER_BYTES}): ovs-vswitchd's port "
+            "sockets would drop what arrives while its forwarding thread is busy; run "
+            "`sudo make setup` (raises it)")
     return tb
 
 
@@ -138,8 +200,10 @@ if __name__ == "__main__":   # for testbed/bootstrap.sh
     import sys
     if sys.argv[1:] == ["tunables"]:
         print(VSWITCHD_GLIBC_TUNABLES)
+    elif sys.argv[1:] == ["buffers"]:             # the two sysctls bootstrap sets
+        print(OVS_SEND_BUFFER_BYTES, OVS_RECV_BUFFER_BYTES)
     elif sys.argv[1:] == ["malloc-tuned"]:       # exit 1: running without them
         sys.exit(0 if vswitchd_malloc_tuned() is not False else 1)
     else:
-        print("usage: python -m testbed.ovs tunables|malloc-tuned", file=sys.stderr)
+        print("usage: python -m testbed.ovs tunables|buffers|malloc-tuned", file=sys.stderr)
         sys.exit(2)

@@ -170,6 +170,10 @@ def main() -> int:
         causes = sorted({r["fidelity"].get("cause") for r in res["runs"]} - {None})
         vs = max(r["fidelity"]["forwarding_max_pct"] or 0 for r in res["runs"])
         vs_mean = "/".join(f'{r["fidelity"]["forwarding_mean_pct"] or 0:.0f}' for r in res["runs"])
+        drops = "/".join(str(r["fidelity"].get("vswitchd_rx_drops", 0)) for r in res["runs"])
+        retrans = "/".join(str(r["fidelity"]["tcp_retrans_segments"]) for r in res["runs"])
+        queued = "/".join(f'{(r["fidelity"].get("vswitchd_rx_queued_max_bytes") or 0) / 1e3:.0f}'
+                          for r in res["runs"])
         one = min(cal["one_flow"]["agent_fraction"], cal["one_flow"]["iperf3_fraction"])
         jain = min(cal["shared_link"]["agent_jain"], cal["shared_link"]["iperf3_jain"])
         holds = (one >= 0.93 and jain >= 0.95 and ok_cpu
@@ -179,7 +183,9 @@ def main() -> int:
               f"{exp.emulation.link_scheduler}), {16 * rate:>6g} Mbit/s aggregate: one flow "
               f"{one:.1%}, Jain {jain:.3f}, errors "
               + ", ".join(f"{k} {v:+.1%}" for k, v in errs.items())
-              + f", forwarding thread max {vs:.0f}% (mean {vs_mean}%), monitor "
+              + f", forwarding thread max {vs:.0f}% (mean {vs_mean}%), ovs-vswitchd's "
+              f"sockets: queued max {queued} kB, dropped {drops}; retransmitted {retrans}; "
+              "monitor "
               + ("ok" if ok_cpu else f"SATURATED ({', '.join(causes)})")
               + f" -> {'targets hold' if holds else 'targets missed'}", flush=True)
     held = [r[1] for r in rows if r[7]]

@@ -31,6 +31,7 @@ import testbed.net as net  # noqa: E402
 from experiments.config import parse  # noqa: E402
 from experiments.runner import run_experiment  # noqa: E402
 from testbed.fabric import FabricSpec, build_fabric, fat_tree_spec  # noqa: E402
+from testbed.ovs import vswitchd_pid  # noqa: E402
 
 FABRICS = {
     "leaf-spine-8x8": FabricSpec(spines=4, leaves=8, hosts_per_leaf=8, host_link_mbps=10,
@@ -71,10 +72,8 @@ class Counter:
 
 
 def vswitchd_rss_mib() -> float:
-    for p in psutil.process_iter(["name", "memory_info"]):
-        if p.info["name"] == "ovs-vswitchd":
-            return p.info["memory_info"].rss / 2**20
-    return 0.0
+    pid = vswitchd_pid()
+    return _rss_mib(pid) if pid else 0.0
 
 
 def _rss_mib(pid: int) -> float:

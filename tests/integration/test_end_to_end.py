@@ -53,6 +53,11 @@ def test_allreduce_under_ecmp_and_ilp(tmp_path):
         # fidelity benchmark's job; this catches unit or path mix-ups)
         assert abs(run["prediction_error_fraction"]) < 0.5
         assert set(run["fidelity"]) >= {"ok", "cpu_max_pct", "saturated_s"}
+        # the monitor found ovs-vswitchd's port sockets (None: it found none), built with
+        # 8 MiB buffers (bootstrap's rmem_default), and none dropped on an idle 2x2 fabric
+        assert run["fidelity"]["vswitchd_rcvbuf_bytes"] >= 8 << 20
+        assert run["fidelity"]["vswitchd_rx_drops"] == 0
+        assert run["fidelity"]["vswitchd_rx_queued_max_bytes"] is not None
     assert (tmp_path / "emulated_vs_predicted.png").stat().st_size > 0
     ilp = res["runs"][1]
     for p in ilp["paths"]:
