@@ -132,7 +132,8 @@ def calibrate(exp: Experiment, out_dir: Path, duration_s: float = 8.0,
     size = int(rate * 1e6 / 8 * duration_s)
     with EmulatedFabric(f, f"cal-{os.getpid()}-{int(time.time())}",
                         EmulationSettings(em.datapath, em.mtu_bytes, em.queue_packets,
-                                          em.link_scheduler, em.window_frames)) as emu:
+                                          em.link_scheduler, em.window_frames,
+                                          em.switch_burst_frames)) as emu:
         install(base_rules(f) + pair_rules(f, shared, spine), out_dir / "rules")
         log(f"one flow {one[0][0]}->{one[0][1]} via {spine} at {rate:g} Mbit/s, "
             f"{duration_s:g} s each")

@@ -22,7 +22,8 @@ import yaml
 from routing import STRATEGIES
 from testbed.fabric import (Fabric, FabricError, FabricSpec, build_fabric, fat_tree_spec,
                             link_key)
-from testbed.shaping import MAX_MTU_BYTES, SCHEDULERS, auto_mtu_bytes
+from testbed.shaping import (MAX_BURST_FRAMES, MAX_MTU_BYTES, SCHEDULERS,
+                             SWITCH_BURST_FRAMES, auto_mtu_bytes)
 
 DEFAULT_WINDOW_FRAMES = 16
 from traffic.collectives import (SOURCE_PORT_SPAN, Collective, JobSpec, WorkloadError,
@@ -59,7 +60,7 @@ MODEL_JOB_KEYS = {"name", "model", "dp", "placement", "iterations", "compute_s",
 PATTERN_JOB_KEYS = {"name", "pattern", "hosts", "stride", "p_leaf", "p_pod", "hotspots",
                     "flows_per_host", "seed", "size_bytes", "iterations", "compute_s", "start_s"}
 EMULATION_KEYS = {"datapath", "tcp_cc", "mtu_bytes", "queue_packets", "link_scheduler",
-                  "window_frames", "iteration_timeout_s",
+                  "window_frames", "switch_burst_frames", "iteration_timeout_s",
                   "capture"}
 TCP_CCS = ("cubic", "bbr", "reno")
 
@@ -171,6 +172,7 @@ class EmulationConfig:
     link_scheduler: str = "fair"    # fair: per-flow round robin in each link; fifo: drop-tail
     window_frames: int = 16         # TCP receive window bound (frames); 0: kernel autotuning;
                                     # "auto" (default): 16 with the fair scheduler, 0 with fifo
+    switch_burst_frames: int = SWITCH_BURST_FRAMES  # HTB burst at switches' egress (frames)
     iteration_timeout_s: float | None = None  # None: 20 x ideal CCT + 30 s
     capture: bool | tuple[str, str] = False   # scapy pcap per routing (testbed/capture.py):
                                     # true: leaf1's first live uplink; (a, b): a's port to b
@@ -182,6 +184,7 @@ class EmulationConfig:
                 "mtu_bytes": "auto" if self.mtu_auto else self.mtu_bytes,
                 "queue_packets": self.queue_packets, "link_scheduler": self.link_scheduler,
                 "window_frames": self.window_frames,
+                "switch_burst_frames": self.switch_burst_frames,
                 "iteration_timeout_s": self.iteration_timeout_s,
                 "capture": list(self.capture) if isinstance(self.capture, tuple) else self.capture}
 
@@ -975,6 +978,10 @@ def _emulation(d: dict, fabric: Fabric) -> EmulationConfig:
     if 0 < e.window_frames < 4 or e.window_frames > e.queue_packets:
         raise ConfigError(f"emulation.window_frames: auto, 0 (no bound) or 4..queue_packets "
                           f"({e.queue_packets}), so that a window fits its queue")
+    e.switch_burst_frames = _int(d, "switch_burst_frames", "emulation",
+                                 min(SWITCH_BURST_FRAMES, e.queue_packets), minimum=1,
+                                 maximum=min(MAX_BURST_FRAMES, e.queue_packets),
+                                 why="and at most queue_packets: a burst must fit its queue")
     if "capture" in d:
         e.capture = _capture(d["capture"], fabric)
     if d.get("iteration_timeout_s") is not None:

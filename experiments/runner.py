@@ -112,7 +112,8 @@ def run_experiment(exp: Experiment, out_dir: Path,
                "repetition": repetition, "source_port_offset": port_offset, "runs": []}
     settings = EmulationSettings(datapath=em.datapath, mtu_bytes=em.mtu_bytes,
                                  queue_packets=em.queue_packets, scheduler=em.link_scheduler,
-                                 window_frames=em.window_frames)
+                                 window_frames=em.window_frames,
+                                 switch_burst_frames=em.switch_burst_frames)
 
     load = check_load(log)     # the machine's load before anything is built
     log(f"building {exp.fabric.title}, {len(exp.fabric.switches)} switches, "
@@ -127,13 +128,17 @@ def run_experiment(exp: Experiment, out_dir: Path,
         env["queue_packets"] = em.queue_packets
         env["link_scheduler"] = em.link_scheduler
         env["tcp_window_clamp_bytes"] = settings.window_clamp_bytes
-        env["htb"] = {  # the shapers as built (testbed/shaping.py), per link kind
+        env["htb"] = {  # the shapers as built (testbed/shaping.py), per link kind: bursts at
+            # a switch's egress and at a host's (host links only)
             kind: {"rate_mbps": rate, "burst_bytes": sh.burst_bytes,
                    "quantum_bytes": sh.frame_bytes,
-                   "leaf_classes": BUCKETS + 1 if sh.scheduler == "fair" else 1}
+                   "leaf_classes": BUCKETS + 1 if sh.scheduler == "fair" else 1,
+                   **({"host_burst_bytes": Shaping(rate, em.mtu_bytes).burst_bytes}
+                      if kind == "host_link" else {})}
             for kind, rate in ((f"{tier}_link", r)
                                for tier, r in exp.fabric.spec.rates_mbps().items())
-            for sh in [Shaping(rate, em.mtu_bytes, em.queue_packets, em.link_scheduler)]}
+            for sh in [Shaping(rate, em.mtu_bytes, em.queue_packets, em.link_scheduler,
+                               em.switch_burst_frames)]}
         goodput, source = goodput_factor(emu.datapath, em.mtu_bytes, em.tcp_cc,
                                         em.link_scheduler)
         env["goodput_factor"], env["goodput_factor_source"] = goodput, source

@@ -27,7 +27,7 @@ from .fabric import TIER, Fabric
 from .ovs import (TestbedError, check_send_buffer, ovs_running, pick_datapath, run,
                   vswitchd_malloc_tuned)
 from .registry import EXTERNAL_ID, RunRecord, remove_record, reserve
-from .shaping import Shaping, tc_batch
+from .shaping import SWITCH_BURST_FRAMES, Shaping, tc_batch
 from .signals import deferred
 
 log = logging.getLogger(__name__)
@@ -46,6 +46,7 @@ class EmulationSettings:
     queue_packets: int = 100        # drop-tail queue of each HTB leaf class (packets)
     scheduler: str = "fair"         # testbed/shaping.py: fair (per-flow round robin) | fifo
     window_frames: int = 16         # receive window bound per connection, in frames; 0: none
+    switch_burst_frames: int = SWITCH_BURST_FRAMES   # HTB burst at switch egress (hosts: 1)
 
     @property
     def window_clamp_bytes(self) -> int:
@@ -211,7 +212,8 @@ class EmulatedFabric:
         run(["ip", "-batch", "-"], input_text="".join(
             f"link set dev {f.intf(u, v)} mtu {mtu}\n" for u, v in ports))
         batch = [line for u, v in ports
-                 for line in tc_batch(f.intf(u, v), self._shaping(f.capacity_mbps(u, v)))]
+                 for line in tc_batch(f.intf(u, v), self._shaping(
+                     f.capacity_mbps(u, v), self.settings.switch_burst_frames))]
         run(["tc", "-batch", "-"], input_text="\n".join(batch) + "\n", timeout_s=120)
         macs = {h: net.get(h).MAC() for h in f.hosts}
         with tempfile.TemporaryDirectory(prefix="mlfabric-hosts-") as tmp:
@@ -235,9 +237,9 @@ class EmulatedFabric:
         for intf in (self.fabric.intf(u, v), self.fabric.intf(v, u)):
             run(["ip", "link", "set", "dev", intf, "up" if up else "down"])
 
-    def _shaping(self, rate_mbps: float) -> Shaping:
+    def _shaping(self, rate_mbps: float, burst_frames: int = 1) -> Shaping:
         st = self.settings
-        return Shaping(rate_mbps, st.mtu_bytes, st.queue_packets, st.scheduler)
+        return Shaping(rate_mbps, st.mtu_bytes, st.queue_packets, st.scheduler, burst_frames)
 
     # -- access ------------------------------------------------------------------------------
     def host(self, name: str):

@@ -11,7 +11,7 @@ from routing.rules import base_rules
 from testbed.fabric import FabricSpec, build_fabric
 from testbed.installer import install
 from testbed.net import EmulatedFabric, EmulationSettings
-from testbed.shaping import BUCKETS
+from testbed.shaping import BUCKETS, SWITCH_BURST_FRAMES
 
 from .helpers import NOTHING, leftovers
 
@@ -53,4 +53,23 @@ def test_two_flows_on_one_link(tmp_path, scheduler):
     else:
         assert leaves == {} and sent["5:1"] >= 2 * size  # one queue for both
     assert sum(rates) < 10.5                              # the link's rate holds
+    assert leftovers() == NOTHING
+
+
+def test_switch_egress_bursts_four_frames_and_host_egress_one():
+    """As built: every HTB class of a switch port holds SWITCH_BURST_FRAMES frames of burst,
+    every class of a host's port one frame (tc prints them rounded to its clock: 1%)."""
+    fabric = build_fabric(FabricSpec(1, 2, 2, 10, 10))
+    frame = 9000 + 14
+    with EmulatedFabric(fabric, "itest-burst", EmulationSettings(mtu_bytes=9000)) as emu:
+        up = f"leaf1-eth{fabric.port('leaf1', 'spine1')}"
+        switch = subprocess.run(["tc", "class", "show", "dev", up], capture_output=True,
+                                text=True, check=True).stdout
+        host = emu.popen("h1", ["tc", "class", "show", "dev", "h1-eth0"],
+                         stdout=subprocess.PIPE, text=True).communicate(timeout=10)[0]
+    bursts = lambda out: [int(b) for b in re.findall(r"\bc?burst (\d+)b", out)]  # noqa: E731
+    assert len(bursts(switch)) == 2 * (BUCKETS + 2) == len(bursts(host))
+    assert all(abs(b - SWITCH_BURST_FRAMES * frame) <= 0.01 * frame * SWITCH_BURST_FRAMES
+               for b in bursts(switch)), bursts(switch)[:4]
+    assert all(abs(b - frame) <= 0.01 * frame for b in bursts(host)), bursts(host)[:4]
     assert leftovers() == NOTHING

@@ -34,6 +34,7 @@ BASE = {
     "routing": ["ecmp", "ilp"],
     "emulation": {"datapath": "auto", "tcp_cc": "cubic", "mtu_bytes": "auto",
                   "queue_packets": 100, "link_scheduler": "fair", "window_frames": "auto",
+                  "switch_burst_frames": 4,
                   "iteration_timeout_s": 60, "capture": False},
     "events": [{"at_s": 0.01, "fail_spine": "spine2"}, {"at_s": 0.02, "restore_spine": "spine2"},
                {"at_s": 0.03, "fail_link": ["leaf1", "spine2"]}],
@@ -96,6 +97,7 @@ STRING_FIELDS = [
     ("emulation.link_scheduler", "emulation.link_scheduler"),
     ("emulation.mtu_bytes", "emulation.mtu_bytes"),
     ("emulation.window_frames", "emulation.window_frames"),
+    ("emulation.switch_burst_frames", "emulation.switch_burst_frames"),
     ("events.0.fail_spine", "events[0].fail_spine"),
 ]
 for pname, payload in PAYLOADS.items():
@@ -171,6 +173,7 @@ NUMBERS = [
     ("seed", "config.seed"), ("emulation.mtu_bytes", "emulation.mtu_bytes"),
     ("emulation.queue_packets", "emulation.queue_packets"),
     ("emulation.window_frames", "emulation.window_frames"),
+    ("emulation.switch_burst_frames", "emulation.switch_burst_frames"),
     ("emulation.iteration_timeout_s", "emulation.iteration_timeout_s"),
     ("events.0.at_s", "events[0].at_s"),
 ]
@@ -215,6 +218,8 @@ for cid, path, value, key in [
     ("queue-1", "emulation.queue_packets", 1, "emulation.queue_packets"),
     ("window-20000", "emulation.window_frames", 20_000, "emulation.window_frames"),
     ("window-2", "emulation.window_frames", 2, "emulation.window_frames"),
+    ("burst-17", "emulation.switch_burst_frames", 17, "emulation.switch_burst_frames"),
+    ("burst-0", "emulation.switch_burst_frames", 0, "emulation.switch_burst_frames"),
     ("at-1e9", "events.0.at_s", 1e9, "events[0].at_s"),
     ("at-after-every-job", "events.2.at_s", 80_000, "events[2].at_s"),
 ]:

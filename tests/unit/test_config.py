@@ -199,6 +199,18 @@ def test_auto_mtu_follows_the_slowest_link_and_an_explicit_one_wins():
         parse(fast)
 
 
+def test_switch_burst_defaults_to_four_frames_and_fits_its_queue():
+    assert parse(with_("emulation", {})).emulation.switch_burst_frames == 4
+    assert parse(with_("emulation", {"queue_packets": 2})).emulation.switch_burst_frames == 2
+    assert parse(with_("emulation", {"switch_burst_frames": 1})).emulation.resolved()[
+        "switch_burst_frames"] == 1
+    for bad in ({"switch_burst_frames": 0}, {"switch_burst_frames": 17},
+                {"switch_burst_frames": 8, "queue_packets": 6},
+                {"switch_burst_frames": "4"}):
+        with pytest.raises(ConfigError, match="^emulation.switch_burst_frames: .* got"):
+            parse(with_("emulation", bad))
+
+
 def test_the_readme_yaml_example_parses():
     from pathlib import Path
     text = (Path(__file__).resolve().parents[2] / "README.md").read_text()

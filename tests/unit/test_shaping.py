@@ -43,6 +43,10 @@ def test_fair_has_one_leaf_per_bucket_and_a_source_port_hash():
     assert set(re.findall(r"burst (\d+)", " ".join(big))) == {"64014"}
     # and at least 1 ms of the link at fast ones (HTB's timer resolution)
     assert Shaping(1000.0, 1500, 20).burst_bytes == 125_000
+    # a switch's egress: burst_frames frames in the parent and every leaf class
+    deep = tc_batch("x", Shaping(60.0, 64000, 20, "fair", burst_frames=4))
+    assert set(re.findall(r"c?burst (\d+)", " ".join(deep))) == {str(4 * 64014)}
+    assert Shaping(1000.0, 1500, 20, burst_frames=4).burst_bytes == 125_000
 
 
 def test_unknown_scheduler_is_refused():
