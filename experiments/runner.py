@@ -133,7 +133,8 @@ def run_experiment(exp: Experiment, out_dir: Path,
             kind: {"rate_mbps": rate, "burst_bytes": sh.burst_bytes,
                    "quantum_bytes": sh.frame_bytes,
                    "leaf_classes": BUCKETS + 1 if sh.scheduler == "fair" else 1,
-                   **({"host_burst_bytes": Shaping(rate, em.mtu_bytes).burst_bytes}
+                   **({"host_burst_bytes": Shaping(rate, em.mtu_bytes, em.queue_packets,
+                                                  em.link_scheduler).burst_bytes}
                       if kind == "host_link" else {})}
             for kind, rate in ((f"{tier}_link", r)
                                for tier, r in exp.fabric.spec.rates_mbps().items())
