@@ -25,6 +25,7 @@ from testbed.installer import install
 from testbed.net import EmulatedFabric, EmulationSettings
 from testbed.ovs import MALLOC_WARNING
 from testbed.ovs import TestbedError
+from testbed.shaping import BUCKETS
 from traffic.collectives import Collective, JobSpec, plan_jobs
 from traffic.driver import TrafficDriver
 from traffic.goodput import (CALIBRATION_FILE, MIN_SHARE_OF_THEORY, calibration_key,
@@ -34,6 +35,7 @@ from .config import Experiment
 from .results import environment, write_json
 
 IPERF_CLIENT_PORT_BASE = 40000
+IPERF_PORTS_PER_TEST = BUCKETS    # so each test's flows land in the same fair buckets
 IPERF_PORT = 5201
 WARMUP_S = 1.0            # one iperf3 flow before measuring: a fresh datapath's first can crawl
 
@@ -48,9 +50,12 @@ def jain_index(xs: list[float]) -> float:
 
 
 def _iperf(emu, pairs: list[tuple[str, str]], duration_s: float, tcp_cc: str,
-           window_bytes: int = 0) -> list[float]:
+           window_bytes: int = 0, test: int = 0) -> list[float]:
     """Run one iperf3 client per (src, dst) pair at once; receiver goodputs in Mbit/s.
-    window_bytes: iperf3 -w (socket buffers, both ends), as the agents' window bound."""
+    window_bytes: iperf3 -w (socket buffers, both ends), as the agents' window bound.
+    test: this fabric's n-th iperf3 test, which gets client ports of its own (the previous
+    test's connections linger in TIME_WAIT on theirs: a calibration at 80 Mbit/s per link
+    failed with "unable to connect stream: Address already in use")."""
     servers, clients = [], []
     try:
         for _, dst in pairs:
@@ -63,7 +68,8 @@ def _iperf(emu, pairs: list[tuple[str, str]], duration_s: float, tcp_cc: str,
             # consecutive client ports, as mlfabric's own connections have: under the fair
             # link scheduler each flow gets its own bucket (testbed/shaping.py)
             cmd = ["iperf3", "-c", emu.fabric.ip_of(dst), "-p", str(IPERF_PORT), "-B",
-                   emu.fabric.ip_of(src), "--cport", str(IPERF_CLIENT_PORT_BASE + i),
+                   emu.fabric.ip_of(src), "--cport",
+                   str(IPERF_CLIENT_PORT_BASE + IPERF_PORTS_PER_TEST * test + i),
                    "-t", f"{duration_s:g}", "-J", "-C", tcp_cc, "--connect-timeout", "3000",
                    *(["-w", str(window_bytes)] if window_bytes else [])]
             cli = emu.popen(src, cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -141,7 +147,7 @@ def calibrate(exp: Experiment, out_dir: Path, duration_s: float = 8.0,
         window = emu.settings.window_clamp_bytes
         _iperf(emu, one, WARMUP_S, em.tcp_cc, window)
         emu.wait_until_drained()
-        iperf_one = _iperf(emu, one, duration_s, em.tcp_cc, window)
+        iperf_one = _iperf(emu, one, duration_s, em.tcp_cc, window, test=1)
         emu.wait_until_drained()
         agent_one = _agents(emu, one, size, em.tcp_cc, exp.seed, out_dir / "logs-one")
         emu.wait_until_drained()
@@ -150,7 +156,7 @@ def calibrate(exp: Experiment, out_dir: Path, duration_s: float = 8.0,
             agent_one = _agents(emu, one, size, em.tcp_cc, exp.seed, out_dir / "logs-one-again")
             emu.wait_until_drained()
         log(f"{k} flows sharing {'leaf1'}->{spine}")
-        iperf_k = _iperf(emu, shared, duration_s, em.tcp_cc, window)
+        iperf_k = _iperf(emu, shared, duration_s, em.tcp_cc, window, test=2)
         emu.wait_until_drained()
         agent_k = _agents(emu, shared, size // k, em.tcp_cc, exp.seed, out_dir / "logs-shared")
         env = environment(emu.datapath, em.tcp_cc, exp.seed, em.mtu_bytes)

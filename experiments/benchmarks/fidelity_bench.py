@@ -38,6 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from experiments.calibrate import CalibrationError, calibrate  # noqa: E402
+from testbed.ovs import TestbedError  # noqa: E402
 from experiments.config import parse  # noqa: E402
 from experiments.runner import run_experiment  # noqa: E402
 
@@ -163,6 +164,10 @@ def main() -> int:
                 cal = calibrate(exp, Path(tmp) / "cal", duration_s=5.0, log=quiet, store=True)
             except CalibrationError as e:     # the emulator did not keep up: a missed target
                 print(f"{rate:>5g} Mbit/s per link: {e} -> targets missed", flush=True)
+                continue
+            except TestbedError as e:         # iperf3 or a command failed: say so, go on
+                print(f"{rate:>5g} Mbit/s per link: calibration failed: {e} -> not measured",
+                      flush=True)
                 continue
             res = run_experiment(exp, Path(tmp) / "run", log=quiet)
         errs = {r["routing"]: r["prediction_error_fraction"] for r in res["runs"]}
