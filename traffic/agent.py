@@ -172,6 +172,10 @@ class Agent:
             view = memoryview(buf)
             try:
                 for r in expected:
+                    # the expected checksum is computed while this thread waits for the
+                    # transfer, not after its last byte (where it delayed the transfers
+                    # that depend on this one by a pass over the whole payload)
+                    want = payload_crc(p.seed, p.job_index, iteration, r["tid"], r["size_bytes"])
                     magic, job, it, tid, size, crc = HEADER.unpack(_recv_exact(sock, HEADER.size))
                     first = time.monotonic()
                     if (magic, job, it, tid, size) != (MAGIC, p.job_index, iteration, r["tid"],
@@ -188,7 +192,6 @@ class Agent:
                         left -= n
                         with lock:
                             counters["received"] += n
-                    want = payload_crc(p.seed, p.job_index, iteration, tid, size)
                     if got_crc != crc or got_crc != want:
                         raise AgentError(f"conn {conn_id}: transfer {tid} checksum mismatch "
                                          f"(got {got_crc:#x}, header {crc:#x}, want {want:#x})")
@@ -201,6 +204,9 @@ class Agent:
             sock = self.out_socks[conn_id]
             try:
                 for s in sends:
+                    # the header's checksum before the wait: off the path from the deps'
+                    # arrival to this transfer's first byte
+                    crc = payload_crc(p.seed, p.job_index, iteration, s["tid"], s["size_bytes"])
                     for dep in s["deps"]:
                         left = p.timeout_s - (time.monotonic() - start_s)
                         if not received[dep].wait(timeout=max(left, 0.0)):
@@ -208,7 +214,6 @@ class Agent:
                                              f"{p.timeout_s:g} s for transfer {dep}")
                     if errors:
                         return
-                    crc = payload_crc(p.seed, p.job_index, iteration, s["tid"], s["size_bytes"])
                     sock.sendall(header(p.job_index, iteration, s["tid"], s["size_bytes"], crc))
                     for piece in payload_pieces(p.seed, p.job_index, iteration, s["tid"],
                                                 s["size_bytes"]):
