@@ -42,13 +42,20 @@ def test_saturation_rule(s, saturated):
     assert s.saturated is saturated
 
 
-def test_summary_flags_over_five_percent_and_names_the_cause():
-    ok = summarize([sample(fwd=96)] + [sample()] * 19, 0.25, 5.0)
-    assert ok["ok"] and ok["saturated_s"] == 0.25 and ok["cause"] is None
-    bad = summarize([sample(fwd=99)] * 2 + [sample()] * 18, 0.25, 5.0)
+def test_summary_flags_a_full_thread_over_half_starved_over_five_percent():
+    # the thread at its own limit: up to half the samples pass (bursts), more flag
+    half = summarize([sample(fwd=99)] * 10 + [sample()] * 10, 0.25, 5.0)
+    assert half["ok"] and half["thread_full_s"] == 2.5 and half["cause"] is None
+    bad = summarize([sample(fwd=99)] * 11 + [sample()] * 9, 0.25, 5.0)
     assert not bad["ok"] and bad["cause"] == "forwarding_thread"
-    starved = summarize([sample(fwd=40, wait=60)] * 5 + [sample()] * 15, 0.25, 5.0)
+    # waiting for a CPU (another user's work): one sample in 20 passes, two flag
+    one = summarize([sample(fwd=40, wait=60)] + [sample()] * 19, 0.25, 5.0)
+    assert one["ok"] and one["saturated_s"] == 0.25 and one["thread_full_s"] == 0.0
+    starved = summarize([sample(fwd=40, wait=60)] * 2 + [sample()] * 18, 0.25, 5.0)
     assert not starved["ok"] and starved["cause"] == "starved"
+    mixed = summarize([sample(fwd=99)] * 8 + [sample(fwd=40, wait=60)] * 2 + [sample()] * 10,
+                      0.25, 5.0)
+    assert not mixed["ok"] and mixed["cause"] == "starved"
     assert summarize([], 0.25, 0.0)["ok"]
 
 
