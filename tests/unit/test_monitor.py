@@ -42,20 +42,22 @@ def test_saturation_rule(s, saturated):
     assert s.saturated is saturated
 
 
-def test_summary_flags_a_full_thread_over_half_starved_over_five_percent():
-    # the thread at its own limit: up to half the samples pass (bursts), more flag
-    half = summarize([sample(fwd=99)] * 10 + [sample()] * 10, 0.25, 5.0)
-    assert half["ok"] and half["thread_full_s"] == 2.5 and half["cause"] is None
+def test_summary_flags_a_full_thread_over_half_a_full_machine_over_five_percent():
+    # the thread's demand full (running or waiting): up to half the samples pass, more flag
+    half = summarize([sample(fwd=99)] * 5 + [sample(fwd=40, wait=60)] * 5 + [sample()] * 10,
+                     0.25, 5.0)
+    assert half["ok"] and half["forwarding_full_s"] == 2.5 and half["cause"] is None
     bad = summarize([sample(fwd=99)] * 11 + [sample()] * 9, 0.25, 5.0)
     assert not bad["ok"] and bad["cause"] == "forwarding_thread"
-    # waiting for a CPU (another user's work): one sample in 20 passes, two flag
-    one = summarize([sample(fwd=40, wait=60)] + [sample()] * 19, 0.25, 5.0)
-    assert one["ok"] and one["saturated_s"] == 0.25 and one["thread_full_s"] == 0.0
-    starved = summarize([sample(fwd=40, wait=60)] * 2 + [sample()] * 18, 0.25, 5.0)
+    # the machine full and ovs-vswitchd waiting for it: one sample in 20 passes, two flag
+    full = dict(fwd=40, wait=60, cores=(99.0, 99.0))
+    one = summarize([sample(**full)] + [sample()] * 19, 0.25, 5.0)
+    assert one["ok"] and one["cores_full_s"] == 0.25 and one["saturated_s"] == 0.25
+    starved = summarize([sample(**full)] * 2 + [sample()] * 18, 0.25, 5.0)
     assert not starved["ok"] and starved["cause"] == "starved"
-    mixed = summarize([sample(fwd=99)] * 8 + [sample(fwd=40, wait=60)] * 2 + [sample()] * 10,
-                      0.25, 5.0)
-    assert not mixed["ok"] and mixed["cause"] == "starved"
+    # both over: the full machine is named (it is what kept the thread waiting)
+    both = summarize([sample(**full)] * 11 + [sample()] * 9, 0.25, 5.0)
+    assert not both["ok"] and both["cause"] == "starved"
     assert summarize([], 0.25, 0.0)["ok"]
 
 
