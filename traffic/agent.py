@@ -28,7 +28,7 @@ import time
 import zlib
 from dataclasses import dataclass
 
-from .wire import HEADER, MAGIC, header, payload_crc, payload_pieces
+from .wire import HEADER, MAGIC, ExpectedCrc, header, payload_crc, payload_pieces
 
 RECV_BUFFER_BYTES = 256 * 1024
 
@@ -172,10 +172,6 @@ class Agent:
             view = memoryview(buf)
             try:
                 for r in expected:
-                    # the expected checksum is computed while this thread waits for the
-                    # transfer, not after its last byte (where it delayed the transfers
-                    # that depend on this one by a pass over the whole payload)
-                    want = payload_crc(p.seed, p.job_index, iteration, r["tid"], r["size_bytes"])
                     magic, job, it, tid, size, crc = HEADER.unpack(_recv_exact(sock, HEADER.size))
                     first = time.monotonic()
                     if (magic, job, it, tid, size) != (MAGIC, p.job_index, iteration, r["tid"],
@@ -183,6 +179,10 @@ class Agent:
                         raise AgentError(
                             f"conn {conn_id}: expected transfer {r['tid']} of iteration "
                             f"{iteration} ({r['size_bytes']} B), got {tid} of {it} ({size} B)")
+                    # the expected checksum advances with the bytes received, so that none
+                    # of it is left after the last byte (a pass over the whole payload there
+                    # delayed the transfers that depend on this one)
+                    want = ExpectedCrc(p.seed, p.job_index, iteration, tid, size)
                     left, got_crc = size, 0
                     while left:
                         n = sock.recv_into(view, min(left, RECV_BUFFER_BYTES))
@@ -190,8 +190,10 @@ class Agent:
                             raise AgentError(f"conn {conn_id}: closed with {left} B missing")
                         got_crc = zlib.crc32(view[:n], got_crc)
                         left -= n
+                        want.advance(size - left)
                         with lock:
                             counters["received"] += n
+                    want = want.advance(size)
                     if got_crc != crc or got_crc != want:
                         raise AgentError(f"conn {conn_id}: transfer {tid} checksum mismatch "
                                          f"(got {got_crc:#x}, header {crc:#x}, want {want:#x})")

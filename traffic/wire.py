@@ -52,5 +52,22 @@ def payload_crc(seed: int, job_index: int, iteration: int, tid: int, size_bytes:
     return crc
 
 
+class ExpectedCrc:
+    """payload_crc, computed piece by piece as the bytes it checks arrive."""
+
+    def __init__(self, seed: int, job_index: int, iteration: int, tid: int, size_bytes: int):
+        self._pieces = payload_pieces(seed, job_index, iteration, tid, size_bytes)
+        self._done = 0
+        self.crc = 0
+
+    def advance(self, received_bytes: int) -> int:
+        """Cover at least `received_bytes` of the payload; the CRC so far."""
+        while self._done < received_bytes:
+            piece = next(self._pieces)
+            self.crc = zlib.crc32(piece, self.crc)
+            self._done += len(piece)
+        return self.crc
+
+
 def header(job_index: int, iteration: int, tid: int, size_bytes: int, crc: int) -> bytes:
     return HEADER.pack(MAGIC, job_index, iteration, tid, size_bytes, crc)

@@ -4,7 +4,7 @@ import zlib
 import pytest
 
 from traffic.collectives import Collective, JobSpec, plan_jobs, split_bytes
-from traffic.wire import HEADER, MAGIC, header, payload_crc, payload_pieces
+from traffic.wire import HEADER, MAGIC, ExpectedCrc, header, payload_crc, payload_pieces
 
 
 @pytest.mark.parametrize("total, parts", [(10, 3), (4_000_000, 4), (7, 7), (1_000_003, 8)])
@@ -54,3 +54,16 @@ def test_payload_is_deterministic_and_sized():
 def test_header_round_trips():
     h = header(2, 5, 9, 1234, 0xDEADBEEF)
     assert HEADER.unpack(h) == (MAGIC, 2, 5, 9, 1234, 0xDEADBEEF)
+
+
+@pytest.mark.parametrize("size", [0, 1, 65_535, 65_536, 300_001, 4_000_000])
+def test_expected_crc_piece_by_piece_is_the_payloads(size):
+    """The receiver's running expectation ends at payload_crc whatever the recv sizes."""
+    want = payload_crc(7, 2, 3, 11, size)
+    steps = ExpectedCrc(7, 2, 3, 11, size)
+    for n in range(0, size, 262_144 - 1000):   # receives that cut pieces anywhere
+        steps.advance(n)
+    assert steps.advance(size) == want
+    assert ExpectedCrc(7, 2, 3, 11, size).advance(size) == want
+    other = ExpectedCrc(7, 2, 4, 11, size).advance(size)   # another iteration's payload
+    assert other != want or size == 0
