@@ -84,6 +84,27 @@ def _queued(inodes: set[int]) -> tuple[int, int]:
     return sum(q), max(q, default=0)
 
 
+def parse_proc_net_dev(text: str) -> dict[str, int]:
+    """{interface: bytes received} from /proc/net/dev."""
+    out = {}
+    for line in text.splitlines()[2:]:
+        name, _, rest = line.partition(":")
+        f = rest.split()
+        if f:
+            out[name.strip()] = int(f[0])
+    return out
+
+
+def _rx_bytes(ifaces: set[str]) -> int:
+    """Bytes received so far on `ifaces` (ovs-vswitchd's ports, in this netns)."""
+    try:
+        with open("/proc/net/dev") as f:
+            rx = parse_proc_net_dev(f.read())
+    except OSError:
+        return 0
+    return sum(rx.get(i, 0) for i in ifaces)
+
+
 def socket_drops(before: list[PacketSocket], after: list[PacketSocket]) -> int:
     """Packets ovs-vswitchd's sockets dropped between two readings (sockets in both)."""
     was = {s.inode: s.drops for s in before}
@@ -140,6 +161,7 @@ class Sample:
     vswitchd_wait_pct: float          # every thread's waits, summed
     rx_queued_bytes: int = 0          # in ovs-vswitchd's port sockets, not yet read
     rx_queued_max_bytes: int = 0      # in the fullest of them
+    rx_mbps: float = 0.0              # arriving at ovs-vswitchd's ports (all together)
 
     @property
     def cores_mean_pct(self) -> float:
@@ -205,6 +227,8 @@ class CpuMonitor:
         pid = proc.pid if proc else 0
         self.sockets_before = vswitchd_packet_sockets() if pid else []
         inodes = {s.inode for s in self.sockets_before if s.iface != "*"}
+        ifaces = {s.iface for s in self.sockets_before if s.iface != "*"}
+        rx = _rx_bytes(ifaces)
         cores = psutil.cpu_times(percpu=True)
         fwd = _read_thread(pid, pid) if pid else None
         waits = _wait_ns(pid) if pid else 0.0
@@ -234,8 +258,12 @@ class CpuMonitor:
                 all_wait = 100 * max(0.0, w2 - waits) / dt_ns
                 fwd, waits = f2, w2
             queued, fullest = _queued(inodes)
+            rx2 = _rx_bytes(ifaces)
+            rx_mbps = max(0, rx2 - rx) * 8 / (dt_ns / 1e3) if ifaces else 0.0
+            rx = rx2
             self.samples.append(Sample(now, tuple(busy), nice, vs, min(f_run, 100.0),
-                                       min(f_wait, 100.0), all_wait, queued, fullest))
+                                       min(f_wait, 100.0), all_wait, queued, fullest,
+                                       rx_mbps))
             cores, t = cur, now
             if stopped:
                 self.sockets_after = vswitchd_packet_sockets() if pid else []
@@ -251,11 +279,12 @@ class CpuMonitor:
         """Every sample, one row each (CPU in %, t_s from the first sample)."""
         t0 = self.samples[0].t if self.samples else 0.0
         rows = ["t_s,cores_mean_pct,nice_pct,vswitchd_pct,forwarding_pct,"
-                "forwarding_wait_pct,vswitchd_wait_pct,rx_queued_bytes,rx_queued_max_bytes,saturated"]
+                "forwarding_wait_pct,vswitchd_wait_pct,rx_queued_bytes,rx_queued_max_bytes,rx_mbps,"
+                "saturated"]
         rows += [f"{s.t - t0:.3f},{s.cores_mean_pct:.1f},{s.nice_pct:.1f},{s.vswitchd_pct:.1f},"
                  f"{s.forwarding_pct:.1f},{s.forwarding_wait_pct:.1f},"
                  f"{s.vswitchd_wait_pct:.1f},{s.rx_queued_bytes},{s.rx_queued_max_bytes},"
-                 f"{int(s.saturated)}" for s in self.samples]
+                 f"{s.rx_mbps:.1f},{int(s.saturated)}" for s in self.samples]
         with open(path, "w") as f:
             f.write("\n".join(rows) + "\n")
 
@@ -274,7 +303,10 @@ def summarize(samples: list[Sample], interval_s: float, monitored_s: float,
     "forwarding_mean_pct" (its main thread on a CPU), "forwarding_wait_mean_pct",
     "vswitchd_wait_mean_pct", "vswitchd_rx_queued_max_bytes" (all port sockets together),
     "vswitchd_rx_queued_mean_bytes", "vswitchd_rx_fullest_max_bytes" (one socket),
-    "vswitchd_rx_drops" (packets), "vswitchd_rcvbuf_bytes", "cause"} (CPU in %).
+    "vswitchd_rx_drops" (packets), "vswitchd_rcvbuf_bytes", "vswitchd_rx_mean_mbps" (arriving
+    at its ports), "vswitchd_rx_wait_ms" (Little's law: mean bytes queued / mean arrival rate,
+    the time a packet waited for the forwarding thread at each switch it crossed; an upper
+    bound, the queue being counted in the kernel's buffer sizes), "cause"} (CPU in %).
     `rx_drops`: packets ovs-vswitchd's port sockets dropped; any flags the run."""
     n = len(samples)
     base = {"vswitchd_rx_drops": rx_drops, "vswitchd_rcvbuf_bytes": rcvbuf_bytes}
@@ -286,11 +318,14 @@ def summarize(samples: list[Sample], interval_s: float, monitored_s: float,
                 "forwarding_mean_pct": None, "forwarding_wait_mean_pct": None,
                 "vswitchd_wait_mean_pct": None, "vswitchd_rx_queued_max_bytes": None,
                 "vswitchd_rx_queued_mean_bytes": None, "vswitchd_rx_fullest_max_bytes": None,
-                **base, "cause": "dropped" if rx_drops else None}
+                "vswitchd_rx_mean_mbps": None, "vswitchd_rx_wait_ms": None, **base, "cause": "dropped" if rx_drops else None}
     sat = [s for s in samples if s.saturated]
     busy = [s.forwarding_pct for s in samples]
     full = sum(1 for s in samples if s.forwarding_full)
     starved = sum(1 for s in samples if s.cores_full)
+    rx_mbps = sum(s.rx_mbps for s in samples) / n
+    queued = sum(s.rx_queued_bytes for s in samples) / n
+    wait_ms = 1e3 * queued / (rx_mbps * 1e6 / 8) if rx_mbps > 0 else None
     thread_over = full / n > MAX_THREAD_FULL_FRACTION
     starved_over = starved / n > MAX_SATURATED_FRACTION
     ok = not (thread_over or starved_over or rx_drops)
@@ -313,6 +348,7 @@ def summarize(samples: list[Sample], interval_s: float, monitored_s: float,
         "vswitchd_rx_queued_max_bytes": max(s.rx_queued_bytes for s in samples),
         "vswitchd_rx_queued_mean_bytes": sum(s.rx_queued_bytes for s in samples) / n,
         "vswitchd_rx_fullest_max_bytes": max(s.rx_queued_max_bytes for s in samples),
+        "vswitchd_rx_mean_mbps": rx_mbps, "vswitchd_rx_wait_ms": wait_ms,
         **base, "cause": cause,
     }
 

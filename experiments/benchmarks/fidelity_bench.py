@@ -179,6 +179,8 @@ def main() -> int:
         retrans = "/".join(str(r["fidelity"]["tcp_retrans_segments"]) for r in res["runs"])
         queued = "/".join(f'{(r["fidelity"].get("vswitchd_rx_queued_max_bytes") or 0) / 1e3:.0f}'
                           for r in res["runs"])
+        waited = "/".join(f'{r["fidelity"].get("vswitchd_rx_wait_ms") or 0:.2f}'
+                          for r in res["runs"])
         one = min(cal["one_flow"]["agent_fraction"], cal["one_flow"]["iperf3_fraction"])
         jain = min(cal["shared_link"]["agent_jain"], cal["shared_link"]["iperf3_jain"])
         holds = (one >= 0.93 and jain >= 0.95 and ok_cpu
@@ -189,7 +191,8 @@ def main() -> int:
               f"{one:.1%}, Jain {jain:.3f}, errors "
               + ", ".join(f"{k} {v:+.1%}" for k, v in errs.items())
               + f", forwarding thread max {vs:.0f}% (mean {vs_mean}%), ovs-vswitchd's "
-              f"sockets: queued max {queued} kB, dropped {drops}; retransmitted {retrans}; "
+              f"sockets: queued max {queued} kB, waited {waited} ms a switch, dropped "
+              f"{drops}; retransmitted {retrans}; "
               "monitor "
               + ("ok" if ok_cpu else f"SATURATED ({', '.join(causes)})")
               + f" -> {'targets hold' if holds else 'targets missed'}", flush=True)

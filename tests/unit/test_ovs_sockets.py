@@ -3,7 +3,8 @@ readings, the buffer check, and a run flagged (with advice) when the emulator dr
 import pytest
 
 import testbed.ovs as ovs
-from testbed.monitor import (Sample, advice, parse_proc_net_packet, socket_drops, summarize)
+from testbed.monitor import (Sample, advice, parse_proc_net_dev, parse_proc_net_packet,
+                             socket_drops, summarize)
 from testbed.ovs import PacketSocket, parse_ss_packet
 
 # `ss -0 -m -p -e -n -H` on this machine with one netdev bridge and one port (mft0), plus a
@@ -87,3 +88,25 @@ def test_advice_for_drops_names_them_the_buffer_and_the_rate_cut():
     large = summarize([quiet()] * 20, 0.25, 5.0, rx_drops=3, rcvbuf_bytes=8 << 20)
     text = "\n".join(advice(large, 1280, 64000, 16))
     assert "dropped 3 packets" in text and "make setup" not in text
+
+
+DEV = """\
+Inter-|   Receive                                                |  Transmit
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
+    lo:  397896     976    0    0    0     0          0         0   397896     976    0    0    0     0       0          0
+leaf1-eth1: 1200000  100    0    0    0     0          0         0   5 1 0 0 0 0 0 0
+"""
+
+
+def test_proc_net_dev_gives_bytes_received_by_interface():
+    assert parse_proc_net_dev(DEV) == {"lo": 397896, "leaf1-eth1": 1200000}
+
+
+def test_wait_is_bytes_queued_over_the_arrival_rate():
+    # 1 MB queued on average while 80 Mbit/s (10 MB/s) arrive: 100 ms of waiting
+    s = [Sample(0.0, (40.0, 40.0), 0.0, 50.0, 50.0, 0.0, 0.0, q, q, 80.0)
+         for q in (500_000, 1_500_000)]
+    out = summarize(s, 0.25, 0.5)
+    assert out["vswitchd_rx_mean_mbps"] == 80.0
+    assert out["vswitchd_rx_wait_ms"] == pytest.approx(100.0)
+    assert summarize([quiet(1000)], 0.25, 0.25)["vswitchd_rx_wait_ms"] is None   # no traffic
