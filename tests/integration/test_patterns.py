@@ -10,9 +10,10 @@ from .helpers import NOTHING, leftovers
 STRIDE = {
     "name": "itest-stride", "seed": 1,
     "fabric": {"topology": "fat-tree", "k": 4, "host_link_mbps": 10, "fabric_link_mbps": 10},
-    # 2 MB a flow (1.6 s at 10 Mbit/s): a one-shot pattern pays ~60-80 ms once (its start,
-    # not its rate; cause not yet measured); with 500 kB the reference's efficiency was 0.84-0.90 on a quiet machine
-    # and failed the bound below in 3 of 7 runs, with 2 MB 0.949-0.958
+    # 2 MB a flow (1.6 s at 10 Mbit/s): a one-shot pattern pays ~60-80 ms once (at its
+    # start, not in its rate; the cause is not measured yet). With 500 kB the reference's
+    # efficiency was 0.84-0.90 on a quiet machine and failed the bound below in 3 of 7 runs;
+    # with 2 MB it was 0.949-0.958
     "jobs": [{"name": "s4", "pattern": "stride", "stride": 4, "size_bytes": 2_000_000}],
     "routing": ["ilp", "nonblocking"],
 }
