@@ -226,8 +226,8 @@ class CpuMonitor:
         proc = _vswitchd()
         pid = proc.pid if proc else 0
         self.sockets_before = vswitchd_packet_sockets() if pid else []
-        inodes = {s.inode for s in self.sockets_before if s.iface != "*"}
-        ifaces = {s.iface for s in self.sockets_before if s.iface != "*"}
+        inodes = {s.inode for s in self._ports()}
+        ifaces = {s.iface for s in self._ports()}
         rx = _rx_bytes(ifaces)
         cores = psutil.cpu_times(percpu=True)
         fwd = _read_thread(pid, pid) if pid else None
@@ -269,8 +269,12 @@ class CpuMonitor:
                 self.sockets_after = vswitchd_packet_sockets() if pid else []
                 return
 
+    def _ports(self) -> list[PacketSocket]:
+        """ovs-vswitchd's per-port sockets as the run started (not its one send socket)."""
+        return [s for s in self.sockets_before if s.iface != "*"]
+
     def summary(self) -> dict:
-        rcvbufs = [s.rcvbuf_bytes for s in self.sockets_before if s.iface != "*"]
+        rcvbufs = [s.rcvbuf_bytes for s in self._ports()]
         return summarize(self.samples, self.interval_s, max(self._t1 - self._t0, 0.0),
                          socket_drops(self.sockets_before, self.sockets_after),
                          min(rcvbufs) if rcvbufs else None)
@@ -312,13 +316,15 @@ def summarize(samples: list[Sample], interval_s: float, monitored_s: float,
     base = {"vswitchd_rx_drops": rx_drops, "vswitchd_rcvbuf_bytes": rcvbuf_bytes}
     if n == 0:
         return {"ok": rx_drops == 0, "saturated_s": 0.0, "monitored_s": monitored_s,
-                "samples": 0, "forwarding_full_s": 0.0, "cores_full_s": 0.0, "cpu_max_pct": None, "cpu_mean_pct": None,
-                "nice_mean_pct": None, "vswitchd_max_pct": None, "vswitchd_mean_pct": None,
+                "samples": 0, "forwarding_full_s": 0.0, "cores_full_s": 0.0,
+                "cpu_max_pct": None, "cpu_mean_pct": None, "nice_mean_pct": None,
+                "vswitchd_max_pct": None, "vswitchd_mean_pct": None,
                 "forwarding_max_pct": None, "forwarding_p90_pct": None,
                 "forwarding_mean_pct": None, "forwarding_wait_mean_pct": None,
                 "vswitchd_wait_mean_pct": None, "vswitchd_rx_queued_max_bytes": None,
                 "vswitchd_rx_queued_mean_bytes": None, "vswitchd_rx_fullest_max_bytes": None,
-                "vswitchd_rx_mean_mbps": None, "vswitchd_rx_wait_ms": None, **base, "cause": "dropped" if rx_drops else None}
+                "vswitchd_rx_mean_mbps": None, "vswitchd_rx_wait_ms": None, **base,
+                "cause": "dropped" if rx_drops else None}
     sat = [s for s in samples if s.saturated]
     busy = [s.forwarding_pct for s in samples]
     full = sum(1 for s in samples if s.forwarding_full)
@@ -346,7 +352,7 @@ def summarize(samples: list[Sample], interval_s: float, monitored_s: float,
         "forwarding_wait_mean_pct": sum(s.forwarding_wait_pct for s in samples) / n,
         "vswitchd_wait_mean_pct": sum(s.vswitchd_wait_pct for s in samples) / n,
         "vswitchd_rx_queued_max_bytes": max(s.rx_queued_bytes for s in samples),
-        "vswitchd_rx_queued_mean_bytes": sum(s.rx_queued_bytes for s in samples) / n,
+        "vswitchd_rx_queued_mean_bytes": queued,
         "vswitchd_rx_fullest_max_bytes": max(s.rx_queued_max_bytes for s in samples),
         "vswitchd_rx_mean_mbps": rx_mbps, "vswitchd_rx_wait_ms": wait_ms,
         **base, "cause": cause,

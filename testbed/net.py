@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .fabric import TIER, Fabric
-from .ovs import (TestbedError, check_send_buffer, ovs_running, pick_datapath, run,
+from .ovs import (TestbedError, check_socket_buffers, ovs_running, pick_datapath, run,
                   vswitchd_malloc_tuned)
 from .registry import EXTERNAL_ID, RunRecord, remove_record, reserve
 from .shaping import SWITCH_BURST_FRAMES, Shaping, tc_batch
@@ -128,7 +128,7 @@ class EmulatedFabric:
         if not ovs_running():
             raise TestbedError("Open vSwitch is not running; run `make setup` (it starts it)")
         self.datapath = pick_datapath(self.settings.datapath)
-        self.send_buffer_bytes = check_send_buffer() if self.datapath == "user" else None
+        self.send_buffer_bytes = check_socket_buffers() if self.datapath == "user" else None
         self.malloc_tuned = vswitchd_malloc_tuned() if self.datapath == "user" else None
         # written before anything exists, so that a crash at any point can be cleaned; the
         # name check and the save are one step under the registry's lock (two runs started

@@ -175,7 +175,7 @@ def sysctl_bytes(name: str) -> int:
     return int(Path(f"/proc/sys/net/core/{name}").read_text())
 
 
-def check_send_buffer() -> int:
+def check_socket_buffers() -> int:
     """Raise TestbedError unless the userspace datapath can queue without silent drops: the
     send socket's buffer and the receive buffer its port sockets will get (returns the
     send buffer's bytes)."""

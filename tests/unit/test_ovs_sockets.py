@@ -58,10 +58,10 @@ def test_buffer_check_names_the_sysctl_and_the_fix(monkeypatch, wmem, rmem, fail
     monkeypatch.setattr(ovs, "sysctl_bytes",
                         {"wmem_default": wmem, "rmem_default": rmem}.__getitem__)
     if fails is None:
-        assert ovs.check_send_buffer() == wmem
+        assert ovs.check_socket_buffers() == wmem
         return
     with pytest.raises(ovs.TestbedError, match="make setup") as e:
-        ovs.check_send_buffer()
+        ovs.check_socket_buffers()
     assert (fails == "rmem_default") == ("rmem_default" in str(e.value))
 
 
