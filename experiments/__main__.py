@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 
-from testbed.signals import Terminated, raise_terminated
+from testbed.signals import Terminated, deferred, raise_terminated
 
 
 class _Parser(argparse.ArgumentParser):
@@ -302,14 +302,20 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     """Run the command; input errors exit 2, runtime failures 1, each as one line."""
-    from .config import ConfigError
-    from routing.base import RoutingError
-    from testbed.fabric import FabricError
-    from testbed.ovs import TestbedError
-    from traffic.collectives import WorkloadError
-    from traffic.driver import TrafficError
-    from traffic.predictor import PredictorError
-    from .runner import PathMismatchError
+    # signals held while the modules import: a KeyboardInterrupt inside a C extension's
+    # initialisation (matplotlib's ft2font) aborted the interpreter (exit -6, CI, 2026-12-01);
+    # a held signal is raised when the imports are done and ends the command as usual
+    with deferred():
+        from .config import ConfigError
+        from routing.base import RoutingError
+        from testbed.fabric import FabricError
+        from testbed.ovs import TestbedError
+        from traffic.collectives import WorkloadError
+        from traffic.driver import TrafficError
+        from traffic.predictor import PredictorError
+        from .runner import PathMismatchError      # matplotlib, numpy
+        if args.command in ("sweep", "report"):
+            import pandas  # noqa: F401  (imported later by these commands)
 
     try:
         return {"run": _cmd_run, "predict": _cmd_predict, "sweep": _cmd_sweep,

@@ -3,6 +3,8 @@ names, as glibc leaves them in its environment. Stand-in processes, no Open vSwi
 import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -17,14 +19,25 @@ def pidfile_of(tmp_path, monkeypatch):
 
     def start(extra: dict[str, str]) -> int:
         env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"} | extra
-        p = subprocess.Popen(["sleep", "60"], env=env)
+        p = subprocess.Popen(["sleep", "60"], env=env | {"MLFABRIC_TEST_EXECED": "1"})
         procs.append(p)
+        _wait_for_exec(p.pid)
         (tmp_path / "ovs-vswitchd.pid").write_text(f"{p.pid}\n")
         return p.pid
     yield start
     for p in procs:
         p.kill()
         p.wait()
+
+
+def _wait_for_exec(pid: int, timeout_s: float = 10.0) -> None:
+    """Popen returns once the child's close-on-exec pipe closes, a moment before the kernel
+    sets up the new image's environment: /proc/PID/environ read then was empty, and the
+    tuned case failed in CI on a loaded machine. Wait until the environment shows."""
+    deadline = time.monotonic() + timeout_s
+    while b"MLFABRIC_TEST_EXECED=1" not in Path(f"/proc/{pid}/environ").read_bytes():
+        assert time.monotonic() < deadline, "the stand-in process never started"
+        time.sleep(0.001)
 
 
 def test_tuned_when_started_with_the_settings(pidfile_of):

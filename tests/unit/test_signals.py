@@ -72,3 +72,29 @@ def test_without_signals_nothing_is_raised():
     with deferred() as got:
         pass
     assert got == []
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_while_the_command_imports_ends_it_after_the_imports(sig, code):
+    """CI, 2026-12-01: Ctrl-C while matplotlib initialised its C extension (ft2font) aborted
+    the interpreter (exit -6). Here the signal arrives as matplotlib starts to import."""
+    script = textwrap.dedent(f"""
+        import atexit, os, signal, sys
+        class SignalOnImport:
+            def find_spec(self, name, path=None, target=None):
+                if name == "matplotlib":
+                    sys.meta_path.remove(self)
+                    os.kill(os.getpid(), {int(sig)})
+                return None
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        sys.meta_path.insert(0, SignalOnImport())
+        atexit.register(lambda: print("ft2font" if "matplotlib.ft2font" in sys.modules
+                                      else "cut", flush=True))
+        from experiments.__main__ import main
+        sys.exit(main(["validate", "experiments/configs/quickstart.yaml"]))
+    """)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         cwd=root, timeout=60)
+    assert out.returncode == code, out.stderr
+    assert out.stdout.strip() == "ft2font", out.stderr     # the import finished first
