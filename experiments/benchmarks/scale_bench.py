@@ -2,7 +2,7 @@
 tear down, and what it costs in memory.
 
     sudo .venv/bin/python experiments/benchmarks/scale_bench.py [--fabric leaf-spine-8x8]
-        [--runs 3]
+        [--runs 3] [--rate-mbps 5] [--ideal-s 2.4] [--mtu-bytes auto]
 
 Runs `run` (experiments/runner.py) on the fabric with a ring workload (one 2-iteration
 all-reduce ring per host slot, one rank per leaf, ILP routing, links at --rate-mbps and
@@ -71,6 +71,13 @@ class Counter:
         net.run, net.ns_run = self._run, self._ns_run
 
 
+def _int_or_none(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
 def vswitchd_rss_mib() -> float:
     pid = vswitchd_pid()
     return _rss_mib(pid) if pid else 0.0
@@ -83,10 +90,11 @@ def _rss_mib(pid: int) -> float:
         return 0.0
 
 
-def ring_config(name: str, rate_mbps: float) -> dict:
+def ring_config(name: str, rate_mbps: float, ideal_s: float = 2.4,
+                mtu: int | str = "auto") -> dict:
     """Rings of one rank per leaf (ring k: the k-th host of every leaf), every host in one,
     routed by ILP; uplinks at twice the host rate so that planned paths never share a link;
-    bytes sized for an ideal CCT of 2.4 s."""
+    bytes sized for an ideal CCT (one iteration) of `ideal_s` seconds."""
     spec = FABRICS[name]
     fabric = {"leaf-spine": {"spines": spec.spines, "leaves": spec.leaves,
                              "hosts_per_leaf": spec.hosts_per_leaf,
@@ -101,12 +109,12 @@ def ring_config(name: str, rate_mbps: float) -> dict:
                            "fabric_link_mbps": 2 * rate_mbps}}[spec.topology]
     f = build_fabric(spec)
     per_leaf, n_leaves = spec.hosts_per_leaf, len(f.leaves)
-    size = int(2.4 * rate_mbps * 1e6 / 8 / (2 * (n_leaves - 1) / n_leaves))
+    size = int(ideal_s * rate_mbps * 1e6 / 8 / (2 * (n_leaves - 1) / n_leaves))
     jobs = [{"name": f"ring-{k}", "collective": "allreduce", "iterations": 2,
              "size_bytes": size, "hosts": [f"h{k + per_leaf * i}" for i in range(n_leaves)]}
             for k in range(1, per_leaf + 1)]
     return {"name": f"scale-{name}", "seed": 1, "fabric": fabric, "jobs": jobs,
-            "routing": ["ilp"], "emulation": {"mtu_bytes": "auto"}}
+            "routing": ["ilp"], "emulation": {"mtu_bytes": mtu}}
 
 
 class Timed:
@@ -149,8 +157,8 @@ class Timed:
         net.EmulatedFabric.__enter__, net.EmulatedFabric.__exit__ = self._enter, self._exit
 
 
-def one_run(name: str, rate_mbps: float) -> dict:
-    exp = parse(ring_config(name, rate_mbps))
+def one_run(name: str, rate_mbps: float, ideal_s: float, mtu: int | str) -> dict:
+    exp = parse(ring_config(name, rate_mbps, ideal_s, mtu))
     with tempfile.TemporaryDirectory() as tmp, Timed() as t, Counter() as c:
         res = run_experiment(exp, Path(tmp) / "run", log=lambda s: None)
     run = res["runs"][0]
@@ -161,6 +169,8 @@ def one_run(name: str, rate_mbps: float) -> dict:
             "prediction_error_fraction": run["prediction_error_fraction"],
             "monitor_ok": fid["ok"], "forwarding_max_pct": fid["forwarding_max_pct"],
             "cpu_mean_pct": fid["cpu_mean_pct"], "mtu_bytes": exp.emulation.mtu_bytes,
+            "rx_wait_ms": fid.get("vswitchd_rx_wait_ms"),
+            "tcp_retrans_segments": fid.get("tcp_retrans_segments"),
             "calls": dict(c.calls), "call_s": dict(c.seconds)}
 
 
@@ -170,6 +180,11 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3, choices=range(1, 11), metavar="1..10")
     ap.add_argument("--rate-mbps", type=float, default=5.0,
                     help="host link rate (uplinks twice it), 1..100 Mbit/s")
+    ap.add_argument("--ideal-s", type=float, default=2.4,
+                    help="one iteration's ideal CCT, 1..60 s (longer steps: the per-switch "
+                         "forwarding waits weigh less)")
+    ap.add_argument("--mtu-bytes", default="auto", help="emulation.mtu_bytes: auto or "
+                    "1500..64000")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("scale_bench: needs root (it emulates)", file=sys.stderr)
@@ -177,12 +192,19 @@ def main() -> int:
     if not 1 <= args.rate_mbps <= 100:
         print("scale_bench: --rate-mbps must be within 1..100", file=sys.stderr)
         return 2
+    if not 1 <= args.ideal_s <= 60:
+        print("scale_bench: --ideal-s must be within 1..60", file=sys.stderr)
+        return 2
+    mtu = args.mtu_bytes if args.mtu_bytes == "auto" else _int_or_none(args.mtu_bytes)
+    if mtu is None or (mtu != "auto" and not 1500 <= mtu <= 64000):
+        print("scale_bench: --mtu-bytes must be auto or within 1500..64000", file=sys.stderr)
+        return 2
     f = build_fabric(FABRICS[args.fabric])
     print(f"{f.title}: {len(f.hosts)} hosts, {len(f.switches)} switches, "
           f"{len(f.links) // 2} links; load average before {os.getloadavg()[0]:.2f}")
     rows = []
     for i in range(args.runs):
-        r = one_run(args.fabric, args.rate_mbps)
+        r = one_run(args.fabric, args.rate_mbps, args.ideal_s, mtu)
         rows.append(r)
         slow = sorted(r["call_s"].items(), key=lambda kv: -kv[1])[:4]
         print(f"run {i + 1}: build {r['build_s']:.1f} s, teardown {r['teardown_s']:.1f} s, "
@@ -192,7 +214,9 @@ def main() -> int:
               f"({args.rate_mbps * len(f.hosts):g} aggregate, MTU {r['mtu_bytes']}): ILP error "
               f"{r['prediction_error_fraction']:+.1%}, monitor "
               f"{'ok' if r['monitor_ok'] else 'SATURATED'} (forwarding thread max "
-              f"{r['forwarding_max_pct'] or 0:.0f}%, cores {r['cpu_mean_pct'] or 0:.0f}%); "
+              f"{r['forwarding_max_pct'] or 0:.0f}%, cores {r['cpu_mean_pct'] or 0:.0f}%, "
+              f"wait {r['rx_wait_ms'] or 0:.1f} ms a switch, "
+              f"{r['tcp_retrans_segments'] or 0} segments retransmitted); "
               "build commands: "
               + ", ".join(f"{k} x{r['calls'][k]} {s:.1f} s" for k, s in slow), flush=True)
     med = lambda k: statistics.median(r[k] for r in rows)  # noqa: E731
