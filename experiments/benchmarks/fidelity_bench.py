@@ -35,10 +35,12 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from experiments.calibrate import CalibrationError, calibrate  # noqa: E402
-from testbed.ovs import TestbedError  # noqa: E402
+from testbed.ovs import TestbedError, vswitchd_pid  # noqa: E402
 from experiments.config import parse  # noqa: E402
 from experiments.runner import run_experiment  # noqa: E402
 
@@ -141,6 +143,67 @@ def probe_ports() -> None:
         _probe_teardown()
 
 
+IDLE_NS = "mfpc"
+
+
+def _vswitchd_cpu_s() -> float:
+    """ovs-vswitchd's CPU seconds so far (user + system, all threads)."""
+    pid = vswitchd_pid()
+    if pid is None:
+        raise RuntimeError("ovs-vswitchd is not running")
+    t = psutil.Process(pid).cpu_times()
+    return t.user + t.system
+
+
+def probe_idle_ports(counts: list[int], mtu: int = 9000) -> None:
+    """One unshaped flow through one bridge (`system` ports, MTU `mtu`) beside n idle ports:
+    what each port costs the forwarding thread, which polls every port on each wake-up."""
+    _probe_teardown()
+    _sh("ip", "netns", "del", IDLE_NS, check=False)
+    try:
+        _sh("ovs-vsctl", "add-br", PROBE_BR, "--", "set", "bridge", PROBE_BR,
+            "datapath_type=netdev")
+        _sh("ip", "netns", "add", IDLE_NS)
+        for i, ns in enumerate(PROBE_NS):
+            dev, peer = f"{ns}0", f"{ns}1"
+            _sh("ip", "netns", "add", ns)
+            _sh("ip", "link", "add", dev, "mtu", str(mtu), "type", "veth", "peer", "name",
+                peer, "mtu", str(mtu), "netns", ns)
+            _sh("ip", "link", "set", dev, "up")
+            _sh("ip", "link", "set", peer, "up", ns=ns)
+            _sh("ip", "addr", "add", f"{PROBE_IP[i]}/24", "dev", peer, ns=ns)
+            _sh("ethtool", "-K", peer, "tx", "off", "rx", "off", "tso", "off", "gso", "off",
+                "gro", "off", ns=ns)
+            _sh("ovs-vsctl", "add-port", PROBE_BR, dev, "--", "set", "Interface", dev,
+                f"mtu_request={mtu}")
+        have = 0
+        for n in sorted(counts):
+            new = [f"mfpi{j}" for j in range(have, n)]
+            for dev in new:
+                _sh("ip", "link", "add", dev, "type", "veth", "peer", "name", f"{dev}p",
+                    "netns", IDLE_NS)
+                _sh("ip", "link", "set", dev, "up")
+                _sh("ip", "link", "set", f"{dev}p", "up", ns=IDLE_NS)
+            if new:
+                _sh("ovs-vsctl", *[w for dev in new for w in ("--", "add-port", PROBE_BR,
+                                                              dev)])
+            have = n
+            time.sleep(2)
+            runs = []
+            for _ in range(3):
+                c0, t0 = _vswitchd_cpu_s(), time.monotonic()
+                gbps = _probe_flow()
+                runs.append((gbps, (_vswitchd_cpu_s() - c0) / (time.monotonic() - t0)))
+            gbps, cores = (statistics.median(r[k] for r in runs) for k in (0, 1))
+            print(f"{n:>4} idle ports beside the flow's 2 (MTU {mtu}): one flow "
+                  f"{gbps:.2f} Gbit/s (runs {', '.join(f'{r[0]:.2f}' for r in runs)}), "
+                  f"ovs-vswitchd {cores:.2f} cores over the 3.5 s, "
+                  f"{cores / gbps if gbps else float('nan'):.2f} core-s per Gbit", flush=True)
+    finally:
+        _probe_teardown()
+        _sh("ip", "netns", "del", IDLE_NS, check=False)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rates", type=float, nargs="+", default=[5, 10, 20, 40, 60, 80])
@@ -148,10 +211,18 @@ def main() -> int:
                     help="the links' scheduler (emulation.link_scheduler)")
     ap.add_argument("--probe-ports", action="store_true",
                     help="probe system / afxdp / afxdp-nonpmd ports instead (see above)")
+    ap.add_argument("--probe-idle-ports", type=int, nargs="+", metavar="N",
+                    help="instead: one flow beside N idle ports (0..256), each N in turn")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("fidelity_bench: needs root (it emulates)", file=sys.stderr)
         return 2
+    if args.probe_idle_ports:
+        if not all(0 <= n <= 256 for n in args.probe_idle_ports):
+            print("fidelity_bench: --probe-idle-ports: each N within 0..256", file=sys.stderr)
+            return 2
+        probe_idle_ports(args.probe_idle_ports)
+        return 0
     if args.probe_ports:
         probe_ports()
         return 0
