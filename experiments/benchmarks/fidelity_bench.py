@@ -22,6 +22,12 @@ ports, two namespaces `mfpa`/`mfpb` of its own, host offloads off as in the emul
 TCP flow's goodput (iperf3, median of 3 runs of 3 s, unshaped), whether an HTB shaper at
 100 Mbit/s on the switch's egress port holds the flow to its rate, and the largest MTU OVS
 accepts on the port (9000 requested). Everything it creates goes on every exit path.
+
+    sudo .venv/bin/python experiments/benchmarks/fidelity_bench.py --probe-idle-ports 0 16 48
+
+one unshaped flow through the same kind of bridge (`system` ports, MTU 9000) beside N idle
+ports (their peers in a namespace `mfpc` of its own): Gbit/s, ovs-vswitchd's cores and its
+core-seconds per Gbit, for each N in turn.
 """
 from __future__ import annotations
 
