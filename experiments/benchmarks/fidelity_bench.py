@@ -28,6 +28,12 @@ accepts on the port (9000 requested). Everything it creates goes on every exit p
 one unshaped flow through the same kind of bridge (`system` ports, MTU 9000) beside N idle
 ports (their peers in a namespace `mfpc` of its own): Gbit/s, ovs-vswitchd's cores and its
 core-seconds per Gbit, for each N in turn.
+
+    sudo .venv/bin/python experiments/benchmarks/fidelity_bench.py --probe-instances
+
+one unshaped flow over two bridges in a chain (mfpa - mfprobe - mfprobe2 - mfpb), first both
+in the machine's ovs-vswitchd, then mfprobe2 in an ovs-vswitchd (and ovsdb-server) the probe
+starts in a namespace `mfpo` and stops by PID: Gbit/s and each instance's cores.
 """
 from __future__ import annotations
 
@@ -46,7 +52,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from experiments.calibrate import CalibrationError, calibrate  # noqa: E402
-from testbed.ovs import TestbedError, vswitchd_pid  # noqa: E402
+from testbed.ovs import VSWITCHD_GLIBC_TUNABLES, TestbedError, vswitchd_pid  # noqa: E402
 from experiments.config import parse  # noqa: E402
 from experiments.runner import run_experiment  # noqa: E402
 
@@ -210,6 +216,117 @@ def probe_idle_ports(counts: list[int], mtu: int = 9000) -> None:
         _sh("ip", "netns", "del", IDLE_NS, check=False)
 
 
+CHAIN = ("mfpx0", "mfpx1")      # the veth between the probe's two bridges
+SECOND_BR, SECOND_NS = "mfprobe2", "mfpo"
+
+
+def _second_vswitchd(rundir: Path) -> list[subprocess.Popen]:
+    """An ovsdb-server and ovs-vswitchd of the probe's own (rundir, database, sockets), run
+    in the foreground so that the probe stops them by their PIDs. ovs-vswitchd runs in a
+    network namespace of its own: the userspace datapath's tap device is always called
+    `ovs-netdev`, and a second one beside the machine's fails ("Device or resource busy")."""
+    db, sock = rundir / "conf.db", f"unix:{rundir}/db.sock"
+    _sh("ovsdb-tool", "create", str(db), "/usr/share/openvswitch/vswitch.ovsschema")
+    env = os.environ | {"OVS_RUNDIR": str(rundir), "OVS_DBDIR": str(rundir),
+                        "GLIBC_TUNABLES": VSWITCHD_GLIBC_TUNABLES}
+    procs = [subprocess.Popen(["ovsdb-server", str(db), f"--remote=p{sock}",
+                               f"--unixctl={rundir}/ovsdb.ctl",
+                               f"--log-file={rundir}/ovsdb.log"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    for _ in range(100):
+        if (rundir / "db.sock").exists():
+            break
+        time.sleep(0.05)
+    _sh("ovs-vsctl", f"--db={sock}", "--no-wait", "init")
+    procs.append(subprocess.Popen(["ip", "netns", "exec", SECOND_NS, "ovs-vswitchd", sock, f"--unixctl={rundir}/vswitchd.ctl",
+                                   f"--log-file={rundir}/vswitchd.log"], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    return procs
+
+
+def _cpu_s(pid: int) -> float:
+    t = psutil.Process(pid).cpu_times()
+    return t.user + t.system
+
+
+def probe_instances(mtu: int = 9000) -> None:
+    """One unshaped flow over two bridges in a chain (ns mfpa - mfprobe - mfprobe2 - ns
+    mfpb, `system` ports), both bridges in the machine's ovs-vswitchd, then the second in an
+    ovs-vswitchd of its own: whether a second forwarding thread carries more."""
+    _probe_teardown()
+    _sh("ip", "link", "del", CHAIN[0], check=False)
+    _sh("ovs-vsctl", "--if-exists", "del-br", SECOND_BR, check=False)
+    _sh("ip", "netns", "del", SECOND_NS, check=False)
+    with tempfile.TemporaryDirectory(prefix="mfovs") as tmp:
+        procs: list[subprocess.Popen] = []
+        try:
+            _sh("ip", "link", "add", CHAIN[0], "mtu", str(mtu), "type", "veth", "peer", "name",
+                CHAIN[1], "mtu", str(mtu))
+            for dev in CHAIN:
+                _sh("ip", "link", "set", dev, "up")
+            for i, ns in enumerate(PROBE_NS):
+                dev, peer = f"{ns}0", f"{ns}1"
+                _sh("ip", "netns", "add", ns)
+                _sh("ip", "link", "add", dev, "mtu", str(mtu), "type", "veth", "peer", "name",
+                    peer, "mtu", str(mtu), "netns", ns)
+                _sh("ip", "link", "set", dev, "up")
+                _sh("ip", "link", "set", peer, "up", ns=ns)
+                _sh("ip", "addr", "add", f"{PROBE_IP[i]}/24", "dev", peer, ns=ns)
+                _sh("ethtool", "-K", peer, "tx", "off", "rx", "off", "tso", "off", "gso",
+                    "off", "gro", "off", ns=ns)
+            for layout in ("one ovs-vswitchd", "two ovs-vswitchd"):
+                if layout == "one ovs-vswitchd":
+                    second = []
+                else:
+                    _sh("ovs-vsctl", "del-br", SECOND_BR)
+                    _sh("ip", "netns", "add", SECOND_NS)
+                    for dev in (CHAIN[1], PROBE_NS[1] + "0"):
+                        _sh("ip", "link", "set", dev, "netns", SECOND_NS)
+                        _sh("ip", "link", "set", dev, "up", ns=SECOND_NS)
+                    procs = _second_vswitchd(Path(tmp))
+                    second = [f"--db=unix:{tmp}/db.sock"]
+                for br, ports, db in ((PROBE_BR, (PROBE_NS[0] + "0", CHAIN[0]), []),
+                                      (SECOND_BR, (CHAIN[1], PROBE_NS[1] + "0"), second)):
+                    _sh("ovs-vsctl", *db, "--if-exists", "del-br", br)
+                    _sh("ovs-vsctl", *db, "add-br", br, "--", "set", "bridge", br,
+                        "datapath_type=netdev", *[w for dev in ports for w in (
+                            "--", "add-port", br, dev, "--", "set", "Interface", dev,
+                            f"mtu_request={mtu}")])
+                time.sleep(3)
+                pids = [vswitchd_pid()] + [p.pid for p in procs[1:]]
+                runs = []
+                for _ in range(3):
+                    c0, t0 = [_cpu_s(p) for p in pids], time.monotonic()
+                    gbps = _probe_flow()
+                    took = time.monotonic() - t0
+                    runs.append((gbps, [(_cpu_s(p) - c) / took for p, c in zip(pids, c0)]))
+                gbps = statistics.median(r[0] for r in runs)
+                cores = [statistics.median(r[1][i] for r in runs) for i in range(len(pids))]
+                print(f"{layout}: one flow over two bridges (MTU {mtu}) {gbps:.2f} Gbit/s "
+                      f"(runs {', '.join(f'{r[0]:.2f}' for r in runs)}), cores "
+                      f"{' + '.join(f'{c:.2f}' for c in cores)}, "
+                      f"{sum(cores) / gbps if gbps else float('nan'):.2f} core-s per Gbit",
+                      flush=True)
+                if procs and not gbps:
+                    print("  second ovs-vswitchd's log: " + (Path(tmp) / "vswitchd.log")
+                          .read_text()[-1500:], flush=True)
+        finally:
+            if procs:
+                _sh("ovs-vsctl", f"--db=unix:{tmp}/db.sock", "--timeout=5", "--if-exists",
+                    "del-br", SECOND_BR, check=False)
+            for p in reversed(procs):
+                p.terminate()
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+            _sh("ovs-vsctl", "--if-exists", "del-br", SECOND_BR, check=False)
+            _sh("ip", "netns", "del", SECOND_NS, check=False)
+            _probe_teardown()
+            _sh("ip", "link", "del", CHAIN[0], check=False)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rates", type=float, nargs="+", default=[5, 10, 20, 40, 60, 80])
@@ -219,10 +336,15 @@ def main() -> int:
                     help="probe system / afxdp / afxdp-nonpmd ports instead (see above)")
     ap.add_argument("--probe-idle-ports", type=int, nargs="+", metavar="N",
                     help="instead: one flow beside N idle ports (0..256), each N in turn")
+    ap.add_argument("--probe-instances", action="store_true",
+                    help="instead: one flow over two bridges, in one ovs-vswitchd or in two")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("fidelity_bench: needs root (it emulates)", file=sys.stderr)
         return 2
+    if args.probe_instances:
+        probe_instances()
+        return 0
     if args.probe_idle_ports:
         if not all(0 <= n <= 256 for n in args.probe_idle_ports):
             print("fidelity_bench: --probe-idle-ports: each N within 0..256", file=sys.stderr)
