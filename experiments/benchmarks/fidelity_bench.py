@@ -91,6 +91,24 @@ def _probe_teardown() -> None:
         _sh("ip", "netns", "del", ns, check=False)
 
 
+def _probe_hosts(mtu: int) -> list[str]:
+    """The probe's two hosts: namespaces mfpa/mfpb, each with a veth at `mtu` bytes, an
+    address and the emulator's offloads off. Returns the root-side ends (the switch ports)."""
+    ports = []
+    for i, ns in enumerate(PROBE_NS):
+        dev, peer = f"{ns}0", f"{ns}1"
+        _sh("ip", "netns", "add", ns)
+        _sh("ip", "link", "add", dev, "mtu", str(mtu), "type", "veth", "peer", "name", peer,
+            "mtu", str(mtu), "netns", ns)
+        _sh("ip", "link", "set", dev, "up")
+        _sh("ip", "link", "set", peer, "up", ns=ns)
+        _sh("ip", "addr", "add", f"{PROBE_IP[i]}/24", "dev", peer, ns=ns)
+        _sh("ethtool", "-K", peer, "tx", "off", "rx", "off", "tso", "off", "gso", "off",
+            "gro", "off", ns=ns)
+        ports.append(dev)
+    return ports
+
+
 def _probe_flow() -> float:
     """One TCP flow mfpa -> mfpb for 3 s: Gbit/s received (0 when it could not connect)."""
     srv = subprocess.Popen(["ip", "netns", "exec", PROBE_NS[1], "iperf3", "-s", "-1", "-p",
@@ -118,15 +136,7 @@ def probe_ports() -> None:
     try:
         _sh("ovs-vsctl", "add-br", PROBE_BR, "--", "set", "bridge", PROBE_BR,
             "datapath_type=netdev")
-        for i, ns in enumerate(PROBE_NS):
-            dev, peer = f"{ns}0", f"{ns}1"
-            _sh("ip", "netns", "add", ns)
-            _sh("ip", "link", "add", dev, "type", "veth", "peer", "name", peer, "netns", ns)
-            _sh("ip", "link", "set", dev, "up")
-            _sh("ip", "link", "set", peer, "up", ns=ns)
-            _sh("ip", "addr", "add", f"{PROBE_IP[i]}/24", "dev", peer, ns=ns)
-            _sh("ethtool", "-K", peer, "tx", "off", "rx", "off", "tso", "off", "gso", "off",
-                "gro", "off", ns=ns)
+        for dev in _probe_hosts(1500):
             _sh("ovs-vsctl", "add-port", PROBE_BR, dev)
         for kind in PORT_TYPES:
             for ns in PROBE_NS:
@@ -176,16 +186,7 @@ def probe_idle_ports(counts: list[int], mtu: int = 9000) -> None:
         _sh("ovs-vsctl", "add-br", PROBE_BR, "--", "set", "bridge", PROBE_BR,
             "datapath_type=netdev")
         _sh("ip", "netns", "add", IDLE_NS)
-        for i, ns in enumerate(PROBE_NS):
-            dev, peer = f"{ns}0", f"{ns}1"
-            _sh("ip", "netns", "add", ns)
-            _sh("ip", "link", "add", dev, "mtu", str(mtu), "type", "veth", "peer", "name",
-                peer, "mtu", str(mtu), "netns", ns)
-            _sh("ip", "link", "set", dev, "up")
-            _sh("ip", "link", "set", peer, "up", ns=ns)
-            _sh("ip", "addr", "add", f"{PROBE_IP[i]}/24", "dev", peer, ns=ns)
-            _sh("ethtool", "-K", peer, "tx", "off", "rx", "off", "tso", "off", "gso", "off",
-                "gro", "off", ns=ns)
+        for dev in _probe_hosts(mtu):
             _sh("ovs-vsctl", "add-port", PROBE_BR, dev, "--", "set", "Interface", dev,
                 f"mtu_request={mtu}")
         have = 0
@@ -264,16 +265,7 @@ def probe_instances(mtu: int = 9000) -> None:
                 CHAIN[1], "mtu", str(mtu))
             for dev in CHAIN:
                 _sh("ip", "link", "set", dev, "up")
-            for i, ns in enumerate(PROBE_NS):
-                dev, peer = f"{ns}0", f"{ns}1"
-                _sh("ip", "netns", "add", ns)
-                _sh("ip", "link", "add", dev, "mtu", str(mtu), "type", "veth", "peer", "name",
-                    peer, "mtu", str(mtu), "netns", ns)
-                _sh("ip", "link", "set", dev, "up")
-                _sh("ip", "link", "set", peer, "up", ns=ns)
-                _sh("ip", "addr", "add", f"{PROBE_IP[i]}/24", "dev", peer, ns=ns)
-                _sh("ethtool", "-K", peer, "tx", "off", "rx", "off", "tso", "off", "gso",
-                    "off", "gro", "off", ns=ns)
+            _probe_hosts(mtu)
             for layout in ("one ovs-vswitchd", "two ovs-vswitchd"):
                 if layout == "one ovs-vswitchd":
                     second = []
