@@ -168,11 +168,16 @@ def probe_ports() -> None:
 IDLE_NS = "mfpc"
 
 
-def _vswitchd_cpu_s() -> float:
-    """ovs-vswitchd's CPU seconds so far (user + system, all threads)."""
+def _machine_vswitchd() -> int:
+    """The machine's ovs-vswitchd PID (the probes measure its CPU)."""
     pid = vswitchd_pid()
     if pid is None:
         raise RuntimeError("ovs-vswitchd is not running")
+    return pid
+
+
+def _cpu_s(pid: int) -> float:
+    """A process's CPU seconds so far (user + system, all threads)."""
     t = psutil.Process(pid).cpu_times()
     return t.user + t.system
 
@@ -204,13 +209,14 @@ def probe_idle_ports(counts: list[int], mtu: int = 9000) -> None:
             time.sleep(2)
             runs = []
             for _ in range(3):
-                c0, t0 = _vswitchd_cpu_s(), time.monotonic()
+                pid = _machine_vswitchd()
+                c0, t0 = _cpu_s(pid), time.monotonic()
                 gbps = _probe_flow()
-                runs.append((gbps, (_vswitchd_cpu_s() - c0) / (time.monotonic() - t0)))
+                runs.append((gbps, (_cpu_s(pid) - c0) / (time.monotonic() - t0)))
             gbps, cores = (statistics.median(r[k] for r in runs) for k in (0, 1))
             print(f"{n:>4} idle ports beside the flow's 2 (MTU {mtu}): one flow "
                   f"{gbps:.2f} Gbit/s (runs {', '.join(f'{r[0]:.2f}' for r in runs)}), "
-                  f"ovs-vswitchd {cores:.2f} cores over the 3.5 s, "
+                  f"ovs-vswitchd {cores:.2f} cores during the flow, "
                   f"{cores / gbps if gbps else float('nan'):.2f} core-s per Gbit", flush=True)
     finally:
         _probe_teardown()
@@ -243,11 +249,6 @@ def _second_vswitchd(rundir: Path) -> list[subprocess.Popen]:
                                    f"--log-file={rundir}/vswitchd.log"], env=env,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     return procs
-
-
-def _cpu_s(pid: int) -> float:
-    t = psutil.Process(pid).cpu_times()
-    return t.user + t.system
 
 
 def probe_instances(mtu: int = 9000) -> None:
@@ -285,7 +286,7 @@ def probe_instances(mtu: int = 9000) -> None:
                             "--", "add-port", br, dev, "--", "set", "Interface", dev,
                             f"mtu_request={mtu}")])
                 time.sleep(3)
-                pids = [vswitchd_pid()] + [p.pid for p in procs[1:]]
+                pids = [_machine_vswitchd()] + [p.pid for p in procs[1:]]
                 runs = []
                 for _ in range(3):
                     c0, t0 = [_cpu_s(p) for p in pids], time.monotonic()
