@@ -139,7 +139,7 @@ def calibrate(exp: Experiment, out_dir: Path, duration_s: float = 8.0,
     with EmulatedFabric(f, f"cal-{os.getpid()}-{int(time.time())}",
                         EmulationSettings(em.datapath, em.mtu_bytes, em.queue_packets,
                                           em.link_scheduler, em.window_frames,
-                                          em.switch_burst_frames)) as emu:
+                                          em.switch_burst_frames, em.port_type)) as emu:
         install(base_rules(f) + pair_rules(f, shared, spine), out_dir / "rules")
         log(f"one flow {one[0][0]}->{one[0][1]} via {spine} at {rate:g} Mbit/s, "
             f"{duration_s:g} s each")
@@ -160,6 +160,8 @@ def calibrate(exp: Experiment, out_dir: Path, duration_s: float = 8.0,
         emu.wait_until_drained()
         agent_k = _agents(emu, shared, size // k, em.tcp_cc, exp.seed, out_dir / "logs-shared")
         env = environment(emu.datapath, em.tcp_cc, exp.seed, em.mtu_bytes)
+        env["port_type"] = emu.port_type
+        env["calibration_datapath"] = emu.calibration_datapath
         env["ovs_send_buffer_bytes"] = emu.send_buffer_bytes
         env["ovs_vswitchd_malloc_tuned"] = emu.malloc_tuned
         if emu.malloc_tuned is False:
@@ -187,10 +189,10 @@ def calibrate(exp: Experiment, out_dir: Path, duration_s: float = 8.0,
             f": the emulator did not keep up (load average {os.getloadavg()[0]:.1f}); nothing "
             f"stored; run again on an idle machine or at a lower rate")
     if store:
-        store_calibration(env["datapath"], em.mtu_bytes, em.tcp_cc, em.link_scheduler,
+        store_calibration(env["calibration_datapath"], em.mtu_bytes, em.tcp_cc, em.link_scheduler,
                           {"goodput_factor": factor, "measured_at": result["measured_at"],
                            "link_rate_mbps": rate}, path=store_path)
-    key = calibration_key(env["datapath"], em.mtu_bytes, em.tcp_cc, em.link_scheduler)
+    key = calibration_key(env["calibration_datapath"], em.mtu_bytes, em.tcp_cc, em.link_scheduler)
     log(f"one flow: iperf3 {iperf_one[0]:.2f} Mbit/s ({iperf_one[0] / rate:.1%}), agent "
         f"{agent_one[0]:.2f} Mbit/s ({factor:.1%}); theory "
         f"{theoretical_goodput_factor(em.mtu_bytes):.1%}")

@@ -24,6 +24,7 @@ from testbed.fabric import (Fabric, FabricError, FabricSpec, build_fabric, fat_t
                             link_key)
 from testbed.shaping import (MAX_BURST_FRAMES, MAX_MTU_BYTES, SCHEDULERS,
                              SWITCH_BURST_FRAMES, auto_mtu_bytes)
+from testbed.taps import PORT_TYPES
 
 DEFAULT_WINDOW_FRAMES = 16
 from traffic.collectives import (SOURCE_PORT_SPAN, Collective, JobSpec, WorkloadError,
@@ -59,9 +60,9 @@ MODEL_JOB_KEYS = {"name", "model", "dp", "placement", "iterations", "compute_s",
                   "start_s", "scale_bytes"}
 PATTERN_JOB_KEYS = {"name", "pattern", "hosts", "stride", "p_leaf", "p_pod", "hotspots",
                     "flows_per_host", "seed", "size_bytes", "iterations", "compute_s", "start_s"}
-EMULATION_KEYS = {"datapath", "tcp_cc", "mtu_bytes", "queue_packets", "link_scheduler",
-                  "window_frames", "switch_burst_frames", "iteration_timeout_s",
-                  "capture"}
+EMULATION_KEYS = {"datapath", "port_type", "tcp_cc", "mtu_bytes", "queue_packets",
+                  "link_scheduler", "window_frames", "switch_burst_frames",
+                  "iteration_timeout_s", "capture"}
 TCP_CCS = ("cubic", "bbr", "reno")
 
 # -- limits (README, "The experiment YAML": every one is tabled there with its reason) -------
@@ -165,6 +166,7 @@ class EmulationConfig:
     """How the emulator runs; each default is explained in the README (datapath tuning)."""
 
     datapath: str = "auto"          # auto | kernel | user
+    port_type: str = "tap"          # tap | system: how the userspace datapath reaches a port
     tcp_cc: str = "cubic"           # set per socket by the agents, recorded in results
     mtu_bytes: int = 9000           # resolved from "auto" (the default): testbed/shaping.py
     mtu_auto: bool = True           # mtu_bytes chosen from the link rates
@@ -180,7 +182,7 @@ class EmulationConfig:
     def resolved(self) -> dict:
         """As the YAML says it: `mtu_bytes: auto` when it was chosen from the link rates (it
         then resolves to the same number again), window_frames as the number it resolved to."""
-        return {"datapath": self.datapath, "tcp_cc": self.tcp_cc,
+        return {"datapath": self.datapath, "port_type": self.port_type, "tcp_cc": self.tcp_cc,
                 "mtu_bytes": "auto" if self.mtu_auto else self.mtu_bytes,
                 "queue_packets": self.queue_packets, "link_scheduler": self.link_scheduler,
                 "window_frames": self.window_frames,
@@ -955,6 +957,7 @@ def _emulation(d: dict, fabric: Fabric) -> EmulationConfig:
     d = _check_keys(d, EMULATION_KEYS, "emulation")
     e = EmulationConfig()
     e.datapath = _choice(d, "datapath", "emulation", ("auto", "kernel", "user"), e.datapath)
+    e.port_type = _choice(d, "port_type", "emulation", PORT_TYPES, e.port_type)
     e.tcp_cc = _choice(d, "tcp_cc", "emulation", TCP_CCS, e.tcp_cc,
                        " (dctcp is not in this kernel)")
     slowest = min(fabric.spec.rates_mbps().values())

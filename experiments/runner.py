@@ -113,7 +113,8 @@ def run_experiment(exp: Experiment, out_dir: Path,
     settings = EmulationSettings(datapath=em.datapath, mtu_bytes=em.mtu_bytes,
                                  queue_packets=em.queue_packets, scheduler=em.link_scheduler,
                                  window_frames=em.window_frames,
-                                 switch_burst_frames=em.switch_burst_frames)
+                                 switch_burst_frames=em.switch_burst_frames,
+                                 port_type=em.port_type)
 
     load = check_load(log)     # the machine's load before anything is built
     log(f"building {exp.fabric.title}, {len(exp.fabric.switches)} switches, "
@@ -121,6 +122,7 @@ def run_experiment(exp: Experiment, out_dir: Path,
     with EmulatedFabric(exp.fabric, run_id, settings) as emu:
         env = environment(emu.datapath, em.tcp_cc, exp.seed, em.mtu_bytes)
         env["load_avg_before"] = load
+        env["port_type"] = emu.port_type
         env["ovs_send_buffer_bytes"] = emu.send_buffer_bytes
         env["ovs_vswitchd_malloc_tuned"] = emu.malloc_tuned
         if emu.malloc_tuned is False:
@@ -140,7 +142,7 @@ def run_experiment(exp: Experiment, out_dir: Path,
                                for tier, r in exp.fabric.spec.rates_mbps().items())
             for sh in [Shaping(rate, em.mtu_bytes, em.queue_packets, em.link_scheduler,
                                em.switch_burst_frames)]}
-        goodput, source = goodput_factor(emu.datapath, em.mtu_bytes, em.tcp_cc,
+        goodput, source = goodput_factor(emu.calibration_datapath, em.mtu_bytes, em.tcp_cc,
                                         em.link_scheduler)
         env["goodput_factor"], env["goodput_factor_source"] = goodput, source
         results["environment"] = env
@@ -285,7 +287,7 @@ def drive(exp: Experiment, emu, entry: RoutingEntry, inst: Installed, timeout_s:
     try:
         driver.start_agents()
         driver.connect()
-        with CpuMonitor() as monitor, (capture or contextlib.nullcontext()):
+        with CpuMonitor(emu.vswitchd_taps) as monitor, (capture or contextlib.nullcontext()):
             records = driver.run_jobs(on_start=controller.jobs_started,
                                       on_finish=controller.job_finished, timers=timers,
                                       on_iteration=iteration_progress(entry.name, inst.plans,

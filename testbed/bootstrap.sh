@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Install and start everything mlfabric needs, idempotently (run as root on Debian 12):
-#   1. Debian packages: mininet (for mnexec), openvswitch-switch, iperf3, ethtool, ping;
+#   1. Debian packages: mininet (for mnexec), openvswitch-switch, iperf3, ethtool, ping,
+#      nftables (joins tap switch ports to their veths: testbed/taps.py);
 #   2. the virtual environment .venv from requirements.txt (re-installed when it changes);
 #   3. Open vSwitch started without systemd (ovs-ctl), when it is not running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON="${PYTHON:-python3}"
-PACKAGES=(mininet openvswitch-switch iperf3 ethtool iputils-ping iproute2)
+PACKAGES=(mininet openvswitch-switch iperf3 ethtool iputils-ping iproute2 nftables)
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "bootstrap: needs root (it installs Debian packages and starts Open vSwitch); use sudo" >&2

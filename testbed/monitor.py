@@ -13,7 +13,10 @@ that emulates it. A background thread samples, every `interval_s`:
 Beside the CPU, the monitor reads what waits in ovs-vswitchd's per-port receive sockets each
 sample (/proc/net/packet: bytes received and not yet read by the forwarding thread) and, at
 start and stop, the packets those sockets dropped because they were full (`ss`'s skmem d):
-packets the emulator itself lost, which a faithful run has none of.
+packets the emulator itself lost, which a faithful run has none of. With tap ports
+(testbed/taps.py) there are no such sockets: the packets waiting for ovs-vswitchd sit in each
+tap's ring, which the kernel does not expose (queued bytes and the wait are then None), and
+what the rings dropped when full is the taps' transmit drops (/proc/net/dev).
 
 A sample is *saturated* when the forwarding thread's demand is at or above
 FORWARDING_SATURATED_PCT, or when the non-niced cores average at or above CORES_SATURATED_PCT
@@ -95,14 +98,39 @@ def parse_proc_net_dev(text: str) -> dict[str, int]:
     return out
 
 
-def _rx_bytes(ifaces: set[str]) -> int:
-    """Bytes received so far on `ifaces` (ovs-vswitchd's ports, in this netns)."""
+def parse_proc_net_dev_tx(text: str) -> dict[str, tuple[int, int]]:
+    """{interface: (bytes transmitted, packets dropped on transmit)} from /proc/net/dev."""
+    out = {}
+    for line in text.splitlines()[2:]:
+        name, _, rest = line.partition(":")
+        f = rest.split()
+        if len(f) >= 12:
+            out[name.strip()] = (int(f[8]), int(f[11]))
+    return out
+
+
+def _net_dev() -> str:
     try:
         with open("/proc/net/dev") as f:
-            rx = parse_proc_net_dev(f.read())
+            return f.read()
     except OSError:
-        return 0
-    return sum(rx.get(i, 0) for i in ifaces)
+        return ""
+
+
+def _rx_bytes(ifaces: set[str], taps: set[str]) -> int:
+    """Bytes that reached ovs-vswitchd's ports so far (in this netns): received on its
+    `system` ports' interfaces `ifaces`, or transmitted by the kernel into its `taps`."""
+    text = _net_dev()
+    rx = parse_proc_net_dev(text)
+    tx = parse_proc_net_dev_tx(text) if taps else {}
+    return sum(rx.get(i, 0) for i in ifaces) + sum(tx.get(t, (0, 0))[0] for t in taps)
+
+
+def tap_drops(taps: set[str]) -> int:
+    """Packets the kernel dropped so far because a tap's ring (what waits for ovs-vswitchd to
+    read it) was full: the taps' transmit drops."""
+    tx = parse_proc_net_dev_tx(_net_dev())
+    return sum(tx.get(t, (0, 0))[1] for t in taps)
 
 
 def socket_drops(before: list[PacketSocket], after: list[PacketSocket]) -> int:
@@ -200,9 +228,12 @@ def _core_busy(prev, cur) -> tuple[list[float], float]:
 
 
 class CpuMonitor:
-    """`with CpuMonitor() as mon: ...` then `mon.summary()`."""
+    """`with CpuMonitor(taps) as mon: ...` then `mon.summary()`; `taps`: ovs-vswitchd's tap
+    ports (EmulatedFabric.vswitchd_taps), none with `system` ports."""
 
-    def __init__(self, interval_s: float = 0.25):
+    def __init__(self, taps: list[str] | tuple[str, ...] = (), interval_s: float = 0.25):
+        self.taps = set(taps)
+        self.tap_drops = 0
         self.interval_s = interval_s
         self.samples: list[Sample] = []
         self._stop = threading.Event()
@@ -227,8 +258,9 @@ class CpuMonitor:
         pid = proc.pid if proc else 0
         self.sockets_before = vswitchd_packet_sockets() if pid else []
         inodes = {s.inode for s in self._ports()}
-        ifaces = {s.iface for s in self._ports()}
-        rx = _rx_bytes(ifaces)
+        ifaces = {s.iface for s in self._ports()} - self.taps
+        rx = _rx_bytes(ifaces, self.taps)
+        drops0 = tap_drops(self.taps) if self.taps else 0
         cores = psutil.cpu_times(percpu=True)
         fwd = _read_thread(pid, pid) if pid else None
         waits = _wait_ns(pid) if pid else 0.0
@@ -258,8 +290,9 @@ class CpuMonitor:
                 all_wait = 100 * max(0.0, w2 - waits) / dt_ns
                 fwd, waits = f2, w2
             queued, fullest = _queued(inodes)
-            rx2 = _rx_bytes(ifaces)
-            rx_mbps = max(0, rx2 - rx) * 8 / (dt_ns / 1e3) if ifaces else 0.0
+            rx2 = _rx_bytes(ifaces, self.taps)
+            rx_mbps = (max(0, rx2 - rx) * 8 / (dt_ns / 1e3) if ifaces or self.taps
+                       else 0.0)
             rx = rx2
             self.samples.append(Sample(now, tuple(busy), nice, vs, min(f_run, 100.0),
                                        min(f_wait, 100.0), all_wait, queued, fullest,
@@ -267,6 +300,7 @@ class CpuMonitor:
             cores, t = cur, now
             if stopped:
                 self.sockets_after = vswitchd_packet_sockets() if pid else []
+                self.tap_drops = tap_drops(self.taps) - drops0 if self.taps else 0
                 return
 
     def _ports(self) -> list[PacketSocket]:
@@ -276,8 +310,9 @@ class CpuMonitor:
     def summary(self) -> dict:
         rcvbufs = [s.rcvbuf_bytes for s in self._ports()]
         return summarize(self.samples, self.interval_s, max(self._t1 - self._t0, 0.0),
-                         socket_drops(self.sockets_before, self.sockets_after),
-                         min(rcvbufs) if rcvbufs else None)
+                         socket_drops(self.sockets_before, self.sockets_after)
+                         + self.tap_drops, min(rcvbufs) if rcvbufs else None,
+                         queues_seen=not self.taps)
 
     def write_csv(self, path) -> None:
         """Every sample, one row each (CPU in %, t_s from the first sample)."""
@@ -300,7 +335,8 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def summarize(samples: list[Sample], interval_s: float, monitored_s: float,
-              rx_drops: int = 0, rcvbuf_bytes: int | None = None) -> dict:
+              rx_drops: int = 0, rcvbuf_bytes: int | None = None,
+              queues_seen: bool = True) -> dict:
     """{"ok", "saturated_s", "monitored_s", "samples", "cpu_max_pct", "cpu_mean_pct" (cores
     busy outside niced processes), "nice_mean_pct", "vswitchd_max_pct", "vswitchd_mean_pct"
     (the process, % of one core), "forwarding_max_pct", "forwarding_p90_pct",
@@ -311,7 +347,8 @@ def summarize(samples: list[Sample], interval_s: float, monitored_s: float,
     at its ports), "vswitchd_rx_wait_ms" (Little's law: mean bytes queued / mean arrival rate,
     the time a packet waited for the forwarding thread at each switch it crossed; an upper
     bound, the queue being counted in the kernel's buffer sizes), "cause"} (CPU in %).
-    `rx_drops`: packets ovs-vswitchd's port sockets dropped; any flags the run."""
+    `rx_drops`: packets ovs-vswitchd's port sockets (or taps' rings) dropped; any flags the
+    run. `queues_seen` false (tap ports): the queued bytes and the wait are None."""
     n = len(samples)
     base = {"vswitchd_rx_drops": rx_drops, "vswitchd_rcvbuf_bytes": rcvbuf_bytes}
     if n == 0:
@@ -331,7 +368,7 @@ def summarize(samples: list[Sample], interval_s: float, monitored_s: float,
     starved = sum(1 for s in samples if s.cores_full)
     rx_mbps = sum(s.rx_mbps for s in samples) / n
     queued = sum(s.rx_queued_bytes for s in samples) / n
-    wait_ms = 1e3 * queued / (rx_mbps * 1e6 / 8) if rx_mbps > 0 else None
+    wait_ms = 1e3 * queued / (rx_mbps * 1e6 / 8) if rx_mbps > 0 and queues_seen else None
     thread_over = full / n > MAX_THREAD_FULL_FRACTION
     starved_over = starved / n > MAX_SATURATED_FRACTION
     ok = not (thread_over or starved_over or rx_drops)
@@ -351,9 +388,12 @@ def summarize(samples: list[Sample], interval_s: float, monitored_s: float,
         "forwarding_mean_pct": sum(busy) / n,
         "forwarding_wait_mean_pct": sum(s.forwarding_wait_pct for s in samples) / n,
         "vswitchd_wait_mean_pct": sum(s.vswitchd_wait_pct for s in samples) / n,
-        "vswitchd_rx_queued_max_bytes": max(s.rx_queued_bytes for s in samples),
-        "vswitchd_rx_queued_mean_bytes": queued,
-        "vswitchd_rx_fullest_max_bytes": max(s.rx_queued_max_bytes for s in samples),
+        **({"vswitchd_rx_queued_max_bytes": max(s.rx_queued_bytes for s in samples),
+            "vswitchd_rx_queued_mean_bytes": queued,
+            "vswitchd_rx_fullest_max_bytes": max(s.rx_queued_max_bytes for s in samples)}
+           if queues_seen else {"vswitchd_rx_queued_max_bytes": None,
+                                "vswitchd_rx_queued_mean_bytes": None,
+                                "vswitchd_rx_fullest_max_bytes": None}),
         "vswitchd_rx_mean_mbps": rx_mbps, "vswitchd_rx_wait_ms": wait_ms,
         **base, "cause": cause,
     }
@@ -376,10 +416,11 @@ def advice(summary: dict, host_traffic_mbps: float, mtu_bytes: int, hosts: int,
         size = f" ({rb / 2**20:.1f} MiB)" if rb else ""
         fix = (f"; `sudo make setup` raises them to {OVS_RECV_BUFFER_BYTES // 2**20} MiB"
                if rb and rb < OVS_RECV_BUFFER_BYTES else "")
-        out.append(f"ovs-vswitchd's port sockets dropped {summary.get('vswitchd_rx_drops')} "
-                   f"packets: a socket's receive buffer{size} filled while the forwarding "
-                   "thread served the other ports, so the emulator, not the fabric, lost "
-                   f"them{fix}")
+        where = ("port sockets" if rb else "tap ports", f"a socket's receive buffer{size}"
+                 if rb else "a tap's ring (its txqueuelen)")
+        out.append(f"ovs-vswitchd's {where[0]} dropped {summary.get('vswitchd_rx_drops')} "
+                   f"packets: {where[1]} filled while the forwarding thread served the other "
+                   f"ports, so the emulator, not the fabric, lost them{fix}")
     if summary.get("cause") in ("forwarding_thread", "dropped"):
         f = max(p90 + wait, FORWARDING_SATURATED_PCT) / TARGET_FORWARDING_PCT
         mtu = min(MAX_MTU_BYTES, int(math.ceil(mtu_bytes * f / 1000.0)) * 1000)

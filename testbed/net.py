@@ -17,12 +17,14 @@ until it has finished (testbed/signals.py), then end the process with their usua
 from __future__ import annotations
 
 import logging
+import shutil
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import taps
 from .fabric import TIER, Fabric
 from .ovs import (TestbedError, check_socket_buffers, ovs_running, pick_datapath, run,
                   vswitchd_malloc_tuned)
@@ -47,6 +49,7 @@ class EmulationSettings:
     scheduler: str = "fair"         # testbed/shaping.py: fair (per-flow round robin) | fifo
     window_frames: int = 16         # receive window bound per connection, in frames; 0: none
     switch_burst_frames: int = SWITCH_BURST_FRAMES   # HTB burst at switch egress (hosts: 1)
+    port_type: str = "tap"          # tap | system: how ovs-vswitchd reaches a port (taps.py)
 
     @property
     def window_clamp_bytes(self) -> int:
@@ -118,6 +121,7 @@ class EmulatedFabric:
         self.run_id = run_id
         self.settings = settings or EmulationSettings()
         self.datapath = "unknown"
+        self.port_type = "system"       # as built: tap only on the userspace datapath
         self.send_buffer_bytes: int | None = None
         self.malloc_tuned: bool | None = None    # ovs-vswitchd's glibc settings (testbed/ovs.py)
         self.net = None
@@ -130,11 +134,19 @@ class EmulatedFabric:
         self.datapath = pick_datapath(self.settings.datapath)
         self.send_buffer_bytes = check_socket_buffers() if self.datapath == "user" else None
         self.malloc_tuned = vswitchd_malloc_tuned() if self.datapath == "user" else None
+        if self.datapath == "user":
+            self.port_type = self.settings.port_type
+            if self.port_type == "tap" and shutil.which("nft") is None:
+                raise TestbedError("nft is not installed (tap ports need nftables); run "
+                                   "`make setup`, or set emulation.port_type: system")
         # written before anything exists, so that a crash at any point can be cleaned; the
         # name check and the save are one step under the registry's lock (two runs started
         # at the same instant: the second one refuses, naming the first)
         self.record.bridges = list(self.fabric.switches)
         self.record.interfaces = list(self.fabric.switch_interfaces)
+        if self.port_type == "tap":
+            self.record.interfaces += self.taps
+            self.record.nft_tables = [taps.nft_table(self.run_id)]
         reserve(self.record, set(self.record.bridges))
         try:
             self._build()
@@ -189,6 +201,8 @@ class EmulatedFabric:
                 net.addLink(u, v, port1=f.port(u, v), port2=f.port(v, u))
         net.build()
         net.start()
+        if self.port_type == "tap":
+            self._tap_ports()
         self._configure(net)
         down = {tuple(sorted((u, v))) for u, v in f.links
                 if f.role(u) != "host" and f.role(v) != "host" and not f.is_live(u, v)}
@@ -202,12 +216,13 @@ class EmulatedFabric:
         pair: 4,032 at 64 hosts). experiments/benchmarks/scale_bench.py has the figures."""
         f = self.fabric
         mtu = str(self.settings.mtu_bytes)
-        ports = [(u, v) for u, v in f.links if f.role(u) != "host"]
+        ports = self._switch_ports()
         vsctl = ["ovs-vsctl"]
         for sw in f.switches:
             vsctl += ["--", "set", "Bridge", sw, f"external_ids:{EXTERNAL_ID}={self.run_id}"]
-        for u, v in ports:
-            vsctl += ["--", "set", "Interface", f.intf(u, v), f"mtu_request={mtu}"]
+        if self.port_type == "system":
+            for u, v in ports:
+                vsctl += ["--", "set", "Interface", f.intf(u, v), f"mtu_request={mtu}"]
         run(vsctl, timeout_s=120)
         run(["ip", "-batch", "-"], input_text="".join(
             f"link set dev {f.intf(u, v)} mtu {mtu}\n" for u, v in ports))
@@ -231,6 +246,44 @@ class EmulatedFabric:
                               f"net.ipv6.conf.all.disable_ipv6=1 && tc -batch {tc_file} && "
                               f"ip -batch {arp_file}")
             _ns_run_all({net.get(h): ["sh", "-c", s] for h, s in scripts.items()})
+
+    def _tap_ports(self) -> None:
+        """Swap every switch port's veth for a tap of the same OpenFlow port number (one
+        ovs-vsctl transaction), bring the taps up without IPv6 addresses, and join each tap to
+        its veth (one nft transaction). The veths keep their shapers (_configure)."""
+        f, mtu = self.fabric, self.settings.mtu_bytes
+        vsctl = ["ovs-vsctl"]
+        for u, v in self._switch_ports():
+            veth = f.intf(u, v)
+            tap = taps.tap_name(veth)
+            vsctl += ["--", "del-port", u, veth, "--", "add-port", u, tap,
+                      "--", "set", "Interface", tap, "type=tap",
+                      f"ofport_request={f.port(u, v)}", f"mtu_request={mtu}"]
+        run(vsctl, timeout_s=120)
+        run(["ip", "-batch", "-"], input_text="".join(
+            f"link set dev {t} addrgenmode none mtu {mtu}\nlink set dev {t} up\n"
+            for t in self.taps))
+        taps.install(self.record.nft_tables[0], list(zip(f.switch_interfaces, self.taps)))
+
+    @property
+    def calibration_datapath(self) -> str:
+        """The datapath as calibrations are stored: user (system ports), user+tap, kernel."""
+        return f"{self.datapath}+tap" if self.port_type == "tap" else self.datapath
+
+    @property
+    def vswitchd_taps(self) -> list[str]:
+        """The taps ovs-vswitchd reads and writes (the CPU monitor counts their drops); none
+        with system ports."""
+        return self.taps if self.port_type == "tap" else []
+
+    @property
+    def taps(self) -> list[str]:
+        """The switch ports' taps (port_type tap), in the order of fabric.switch_interfaces."""
+        return [taps.tap_name(i) for i in self.fabric.switch_interfaces]
+
+    def _switch_ports(self) -> list[tuple[str, str]]:
+        """(switch, neighbour) for every switch port, in link order."""
+        return [(u, v) for u, v in self.fabric.links if self.fabric.role(u) != "host"]
 
     def set_link(self, u: str, v: str, up: bool) -> None:
         """Both ends of the u-v veth pair up or down (both directions fail, as a cut cable)."""

@@ -2,14 +2,14 @@
 `python -m experiments clean` remove exactly that and nothing else.
 
 One JSON file per live run in STATE_DIR: {"run_id", "owner": {pid, started, cmdline},
-"bridges", "interfaces", "pids": [{pid, started, cmdline, stop_signal}]}. Every OVS bridge a run
-makes also carries external_ids:mlfabric_run=<run_id> once it exists. A process is identified by
-its PID and its start time (`started`, s since the epoch, fixed at fork: a PID reused by another
-program has another one, and a child read before its exec is still the same process); processes
-are ended by the PIDs recorded, all at once, and only while that identity holds. `clean` leaves
-alone any run whose owner (the process that made it) is still alive. `reserve` checks a new run's
-names against every record and saves its record under one exclusive lock, so that two runs
-started at the same instant cannot both pass the check.
+"bridges", "interfaces", "nft_tables", "pids": [{pid, started, cmdline, stop_signal}]}. Every
+OVS bridge a run makes also carries external_ids:mlfabric_run=<run_id> once it exists. A
+process is identified by its PID and its start time (`started`, s since the epoch, fixed at
+fork: a PID reused by another program has another one, and a child read before its exec is
+still the same process); processes are ended by the PIDs recorded, all at once, and only while
+that identity holds. `clean` leaves alone any run whose owner (the process that made it) is
+still alive. `reserve` checks a new run's names against every record and saves its record under
+one exclusive lock, so that two runs started at the same instant cannot both pass the check.
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from pathlib import Path
 
 import psutil
 
+from . import taps
 from .ovs import TestbedError, run
 
 STATE_DIR = Path(os.environ.get("MLFABRIC_STATE_DIR", "/run/mlfabric"))
@@ -50,6 +51,7 @@ class RunRecord:
     owner: dict = field(default_factory=dict)         # {"pid", "started", "cmdline"} of the run
     bridges: list[str] = field(default_factory=list)
     interfaces: list[str] = field(default_factory=list)      # root-namespace interface names
+    nft_tables: list[str] = field(default_factory=list)      # netdev-family tables (taps.py)
     pids: list[dict] = field(default_factory=list)    # {"pid", "started", "cmdline", "stop_signal"}
 
     @property
@@ -146,7 +148,7 @@ def reserve(record: RunRecord, names: set[str]) -> None:
     naming the run. Check and save happen under one lock."""
     with registry_lock():
         for other in kept_records():
-            theirs = set(other.bridges) | {i.split("-eth")[0] for i in other.interfaces}
+            theirs = set(other.bridges) | {i.rsplit("-", 1)[0] for i in other.interfaces}
             clash = sorted(names & theirs)
             if not clash:
                 continue
@@ -186,10 +188,13 @@ def our_bridges(run_id: str | None = None) -> list[str]:
 
 
 def remove_record(record: RunRecord) -> dict:
-    """Remove what `record` lists: its processes, its bridges (tagged by this run, or untagged:
-    a run only names bridges that did not exist when it started), its interfaces. The record
-    is deleted only when nothing of it is left; returns counts and what remains."""
+    """Remove what `record` lists: its processes, its nftables tables, its bridges (tagged by
+    this run, or untagged: a run only names bridges that did not exist when it started), its
+    interfaces. The record is deleted only when nothing of it is left; returns counts and
+    what remains."""
     removed = {"processes": end_processes(record.pids), "bridges": 0, "interfaces": 0}
+    for table in record.nft_tables:
+        taps.remove(table)
     tags = bridge_tags()
     if tags is not None:
         mine = [br for br in record.bridges if br in tags and tags[br] in (None, record.run_id)]
@@ -208,6 +213,7 @@ def remove_record(record: RunRecord) -> dict:
     left = ([] if tags is None else [b for b in record.bridges
                                      if b in tags and tags[b] in (None, record.run_id)])
     left += [i for i in record.interfaces if Path(f"/sys/class/net/{i}").exists()]
+    left += [f"nft table {t}" for t in record.nft_tables if taps.table_exists(t)]
     if tags is None:
         left.append("(Open vSwitch did not answer)")
     if not left:

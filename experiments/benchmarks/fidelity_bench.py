@@ -25,8 +25,9 @@ accepts on the port (9000 requested). Everything it creates goes on every exit p
 
     sudo .venv/bin/python experiments/benchmarks/fidelity_bench.py --probe-idle-ports 0 16 48
 
-one unshaped flow through the same kind of bridge (`system` ports, MTU 9000) beside N idle
-ports (their peers in a namespace `mfpc` of its own): Gbit/s, ovs-vswitchd's cores and its
+one unshaped flow through the same kind of bridge (MTU 9000; tap ports joined to their veths
+as the emulator joins them, or `system` ports with `--port-type system`) beside N idle ports
+(their peers in a namespace `mfpc` of its own): Gbit/s, ovs-vswitchd's cores and its
 core-seconds per Gbit, for each N in turn.
 
     sudo .venv/bin/python experiments/benchmarks/fidelity_bench.py --probe-instances
@@ -52,6 +53,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from experiments.calibrate import CalibrationError, calibrate  # noqa: E402
+from testbed import taps  # noqa: E402
 from testbed.ovs import VSWITCHD_GLIBC_TUNABLES, TestbedError, vswitchd_pid  # noqa: E402
 from experiments.config import parse  # noqa: E402
 from experiments.runner import run_experiment  # noqa: E402
@@ -59,7 +61,7 @@ from experiments.runner import run_experiment  # noqa: E402
 IDEAL_CCT_S = 2.4
 
 
-def config(rate_mbps: float, scheduler: str = "fair") -> dict:
+def config(rate_mbps: float, scheduler: str = "fair", port_type: str = "tap") -> dict:
     size = int(IDEAL_CCT_S * rate_mbps * 1e6 / 8 / 1.5)   # 2(n-1)/n = 1.5 for n = 4
     hosts = lambda k: [f"h{k + 4 * i}" for i in range(4)]  # noqa: E731
     return {
@@ -69,7 +71,8 @@ def config(rate_mbps: float, scheduler: str = "fair") -> dict:
         "jobs": [{"name": f"ring-{k}", "collective": "allreduce", "hosts": hosts(k),
                   "size_bytes": size, "iterations": 3} for k in range(1, 5)],
         "routing": ["ecmp", "ilp"],
-        "emulation": {"link_scheduler": scheduler, "mtu_bytes": "auto"},
+        "emulation": {"link_scheduler": scheduler, "mtu_bytes": "auto",
+                      "port_type": port_type},
     }
 
 
@@ -87,6 +90,8 @@ def _sh(*args: str, ns: str | None = None, check: bool = True) -> str:
 
 def _probe_teardown() -> None:
     _sh("ovs-vsctl", "--if-exists", "del-br", PROBE_BR, check=False)
+    taps.remove(PROBE_TABLE)
+    _PROBE_TAPS.clear()
     for ns in PROBE_NS:
         _sh("ip", "netns", "del", ns, check=False)
 
@@ -182,29 +187,52 @@ def _cpu_s(pid: int) -> float:
     return t.user + t.system
 
 
-def probe_idle_ports(counts: list[int], mtu: int = 9000) -> None:
-    """One unshaped flow through one bridge (`system` ports, MTU `mtu`) beside n idle ports:
-    what each port costs the forwarding thread, which polls every port on each wake-up."""
+PROBE_TABLE = "mlfabric_probe"
+
+
+def _probe_ports(devs: list[str], mtu: int, port_type: str) -> None:
+    """Add the veths `devs` to the probe's bridge: as `system` ports, or each through a tap
+    `<dev>t` joined to it as the emulator joins them (testbed/taps.py). Rebuilds the probe's
+    nft table over every tap so far."""
+    if port_type == "system":
+        _sh("ovs-vsctl", *[w for d in devs for w in (
+            "--", "add-port", PROBE_BR, d, "--", "set", "Interface", d, f"mtu_request={mtu}")])
+        return
+    _sh("ovs-vsctl", *[w for d in devs for w in (
+        "--", "add-port", PROBE_BR, f"{d}t", "--", "set", "Interface", f"{d}t", "type=tap",
+        f"mtu_request={mtu}")])
+    for d in devs:
+        _sh("ip", "link", "set", "dev", f"{d}t", "addrgenmode", "none", "mtu", str(mtu), "up")
+    _PROBE_TAPS.extend((d, f"{d}t") for d in devs)
+    taps.remove(PROBE_TABLE)
+    taps.install(PROBE_TABLE, _PROBE_TAPS)
+
+
+_PROBE_TAPS: list[tuple[str, str]] = []
+
+
+def probe_idle_ports(counts: list[int], mtu: int = 9000, port_type: str = "system") -> None:
+    """One unshaped flow through one bridge (ports of `port_type`, MTU `mtu`) beside n idle
+    ports: what each port costs the forwarding thread, which polls every port on each
+    wake-up."""
     _probe_teardown()
     _sh("ip", "netns", "del", IDLE_NS, check=False)
     try:
         _sh("ovs-vsctl", "add-br", PROBE_BR, "--", "set", "bridge", PROBE_BR,
             "datapath_type=netdev")
+        _sh("ovs-ofctl", "add-flow", PROBE_BR, "actions=NORMAL")
         _sh("ip", "netns", "add", IDLE_NS)
-        for dev in _probe_hosts(mtu):
-            _sh("ovs-vsctl", "add-port", PROBE_BR, dev, "--", "set", "Interface", dev,
-                f"mtu_request={mtu}")
+        _probe_ports(_probe_hosts(mtu), mtu, port_type)
         have = 0
         for n in sorted(counts):
             new = [f"mfpi{j}" for j in range(have, n)]
             for dev in new:
-                _sh("ip", "link", "add", dev, "type", "veth", "peer", "name", f"{dev}p",
-                    "netns", IDLE_NS)
+                _sh("ip", "link", "add", dev, "mtu", str(mtu), "type", "veth", "peer", "name",
+                    f"{dev}p", "mtu", str(mtu), "netns", IDLE_NS)
                 _sh("ip", "link", "set", dev, "up")
                 _sh("ip", "link", "set", f"{dev}p", "up", ns=IDLE_NS)
             if new:
-                _sh("ovs-vsctl", *[w for dev in new for w in ("--", "add-port", PROBE_BR,
-                                                              dev)])
+                _probe_ports(new, mtu, port_type)
             have = n
             time.sleep(2)
             runs = []
@@ -214,13 +242,15 @@ def probe_idle_ports(counts: list[int], mtu: int = 9000) -> None:
                 gbps = _probe_flow()
                 runs.append((gbps, (_cpu_s(pid) - c0) / (time.monotonic() - t0)))
             gbps, cores = (statistics.median(r[k] for r in runs) for k in (0, 1))
-            print(f"{n:>4} idle ports beside the flow's 2 (MTU {mtu}): one flow "
+            print(f"{n:>4} idle {port_type} ports beside the flow's 2 (MTU {mtu}): one flow "
                   f"{gbps:.2f} Gbit/s (runs {', '.join(f'{r[0]:.2f}' for r in runs)}), "
                   f"ovs-vswitchd {cores:.2f} cores during the flow, "
                   f"{cores / gbps if gbps else float('nan'):.2f} core-s per Gbit", flush=True)
     finally:
         _probe_teardown()
         _sh("ip", "netns", "del", IDLE_NS, check=False)
+        for dev in (f"mfpi{j}" for j in range(max(counts, default=0))):
+            _sh("ip", "link", "del", dev, check=False)
 
 
 CHAIN = ("mfpx0", "mfpx1")      # the veth between the probe's two bridges
@@ -325,6 +355,8 @@ def main() -> int:
     ap.add_argument("--rates", type=float, nargs="+", default=[5, 10, 20, 40, 60, 80])
     ap.add_argument("--scheduler", choices=["fair", "fifo"], default="fair",
                     help="the links' scheduler (emulation.link_scheduler)")
+    ap.add_argument("--port-type", choices=["tap", "system"], default="tap",
+                    help="how ovs-vswitchd reaches its ports (emulation.port_type)")
     ap.add_argument("--probe-ports", action="store_true",
                     help="probe system / afxdp / afxdp-nonpmd ports instead (see above)")
     ap.add_argument("--probe-idle-ports", type=int, nargs="+", metavar="N",
@@ -342,7 +374,7 @@ def main() -> int:
         if not all(0 <= n <= 256 for n in args.probe_idle_ports):
             print("fidelity_bench: --probe-idle-ports: each N within 0..256", file=sys.stderr)
             return 2
-        probe_idle_ports(args.probe_idle_ports)
+        probe_idle_ports(args.probe_idle_ports, port_type=args.port_type)
         return 0
     if args.probe_ports:
         probe_ports()
@@ -350,7 +382,7 @@ def main() -> int:
     quiet = lambda s: None  # noqa: E731
     rows = []
     for rate in args.rates:
-        exp = parse(config(rate, args.scheduler))
+        exp = parse(config(rate, args.scheduler, args.port_type))
         with tempfile.TemporaryDirectory() as tmp:
             try:
                 cal = calibrate(exp, Path(tmp) / "cal", duration_s=5.0, log=quiet, store=True)
@@ -379,7 +411,7 @@ def main() -> int:
                  and all(abs(e) <= 0.05 for e in errs.values()))
         rows.append((rate, 16 * rate, one, jain, errs, ok_cpu, vs, holds))
         print(f"{rate:>5g} Mbit/s per link (MTU {exp.emulation.mtu_bytes}, "
-              f"{exp.emulation.link_scheduler}), {16 * rate:>6g} Mbit/s aggregate: one flow "
+              f"{exp.emulation.link_scheduler}, {exp.emulation.port_type} ports), {16 * rate:>6g} Mbit/s aggregate: one flow "
               f"{one:.1%}, Jain {jain:.3f}, errors "
               + ", ".join(f"{k} {v:+.1%}" for k, v in errs.items())
               + f", forwarding thread max {vs:.0f}% (mean {vs_mean}%), ovs-vswitchd's "

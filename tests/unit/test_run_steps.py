@@ -66,6 +66,9 @@ class _Driver:
 
 
 class _Monitor:
+    def __init__(self, taps=()):
+        self.taps = taps
+
     def __enter__(self):
         return self
 
@@ -100,6 +103,8 @@ class _Counters:
 
 
 class _Emu:
+    vswitchd_taps: list[str] = []
+
     def set_link(self, u, v, up):
         pass
 
