@@ -166,7 +166,7 @@ class EmulationConfig:
     """How the emulator runs; each default is explained in the README (datapath tuning)."""
 
     datapath: str = "auto"          # auto | kernel | user
-    port_type: str = "tap"          # tap | system: how the userspace datapath reaches a port
+    port_type: str = "system"       # system | tap: how the userspace datapath reaches a port
     tcp_cc: str = "cubic"           # set per socket by the agents, recorded in results
     mtu_bytes: int = 9000           # resolved from "auto" (the default): testbed/shaping.py
     mtu_auto: bool = True           # mtu_bytes chosen from the link rates

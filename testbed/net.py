@@ -49,7 +49,7 @@ class EmulationSettings:
     scheduler: str = "fair"         # testbed/shaping.py: fair (per-flow round robin) | fifo
     window_frames: int = 16         # receive window bound per connection, in frames; 0: none
     switch_burst_frames: int = SWITCH_BURST_FRAMES   # HTB burst at switch egress (hosts: 1)
-    port_type: str = "tap"          # tap | system: how ovs-vswitchd reaches a port (taps.py)
+    port_type: str = "system"       # system | tap: how ovs-vswitchd reaches a port (taps.py)
 
     @property
     def window_clamp_bytes(self) -> int:

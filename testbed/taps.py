@@ -1,5 +1,5 @@
-"""Switch ports as tap devices (`emulation.port_type: tap`, the default on the userspace
-datapath): ovs-vswitchd reads and writes each port through a tun file descriptor, and the
+"""Switch ports as tap devices (`emulation.port_type: tap`, userspace datapath; the default is
+`system`): ovs-vswitchd reads and writes each port through a tun file descriptor, and the
 kernel joins that tap to the link's veth with two nftables `fwd` rules::
 
     h1's namespace   |               root namespace                |   ovs-vswitchd
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from .ovs import run
 
-PORT_TYPES = ("tap", "system")
+PORT_TYPES = ("system", "tap")
 
 
 def tap_name(intf: str) -> str:

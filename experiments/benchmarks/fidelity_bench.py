@@ -61,7 +61,7 @@ from experiments.runner import run_experiment  # noqa: E402
 IDEAL_CCT_S = 2.4
 
 
-def config(rate_mbps: float, scheduler: str = "fair", port_type: str = "tap") -> dict:
+def config(rate_mbps: float, scheduler: str = "fair", port_type: str = "system") -> dict:
     size = int(IDEAL_CCT_S * rate_mbps * 1e6 / 8 / 1.5)   # 2(n-1)/n = 1.5 for n = 4
     hosts = lambda k: [f"h{k + 4 * i}" for i in range(4)]  # noqa: E731
     return {
@@ -355,7 +355,7 @@ def main() -> int:
     ap.add_argument("--rates", type=float, nargs="+", default=[5, 10, 20, 40, 60, 80])
     ap.add_argument("--scheduler", choices=["fair", "fifo"], default="fair",
                     help="the links' scheduler (emulation.link_scheduler)")
-    ap.add_argument("--port-type", choices=["tap", "system"], default="tap",
+    ap.add_argument("--port-type", choices=["system", "tap"], default="system",
                     help="how ovs-vswitchd reaches its ports (emulation.port_type)")
     ap.add_argument("--probe-ports", action="store_true",
                     help="probe system / afxdp / afxdp-nonpmd ports instead (see above)")
@@ -411,7 +411,8 @@ def main() -> int:
                  and all(abs(e) <= 0.05 for e in errs.values()))
         rows.append((rate, 16 * rate, one, jain, errs, ok_cpu, vs, holds))
         print(f"{rate:>5g} Mbit/s per link (MTU {exp.emulation.mtu_bytes}, "
-              f"{exp.emulation.link_scheduler}, {exp.emulation.port_type} ports), {16 * rate:>6g} Mbit/s aggregate: one flow "
+              f"{exp.emulation.link_scheduler}, {exp.emulation.port_type} ports), "
+              f"{16 * rate:>6g} Mbit/s aggregate: one flow "
               f"{one:.1%}, Jain {jain:.3f}, errors "
               + ", ".join(f"{k} {v:+.1%}" for k, v in errs.items())
               + f", forwarding thread max {vs:.0f}% (mean {vs_mean}%), ovs-vswitchd's "

@@ -91,7 +91,7 @@ def _rss_mib(pid: int) -> float:
 
 
 def ring_config(name: str, rate_mbps: float, ideal_s: float = 2.4,
-                mtu: int | str = "auto") -> dict:
+                mtu: int | str = "auto", port_type: str = "system") -> dict:
     """Rings of one rank per leaf (ring k: the k-th host of every leaf), every host in one,
     routed by ILP; uplinks at twice the host rate so that planned paths never share a link;
     bytes sized for an ideal CCT (one iteration) of `ideal_s` seconds."""
@@ -114,7 +114,7 @@ def ring_config(name: str, rate_mbps: float, ideal_s: float = 2.4,
              "size_bytes": size, "hosts": [f"h{k + per_leaf * i}" for i in range(n_leaves)]}
             for k in range(1, per_leaf + 1)]
     return {"name": f"scale-{name}", "seed": 1, "fabric": fabric, "jobs": jobs,
-            "routing": ["ilp"], "emulation": {"mtu_bytes": mtu}}
+            "routing": ["ilp"], "emulation": {"mtu_bytes": mtu, "port_type": port_type}}
 
 
 class Timed:
@@ -157,8 +157,9 @@ class Timed:
         net.EmulatedFabric.__enter__, net.EmulatedFabric.__exit__ = self._enter, self._exit
 
 
-def one_run(name: str, rate_mbps: float, ideal_s: float, mtu: int | str) -> dict:
-    exp = parse(ring_config(name, rate_mbps, ideal_s, mtu))
+def one_run(name: str, rate_mbps: float, ideal_s: float, mtu: int | str,
+            port_type: str = "system") -> dict:
+    exp = parse(ring_config(name, rate_mbps, ideal_s, mtu, port_type))
     with tempfile.TemporaryDirectory() as tmp, Timed() as t, Counter() as c:
         res = run_experiment(exp, Path(tmp) / "run", log=lambda s: None)
     run = res["runs"][0]
@@ -185,6 +186,8 @@ def main() -> int:
                          "forwarding waits weigh less)")
     ap.add_argument("--mtu-bytes", default="auto", help="emulation.mtu_bytes: auto or "
                     "1500..64000")
+    ap.add_argument("--port-type", choices=["system", "tap"], default="system",
+                    help="how ovs-vswitchd reaches its ports (emulation.port_type)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("scale_bench: needs root (it emulates)", file=sys.stderr)
@@ -200,11 +203,11 @@ def main() -> int:
         print("scale_bench: --mtu-bytes must be auto or within 1500..64000", file=sys.stderr)
         return 2
     f = build_fabric(FABRICS[args.fabric])
-    print(f"{f.title}: {len(f.hosts)} hosts, {len(f.switches)} switches, "
+    print(f"{f.title}, {args.port_type} ports: {len(f.hosts)} hosts, {len(f.switches)} switches, "
           f"{len(f.links) // 2} links; load average before {os.getloadavg()[0]:.2f}")
     rows = []
     for i in range(args.runs):
-        r = one_run(args.fabric, args.rate_mbps, args.ideal_s, mtu)
+        r = one_run(args.fabric, args.rate_mbps, args.ideal_s, mtu, args.port_type)
         rows.append(r)
         slow = sorted(r["call_s"].items(), key=lambda kv: -kv[1])[:4]
         print(f"run {i + 1}: build {r['build_s']:.1f} s, teardown {r['teardown_s']:.1f} s, "

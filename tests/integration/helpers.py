@@ -26,14 +26,23 @@ def small_config(routing: list[str], iterations: int = 2, size_bytes: int = 300_
     }
 
 
+def nft_tables() -> list[str]:
+    """mlfabric's nftables tables (tap ports join their veths through them: testbed/taps.py)."""
+    out = subprocess.run(["nft", "list", "tables", "netdev"], capture_output=True, text=True)
+    return sorted(line.split()[-1] for line in out.stdout.splitlines()
+                  if line.split()[-1:] and line.split()[-1].startswith("mlfabric_"))
+
+
 def leftovers() -> dict:
-    """Anything an mlfabric run could leave: tagged bridges, fabric interfaces, records."""
+    """Anything an mlfabric run could leave: tagged bridges, fabric interfaces (veths and
+    taps), nftables tables, records."""
     bridges = our_bridges()
     names = subprocess.run(["ip", "-j", "link", "show"], capture_output=True, text=True).stdout
     intfs = [i["ifname"] for i in json.loads(names)
              if i["ifname"].startswith(("leaf", "spine"))]
     records = sorted(p.name for p in STATE_DIR.glob("*.json")) if STATE_DIR.exists() else []
-    return {"bridges": bridges, "interfaces": intfs, "records": records}
+    return {"bridges": bridges, "interfaces": intfs, "nft_tables": nft_tables(),
+            "records": records}
 
 
-NOTHING = {"bridges": [], "interfaces": [], "records": []}
+NOTHING = {"bridges": [], "interfaces": [], "nft_tables": [], "records": []}

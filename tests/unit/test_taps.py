@@ -64,17 +64,17 @@ def test_table_name_is_an_nft_identifier():
     assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", nft_table("cal-1-2"))
 
 
-def test_port_type_is_tap_by_default_and_system_on_request():
+def test_port_type_is_system_by_default_and_tap_on_request():
     base = {"name": "t", "fabric": {"spines": 2, "leaves": 2, "hosts_per_leaf": 2,
                                     "host_link_mbps": 5, "spine_link_mbps": 5},
             "jobs": [{"name": "r", "collective": "allreduce", "hosts": ["h1", "h3"],
                       "size_bytes": 100000}], "routing": ["ecmp"]}
-    assert PORT_TYPES[0] == "tap"
-    assert parse(base).emulation.port_type == "tap"
-    exp = parse({**base, "emulation": {"port_type": "system"}})
-    assert exp.emulation.port_type == "system"
-    assert exp.emulation.resolved()["port_type"] == "system"
-    assert parse(exp.resolved()).emulation.port_type == "system"     # loads again
+    assert PORT_TYPES[0] == "system"
+    assert parse(base).emulation.port_type == "system"
+    exp = parse({**base, "emulation": {"port_type": "tap"}})
+    assert exp.emulation.port_type == "tap"
+    assert exp.emulation.resolved()["port_type"] == "tap"
+    assert parse(exp.resolved()).emulation.port_type == "tap"     # loads again
 
 
 def test_a_record_written_before_tap_ports_loads_with_no_tables(tmp_path):
