@@ -32,14 +32,19 @@ def test_allreduce_under_ecmp_and_ilp(tmp_path):
     assert env["tcp_congestion_control"] == "cubic" and env["link_scheduler"] == "fair"
     assert env["htb"]["host_link"]["burst_bytes"] >= env["mtu_bytes"]
     assert env["tcp_window_clamp_bytes"] == 16 * env["mtu_bytes"]
+    # a 2-rank ring all-reduce takes 2 steps an iteration; each step starts on an idle host
+    # link whose HTB bucket holds one burst, so it can run ahead of the rate by that much
+    host = env["htb"]["host_link"]
+    ahead_s = 2 * host["host_burst_bytes"] * 8 / (host["rate_mbps"] * 1e6)
     for run in res["runs"]:
         assert run["mode"] == "emulated"
         assert len(run["cct_s"]) == 2
         for job in run["jobs"]:
             assert job["bytes_verified"] is True
-            # TCP over shaped links cannot beat the non-blocking ideal by more than HTB's
-            # one-frame bursts allow, and on an idle 2x2 fabric it should not be 3x slower
-            assert min(job["cct_s"]) > 0.95 * job["ideal_cct_s"]
+            # TCP over shaped links cannot beat the non-blocking ideal by more than the host
+            # links' bursts allow (a 12000-byte frame at 10 Mbit/s is 4% of this 0.24 s
+            # ideal: 0.95 x ideal failed once at 0.944), nor be 3x slower on an idle fabric
+            assert min(job["cct_s"]) >= job["ideal_cct_s"] - ahead_s - 1e-3
             assert job["cct_mean_s"] < 3 * job["ideal_cct_s"]
         assert (tmp_path / run["routing"] / "rules" / "commands.txt").exists()
         for p in run["paths"]:
