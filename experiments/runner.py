@@ -443,7 +443,7 @@ def log_run(name: str, run: dict, controller: Controller, log: Callable[[str], N
         f"max flows per link {run['max_link_flows']}, emulator "
         f"{'ok' if fidelity['ok'] else 'SATURATED'} (ovs-vswitchd's forwarding thread max "
         f"{fidelity['forwarding_max_pct'] or 0:.0f}% of a core"
-        + (f", its sockets dropped {fidelity['vswitchd_rx_drops']} packets"
+        + (f", it dropped {fidelity['vswitchd_rx_drops']} packets"
            if fidelity.get("vswitchd_rx_drops") else "")
         + f"), {fidelity['tcp_retrans_segments']} TCP segments retransmitted")
     for line in fidelity["advice"]:

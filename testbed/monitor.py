@@ -343,14 +343,16 @@ def summarize(samples: list[Sample], interval_s: float, monitored_s: float,
     "forwarding_mean_pct" (its main thread on a CPU), "forwarding_wait_mean_pct",
     "vswitchd_wait_mean_pct", "vswitchd_rx_queued_max_bytes" (all port sockets together),
     "vswitchd_rx_queued_mean_bytes", "vswitchd_rx_fullest_max_bytes" (one socket),
-    "vswitchd_rx_drops" (packets), "vswitchd_rcvbuf_bytes", "vswitchd_rx_mean_mbps" (arriving
+    "vswitchd_rx_drops" (packets), "vswitchd_rcvbuf_bytes", "vswitchd_port_type" (system or
+    tap: where the drops were counted), "vswitchd_rx_mean_mbps" (arriving
     at its ports), "vswitchd_rx_wait_ms" (Little's law: mean bytes queued / mean arrival rate,
     the time a packet waited for the forwarding thread at each switch it crossed; an upper
     bound, the queue being counted in the kernel's buffer sizes), "cause"} (CPU in %).
     `rx_drops`: packets ovs-vswitchd's port sockets (or taps' rings) dropped; any flags the
     run. `queues_seen` false (tap ports): the queued bytes and the wait are None."""
     n = len(samples)
-    base = {"vswitchd_rx_drops": rx_drops, "vswitchd_rcvbuf_bytes": rcvbuf_bytes}
+    base = {"vswitchd_rx_drops": rx_drops, "vswitchd_rcvbuf_bytes": rcvbuf_bytes,
+            "vswitchd_port_type": "system" if queues_seen else "tap"}
     if n == 0:
         return {"ok": rx_drops == 0, "saturated_s": 0.0, "monitored_s": monitored_s,
                 "samples": 0, "forwarding_full_s": 0.0, "cores_full_s": 0.0,
@@ -416,8 +418,9 @@ def advice(summary: dict, host_traffic_mbps: float, mtu_bytes: int, hosts: int,
         size = f" ({rb / 2**20:.1f} MiB)" if rb else ""
         fix = (f"; `sudo make setup` raises them to {OVS_RECV_BUFFER_BYTES // 2**20} MiB"
                if rb and rb < OVS_RECV_BUFFER_BYTES else "")
-        where = ("port sockets" if rb else "tap ports", f"a socket's receive buffer{size}"
-                 if rb else "a tap's ring (its txqueuelen)")
+        where = (("tap ports", "a tap's ring (its txqueuelen)")
+                 if summary.get("vswitchd_port_type") == "tap"
+                 else ("port sockets", f"a socket's receive buffer{size}"))
         out.append(f"ovs-vswitchd's {where[0]} dropped {summary.get('vswitchd_rx_drops')} "
                    f"packets: {where[1]} filled while the forwarding thread served the other "
                    f"ports, so the emulator, not the fabric, lost them{fix}")

@@ -286,8 +286,13 @@ class EmulatedFabric:
         return [(u, v) for u, v in self.fabric.links if self.fabric.role(u) != "host"]
 
     def set_link(self, u: str, v: str, up: bool) -> None:
-        """Both ends of the u-v veth pair up or down (both directions fail, as a cut cable)."""
-        for intf in (self.fabric.intf(u, v), self.fabric.intf(v, u)):
+        """Both ends of the u-v veth pair up or down (both directions fail, as a cut cable),
+        and with tap ports both taps too: OVS sees a port's link state on the tap, and a
+        select group's bucket watching that port must go dead with the link."""
+        ends = [self.fabric.intf(u, v), self.fabric.intf(v, u)]
+        if self.port_type == "tap":
+            ends += [taps.tap_name(i) for i in ends]
+        for intf in ends:
             run(["ip", "link", "set", "dev", intf, "up" if up else "down"])
 
     def _shaping(self, rate_mbps: float, burst_frames: int = 1) -> Shaping:

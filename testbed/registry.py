@@ -193,8 +193,7 @@ def remove_record(record: RunRecord) -> dict:
     interfaces. The record is deleted only when nothing of it is left; returns counts and
     what remains."""
     removed = {"processes": end_processes(record.pids), "bridges": 0, "interfaces": 0}
-    for table in record.nft_tables:
-        taps.remove(table)
+    tables_left = [t for t in record.nft_tables if not taps.remove(t)]
     tags = bridge_tags()
     if tags is not None:
         mine = [br for br in record.bridges if br in tags and tags[br] in (None, record.run_id)]
@@ -213,7 +212,7 @@ def remove_record(record: RunRecord) -> dict:
     left = ([] if tags is None else [b for b in record.bridges
                                      if b in tags and tags[b] in (None, record.run_id)])
     left += [i for i in record.interfaces if Path(f"/sys/class/net/{i}").exists()]
-    left += [f"nft table {t}" for t in record.nft_tables if taps.table_exists(t)]
+    left += [f"nft table {t}" for t in tables_left]
     if tags is None:
         left.append("(Open vSwitch did not answer)")
     if not left:

@@ -187,7 +187,7 @@ def _cpu_s(pid: int) -> float:
     return t.user + t.system
 
 
-PROBE_TABLE = "mlfabric_probe"
+PROBE_TABLE = "mfprobe_taps"    # not mlfabric_*: no run's table
 
 
 def _probe_ports(devs: list[str], mtu: int, port_type: str) -> None:
@@ -401,17 +401,17 @@ def main() -> int:
         vs_mean = "/".join(f'{r["fidelity"]["forwarding_mean_pct"] or 0:.0f}' for r in res["runs"])
         drops = "/".join(str(r["fidelity"].get("vswitchd_rx_drops", 0)) for r in res["runs"])
         retrans = "/".join(str(r["fidelity"]["tcp_retrans_segments"]) for r in res["runs"])
-        queued = "/".join(f'{(r["fidelity"].get("vswitchd_rx_queued_max_bytes") or 0) / 1e3:.0f}'
-                          for r in res["runs"])
-        waited = "/".join(f'{r["fidelity"].get("vswitchd_rx_wait_ms") or 0:.2f}'
-                          for r in res["runs"])
+        queued = "/".join("n/a" if q is None else f"{q / 1e3:.0f}" for q in (
+            r["fidelity"].get("vswitchd_rx_queued_max_bytes") for r in res["runs"]))
+        waited = "/".join("n/a" if w is None else f"{w:.2f}" for w in (
+            r["fidelity"].get("vswitchd_rx_wait_ms") for r in res["runs"]))
         one = min(cal["one_flow"]["agent_fraction"], cal["one_flow"]["iperf3_fraction"])
         jain = min(cal["shared_link"]["agent_jain"], cal["shared_link"]["iperf3_jain"])
         holds = (one >= 0.93 and jain >= 0.95 and ok_cpu
                  and all(abs(e) <= 0.05 for e in errs.values()))
         rows.append((rate, 16 * rate, one, jain, errs, ok_cpu, vs, holds))
         print(f"{rate:>5g} Mbit/s per link (MTU {exp.emulation.mtu_bytes}, "
-              f"{exp.emulation.link_scheduler}, {exp.emulation.port_type} ports), "
+              f"{exp.emulation.link_scheduler}, {res['environment']['port_type']} ports), "
               f"{16 * rate:>6g} Mbit/s aggregate: one flow "
               f"{one:.1%}, Jain {jain:.3f}, errors "
               + ", ".join(f"{k} {v:+.1%}" for k, v in errs.items())

@@ -55,3 +55,27 @@ def test_ports_carry_the_flow_through_the_veths_shaper(tmp_path, port_type):
     assert 0.9 * 10 < rates[0] < 10.5, rates        # the HTB's 10 Mbit/s, nearly all of it
     assert all(b >= size for b in sent), sent       # through both switches' shapers
     assert leftovers() == NOTHING
+
+
+def _link_down(bridge: str, port: str) -> bool:
+    out = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-ports-desc", bridge],
+                         capture_output=True, text=True, check=True).stdout
+    block = out.split(f"({port}):")[1].split("\n ")[0:6]
+    return "LINK_DOWN" in " ".join(block)
+
+
+def test_a_failed_link_is_down_on_the_taps_that_ovs_sees():
+    """A select group's bucket watches its port: with taps, the port OVS sees is the tap, so a
+    failed link must take the taps down with the veths (and bring them back up)."""
+    fabric = build_fabric(FabricSpec(2, 2, 2, 10, 10))
+    with EmulatedFabric(fabric, "itest-tap-fail", EmulationSettings(port_type="tap")) as emu:
+        ends = {sw: tap_name(fabric.intf(sw, nbr))
+                for sw, nbr in (("leaf1", "spine1"), ("spine1", "leaf1"))}
+        assert not any(_link_down(sw, t) for sw, t in ends.items())
+        emu.set_link("leaf1", "spine1", up=False)
+        assert all(_link_down(sw, t) for sw, t in ends.items())
+        other = tap_name(fabric.intf("leaf1", "spine2"))
+        assert not _link_down("leaf1", other)
+        emu.set_link("leaf1", "spine1", up=True)
+        assert not any(_link_down(sw, t) for sw, t in ends.items())
+    assert leftovers() == NOTHING
