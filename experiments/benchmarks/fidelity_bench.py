@@ -25,8 +25,8 @@ accepts on the port (9000 requested). Everything it creates goes on every exit p
 
     sudo .venv/bin/python experiments/benchmarks/fidelity_bench.py --probe-idle-ports 0 16 48
 
-one unshaped flow through the same kind of bridge (MTU 9000; tap ports joined to their veths
-as the emulator joins them, or `system` ports with `--port-type system`) beside N idle ports
+one unshaped flow through the same kind of bridge (MTU 9000; `system` ports, or with
+`--port-type tap` taps joined to their veths as the emulator joins them) beside N idle ports
 (their peers in a namespace `mfpc` of its own): Gbit/s, ovs-vswitchd's cores and its
 core-seconds per Gbit, for each N in turn.
 
@@ -35,6 +35,13 @@ core-seconds per Gbit, for each N in turn.
 one unshaped flow over two bridges in a chain (mfpa - mfprobe - mfprobe2 - mfpb), first both
 in the machine's ovs-vswitchd, then mfprobe2 in an ovs-vswitchd (and ovsdb-server) the probe
 starts in a namespace `mfpo` and stops by PID: Gbit/s and each instance's cores.
+
+    sudo .venv/bin/python experiments/benchmarks/fidelity_bench.py --cpu-split --rates 256
+
+one ILP-only run per rate, printing its error and where the cores went while the 16 agents
+ran: ovs-vswitchd's forwarding thread, the agents, softirq + irq, and the machine's busy time.
+
+`--port-type tap` runs any of these with tap switch ports (testbed/taps.py); default system.
 """
 from __future__ import annotations
 
@@ -45,6 +52,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -350,6 +358,70 @@ def probe_instances(mtu: int = 9000) -> None:
             _sh("ip", "link", "del", CHAIN[0], check=False)
 
 
+def _cpu_times(procs: list[psutil.Process], vswitchd: psutil.Process) -> dict[str, float]:
+    """CPU seconds so far: ovs-vswitchd's forwarding (main) thread, the agents, and the
+    machine's softirq + irq and busy time."""
+    fwd = next((t.user_time + t.system_time for t in vswitchd.threads()
+                if t.id == vswitchd.pid), 0.0)
+    agents = 0.0
+    for p in procs:
+        try:
+            c = p.cpu_times()
+            agents += c.user + c.system
+        except psutil.Error:
+            pass
+    m = psutil.cpu_times()
+    return {"forwarding thread": fwd, "agents": agents, "softirq+irq": m.softirq + m.irq,
+            "machine busy": m.user + m.nice + m.system + m.softirq + m.irq + m.steal}
+
+
+def _agents() -> list[psutil.Process]:
+    """The run's agent processes (python -m traffic.agent), found by command line."""
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        if "traffic.agent" in " ".join(p.info["cmdline"] or []):
+            found.append(p)
+    return found
+
+
+def cpu_split(rate: float, port_type: str) -> None:
+    """Where the cores go while the ILP rings of the benchmark run at `rate` per link: one
+    `run` (ILP only), sampled from the moment all 16 agents exist until one has gone."""
+    cfg = config(rate, port_type=port_type)
+    cfg["routing"] = ["ilp"]
+    exp = parse(cfg)
+    out: dict = {}
+
+    def sample() -> None:
+        agents: list[psutil.Process] = []
+        while len(agents) < 16 and not out.get("stop"):
+            time.sleep(0.5)
+            agents = _agents()
+        vs = psutil.Process(_machine_vswitchd())
+        t0, c0 = time.monotonic(), _cpu_times(agents, vs)
+        last = (t0, c0)
+        while not out.get("stop"):
+            time.sleep(2.0)
+            if not all(a.is_running() for a in agents):
+                break
+            last = (time.monotonic(), _cpu_times(agents, vs))
+        span = last[0] - t0
+        out["span_s"] = span
+        out["cores"] = {k: (last[1][k] - c0[k]) / span for k in c0} if span > 0 else {}
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    with tempfile.TemporaryDirectory() as tmp:
+        res = run_experiment(exp, Path(tmp), log=lambda s: None)
+    out["stop"] = True
+    th.join(timeout=10)
+    err = res["runs"][0]["prediction_error_fraction"]
+    cores = ", ".join(f"{k} {v:.2f}" for k, v in out.get("cores", {}).items())
+    print(f"{rate:g} Mbit/s per link ({16 * rate:g} aggregate, {port_type} ports): ILP error "
+          f"{err:+.1%}; cores over {out.get('span_s', 0):.0f} s of the agents' run: {cores}",
+          flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rates", type=float, nargs="+", default=[5, 10, 20, 40, 60, 80])
@@ -361,6 +433,8 @@ def main() -> int:
                     help="probe system / afxdp / afxdp-nonpmd ports instead (see above)")
     ap.add_argument("--probe-idle-ports", type=int, nargs="+", metavar="N",
                     help="instead: one flow beside N idle ports (0..256), each N in turn")
+    ap.add_argument("--cpu-split", action="store_true",
+                    help="instead: where the cores go while the ILP rings run, per rate")
     ap.add_argument("--probe-instances", action="store_true",
                     help="instead: one flow over two bridges, in one ovs-vswitchd or in two")
     args = ap.parse_args()
@@ -378,6 +452,10 @@ def main() -> int:
         return 0
     if args.probe_ports:
         probe_ports()
+        return 0
+    if args.cpu_split:
+        for rate in args.rates:
+            cpu_split(rate, args.port_type)
         return 0
     quiet = lambda s: None  # noqa: E731
     rows = []
