@@ -287,7 +287,7 @@ def drive(exp: Experiment, emu, entry: RoutingEntry, inst: Installed, timeout_s:
     try:
         driver.start_agents()
         driver.connect()
-        with CpuMonitor(emu.vswitchd_taps) as monitor, (capture or contextlib.nullcontext()):
+        with CpuMonitor(emu.taps) as monitor, (capture or contextlib.nullcontext()):
             records = driver.run_jobs(on_start=controller.jobs_started,
                                       on_finish=controller.job_finished, timers=timers,
                                       on_iteration=iteration_progress(entry.name, inst.plans,

@@ -227,9 +227,14 @@ class Fabric:
         return f"{node}-eth{self.port(node, nbr)}"
 
     @cached_property
+    def switch_ports(self) -> list[tuple[str, str]]:
+        """(switch, neighbour) for every switch port, in link order."""
+        return [(u, v) for u, v in self.links if self.role(u) != "host"]
+
+    @cached_property
     def switch_interfaces(self) -> list[str]:
         """Every switch port's interface (root namespace), in link order."""
-        return [self.intf(u, v) for u, v in self.links if self.role(u) != "host"]
+        return [self.intf(u, v) for u, v in self.switch_ports]
 
     def leaf_prefix(self, leaf: str) -> str:
         """The /24 that holds every host of `leaf` (see host_ip)."""

@@ -87,26 +87,25 @@ def _queued(inodes: set[int]) -> tuple[int, int]:
     return sum(q), max(q, default=0)
 
 
-def parse_proc_net_dev(text: str) -> dict[str, int]:
-    """{interface: bytes received} from /proc/net/dev."""
+def _net_dev_columns(text: str) -> dict[str, list[int]]:
+    """{interface: its 16 counters} from /proc/net/dev (8 receive, then 8 transmit)."""
     out = {}
     for line in text.splitlines()[2:]:
         name, _, rest = line.partition(":")
         f = rest.split()
-        if f:
-            out[name.strip()] = int(f[0])
+        if len(f) >= 16:
+            out[name.strip()] = [int(x) for x in f[:16]]
     return out
+
+
+def parse_proc_net_dev(text: str) -> dict[str, int]:
+    """{interface: bytes received} from /proc/net/dev."""
+    return {name: c[0] for name, c in _net_dev_columns(text).items()}
 
 
 def parse_proc_net_dev_tx(text: str) -> dict[str, tuple[int, int]]:
     """{interface: (bytes transmitted, packets dropped on transmit)} from /proc/net/dev."""
-    out = {}
-    for line in text.splitlines()[2:]:
-        name, _, rest = line.partition(":")
-        f = rest.split()
-        if len(f) >= 12:
-            out[name.strip()] = (int(f[8]), int(f[11]))
-    return out
+    return {name: (c[8], c[11]) for name, c in _net_dev_columns(text).items()}
 
 
 def _net_dev() -> str:
@@ -120,10 +119,9 @@ def _net_dev() -> str:
 def _rx_bytes(ifaces: set[str], taps: set[str]) -> int:
     """Bytes that reached ovs-vswitchd's ports so far (in this netns): received on its
     `system` ports' interfaces `ifaces`, or transmitted by the kernel into its `taps`."""
-    text = _net_dev()
-    rx = parse_proc_net_dev(text)
-    tx = parse_proc_net_dev_tx(text) if taps else {}
-    return sum(rx.get(i, 0) for i in ifaces) + sum(tx.get(t, (0, 0))[0] for t in taps)
+    dev = _net_dev_columns(_net_dev())
+    return (sum(dev[i][0] for i in ifaces if i in dev)
+            + sum(dev[t][8] for t in taps if t in dev))
 
 
 def tap_drops(taps: set[str]) -> int:
@@ -229,7 +227,7 @@ def _core_busy(prev, cur) -> tuple[list[float], float]:
 
 class CpuMonitor:
     """`with CpuMonitor(taps) as mon: ...` then `mon.summary()`; `taps`: ovs-vswitchd's tap
-    ports (EmulatedFabric.vswitchd_taps), none with `system` ports."""
+    ports (EmulatedFabric.taps), none with `system` ports."""
 
     def __init__(self, taps: list[str] | tuple[str, ...] = (), interval_s: float = 0.25):
         self.taps = set(taps)
@@ -312,7 +310,7 @@ class CpuMonitor:
         return summarize(self.samples, self.interval_s, max(self._t1 - self._t0, 0.0),
                          socket_drops(self.sockets_before, self.sockets_after)
                          + self.tap_drops, min(rcvbufs) if rcvbufs else None,
-                         queues_seen=not self.taps)
+                         "tap" if self.taps else "system")
 
     def write_csv(self, path) -> None:
         """Every sample, one row each (CPU in %, t_s from the first sample)."""
@@ -336,7 +334,7 @@ def _pct(values: list[float], q: float) -> float:
 
 def summarize(samples: list[Sample], interval_s: float, monitored_s: float,
               rx_drops: int = 0, rcvbuf_bytes: int | None = None,
-              queues_seen: bool = True) -> dict:
+              port_type: str = "system") -> dict:
     """{"ok", "saturated_s", "monitored_s", "samples", "cpu_max_pct", "cpu_mean_pct" (cores
     busy outside niced processes), "nice_mean_pct", "vswitchd_max_pct", "vswitchd_mean_pct"
     (the process, % of one core), "forwarding_max_pct", "forwarding_p90_pct",
@@ -349,10 +347,11 @@ def summarize(samples: list[Sample], interval_s: float, monitored_s: float,
     the time a packet waited for the forwarding thread at each switch it crossed; an upper
     bound, the queue being counted in the kernel's buffer sizes), "cause"} (CPU in %).
     `rx_drops`: packets ovs-vswitchd's port sockets (or taps' rings) dropped; any flags the
-    run. `queues_seen` false (tap ports): the queued bytes and the wait are None."""
+    run. `port_type` tap: the queues are not seen, so the queued bytes and the wait are None."""
     n = len(samples)
+    queues_seen = port_type == "system"
     base = {"vswitchd_rx_drops": rx_drops, "vswitchd_rcvbuf_bytes": rcvbuf_bytes,
-            "vswitchd_port_type": "system" if queues_seen else "tap"}
+            "vswitchd_port_type": port_type}
     if n == 0:
         return {"ok": rx_drops == 0, "saturated_s": 0.0, "monitored_s": monitored_s,
                 "samples": 0, "forwarding_full_s": 0.0, "cores_full_s": 0.0,

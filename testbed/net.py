@@ -143,9 +143,8 @@ class EmulatedFabric:
         # name check and the save are one step under the registry's lock (two runs started
         # at the same instant: the second one refuses, naming the first)
         self.record.bridges = list(self.fabric.switches)
-        self.record.interfaces = list(self.fabric.switch_interfaces)
+        self.record.interfaces = list(self.fabric.switch_interfaces) + self.taps
         if self.port_type == "tap":
-            self.record.interfaces += self.taps
             self.record.nft_tables = [taps.nft_table(self.run_id)]
         reserve(self.record, set(self.record.bridges))
         try:
@@ -216,7 +215,7 @@ class EmulatedFabric:
         pair: 4,032 at 64 hosts). experiments/benchmarks/scale_bench.py has the figures."""
         f = self.fabric
         mtu = str(self.settings.mtu_bytes)
-        ports = self._switch_ports()
+        ports = f.switch_ports
         vsctl = ["ovs-vsctl"]
         for sw in f.switches:
             vsctl += ["--", "set", "Bridge", sw, f"external_ids:{EXTERNAL_ID}={self.run_id}"]
@@ -253,7 +252,7 @@ class EmulatedFabric:
         its veth (one nft transaction). The veths keep their shapers (_configure)."""
         f, mtu = self.fabric, self.settings.mtu_bytes
         vsctl = ["ovs-vsctl"]
-        for u, v in self._switch_ports():
+        for u, v in f.switch_ports:
             veth = f.intf(u, v)
             tap = taps.tap_name(veth)
             vsctl += ["--", "del-port", u, veth, "--", "add-port", u, tap,
@@ -271,19 +270,12 @@ class EmulatedFabric:
         return f"{self.datapath}+tap" if self.port_type == "tap" else self.datapath
 
     @property
-    def vswitchd_taps(self) -> list[str]:
-        """The taps ovs-vswitchd reads and writes (the CPU monitor counts their drops); none
-        with system ports."""
-        return self.taps if self.port_type == "tap" else []
-
-    @property
     def taps(self) -> list[str]:
-        """The switch ports' taps (port_type tap), in the order of fabric.switch_interfaces."""
+        """The taps ovs-vswitchd reads and writes, in the order of fabric.switch_interfaces;
+        none with system ports."""
+        if self.port_type != "tap":
+            return []
         return [taps.tap_name(i) for i in self.fabric.switch_interfaces]
-
-    def _switch_ports(self) -> list[tuple[str, str]]:
-        """(switch, neighbour) for every switch port, in link order."""
-        return [(u, v) for u, v in self.fabric.links if self.fabric.role(u) != "host"]
 
     def set_link(self, u: str, v: str, up: bool) -> None:
         """Both ends of the u-v veth pair up or down (both directions fail, as a cut cable),

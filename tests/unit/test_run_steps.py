@@ -103,7 +103,7 @@ class _Counters:
 
 
 class _Emu:
-    vswitchd_taps: list[str] = []
+    taps: list[str] = []
 
     def set_link(self, u, v, up):
         pass

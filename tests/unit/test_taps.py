@@ -108,7 +108,7 @@ def _samples():
 
 
 def test_with_taps_the_queues_are_not_seen_and_say_so():
-    out = summarize(_samples(), 0.25, 1.0, queues_seen=False)
+    out = summarize(_samples(), 0.25, 1.0, port_type="tap")
     assert out["ok"] and out["vswitchd_rx_mean_mbps"] == 80.0
     assert out["vswitchd_rx_wait_ms"] is None
     assert out["vswitchd_rx_queued_max_bytes"] is None
@@ -116,7 +116,7 @@ def test_with_taps_the_queues_are_not_seen_and_say_so():
 
 
 def test_drops_in_a_taps_ring_flag_the_run_and_name_the_taps():
-    out = summarize(_samples(), 0.25, 1.0, rx_drops=3, queues_seen=False)
+    out = summarize(_samples(), 0.25, 1.0, rx_drops=3, port_type="tap")
     assert not out["ok"] and out["cause"] == "dropped"
     text = " ".join(advice(out, 1280, 64000, 16))
     assert "tap ports dropped 3 packets" in text and "ring" in text
