@@ -151,7 +151,7 @@ def _repeated(exp, args, out: Path, one) -> None:
 
 
 def _cmd_run(args) -> int:
-    from .outdir import check_out
+    from .outdir import check_out, lock
     from .overrides import load_with
     from .runner import check_emulable
     exp = load_with(args.config, args.set)  # ConfigError -> exit 2, nothing built
@@ -163,6 +163,7 @@ def _cmd_run(args) -> int:
               "`sudo .venv/bin/python -m experiments run ...`", file=sys.stderr)
         return 2
     from .runner import run_experiment
+    lock(out, "run")
     out.clear()
     _repeated(exp, args, out.path, lambda folder, r, offset: run_experiment(
         exp, folder, repetition=r, port_offset=offset, cli=args.cli))
@@ -176,13 +177,14 @@ def _cmd_run(args) -> int:
 
 def _cmd_predict(args) -> int:
     from .config import check_util_bin_s
-    from .outdir import check_out
+    from .outdir import check_out, lock
     from .overrides import load_with
     from .predict import predict_experiment
     exp = load_with(args.config, args.set)
     check_util_bin_s(exp, args.util_bin_s)
     _check_repeat(args.repeat)
     out = check_out(args.out, Path("results") / f"{exp.name}-predicted", args.force)
+    lock(out, "predict")
     out.clear()
     _repeated(exp, args, out.path, lambda folder, r, offset: predict_experiment(
         exp, folder, util_bin_s=args.util_bin_s, repetition=r, port_offset=offset))
@@ -194,10 +196,10 @@ def _cmd_predict(args) -> int:
 
 
 def _cmd_sweep(args) -> int:
-    from .outdir import check_out
+    from .outdir import check_out, lock
     from .sweep import check_scheduler, check_workers, load_sweep, run_sweep
     sweep = load_sweep(args.sweep, args.set)   # every path and key checked: exit 2
-    check_scheduler(args.scheduler)
+    check_scheduler(args.scheduler, connect=True)   # bounded, before --out is touched
     check_workers(args.workers)
     default = Path("results") / args.sweep.stem
     resume = not args.force and args.out is not None and (Path(args.out) / "sweep.json").is_file()
@@ -207,6 +209,7 @@ def _cmd_sweep(args) -> int:
         print("error: sweep: mode run emulates on this machine and needs root; use sudo, or "
               "--scheduler with workers started as root", file=sys.stderr)
         return 2
+    lock(out, "sweep")
     if not resume:
         out.clear()
     summary = _writes_results(lambda: run_sweep(sweep, out.path, args.scheduler,
@@ -219,11 +222,13 @@ def _cmd_sweep(args) -> int:
 
 
 def _cmd_report(args) -> int:
-    from .outdir import check_out
-    from .report import report
+    from .outdir import check_out, lock
+    from .report import read_report, report
+    read = read_report(args.dirs)     # every input file checked before --out is touched
     out = check_out(args.out, Path("results") / "report", args.force)
+    lock(out, "report")
     out.clear()
-    summary = _writes_results(lambda: report(args.dirs, out.path), out.path)
+    summary = _writes_results(lambda: report(args.dirs, out.path, read), out.path)
     print(f"report: {summary['runs']} run folders, {summary['rows']} rows -> "
           f"{out.path / 'results.csv'}; figures: {', '.join(summary['figures'])}")
     return 0
@@ -249,7 +254,7 @@ def _cmd_validate(args) -> int:
 
 def _cmd_calibrate(args) -> int:
     from .config import ConfigError, load, quote
-    from .outdir import check_out
+    from .outdir import check_out, lock
     from .runner import check_emulable
     exp = load(args.config)
     check_emulable(exp)
@@ -262,6 +267,7 @@ def _cmd_calibrate(args) -> int:
         print("error: calibrate: emulation needs root", file=sys.stderr)
         return 2
     from .calibrate import calibrate
+    lock(out, "calibrate")
     out.clear()
     _writes_results(lambda: calibrate(exp, out.path, d), out.path)
     return 0
@@ -283,10 +289,29 @@ def _cmd_clean(args) -> int:  # noqa: ARG001
     return 0
 
 
+def _open_std_fds() -> None:
+    """Standard descriptors closed by the caller become /dev/null: otherwise the next file
+    opened takes their number and every child inherits it as its stdin or output (with fd 0
+    closed, `ovs-vsctl` aborted and `run` said Open vSwitch was not running)."""
+    for fd, mode in ((0, os.O_RDONLY), (1, os.O_WRONLY), (2, os.O_WRONLY)):
+        try:
+            os.fstat(fd)
+        except OSError:
+            got = os.open(os.devnull, mode)
+            if got != fd:
+                os.dup2(got, fd)
+                os.close(got)
+            os.set_inheritable(fd, True)   # os.open's are close-on-exec: children need it
+    for name, fd in (("stdin", 0), ("stdout", 1), ("stderr", 2)):
+        if getattr(sys, name) is None:   # Python leaves these None when the fd was closed
+            setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))
+
+
 def main(argv: list[str] | None = None) -> int:
     # SIGTERM handled from the first moment: a signal while the modules below import (a
     # second or more on a loaded machine) ends the command like one at any later moment
     signal.signal(signal.SIGTERM, raise_terminated)
+    _open_std_fds()
     args = _parser().parse_args(argv)
     args.command_line = [sys.executable, "-m", "experiments",
                          *(sys.argv[1:] if argv is None else argv)]

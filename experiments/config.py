@@ -222,6 +222,8 @@ class Experiment:
     replay_log: Path | None = None            # floodns flow log for routing `replay`
     solver_time_limit_s: float | None = None  # each ilp / mmf CBC solve; None: 30 s / 60 s
     jobs_from: dict | None = None             # the jobs' source files (absolute paths)
+    #: replay_log's flows as read (routing/replay.py ReplayLog), checked against the jobs
+    replay_flows: Any = field(default=None, repr=False, compare=False)
     #: `routing` parsed once, entry by entry (experiments/routing_entry.py)
     routings: list[RoutingEntry] = field(init=False, repr=False, compare=False)
 
@@ -324,22 +326,29 @@ def read_yaml(path: str | Path) -> Any:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ConfigError(f"{_shown(p)}: not UTF-8 text (byte {e.start})") from None
+    return yaml_value(text, _shown(p))
+
+
+def yaml_value(text: str, where: str, marks: bool = True) -> Any:
+    """`text` read by the config's loader (no anchors, aliases, merge keys, repeated or
+    non-string keys, deep nesting); ConfigError starting with `where` (and, with `marks`,
+    `:line:column`) when it cannot be."""
     loader = _Loader(text)
     try:
         return loader.get_single_data()
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
-        where = f"{_shown(p)}:{mark.line + 1}:{mark.column + 1}" if mark else _shown(p)
+        at = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark and marks else where
         what = "" if isinstance(e, _Refused) else "not valid YAML: "
         ctx = f" ({_one_line(e.context, 80)})" if e.context and not isinstance(e, _Refused) \
             else ""
-        raise ConfigError(f"{where}: {what}{_one_line(e.problem or e)}{ctx}") from None
+        raise ConfigError(f"{at}: {what}{_one_line(e.problem or e)}{ctx}") from None
     except yaml.YAMLError as e:
-        raise ConfigError(f"{_shown(p)}: not valid YAML ({_one_line(e)})") from None
+        raise ConfigError(f"{where}: not valid YAML ({_one_line(e)})") from None
     except RecursionError:
-        raise ConfigError(f"{_shown(p)}: nested too deeply") from None
+        raise ConfigError(f"{where}: nested too deeply") from None
     except (ValueError, OverflowError) as e:   # e.g. an integer of more than 4,300 digits
-        raise ConfigError(f"{_shown(p)}: a value cannot be read ({_one_line(e, 80)})") from None
+        raise ConfigError(f"{where}: a value cannot be read ({_one_line(e, 80)})") from None
     finally:
         loader.dispose()
 
@@ -581,7 +590,7 @@ def _fabric(d: Any) -> Fabric:
     if not isinstance(d, dict):
         raise ConfigError(f"fabric: expected a mapping of keys, got {type(d).__name__}")
     topology = d.get("topology", "leaf-spine")
-    if topology not in FABRIC_KEYS_OF:
+    if not isinstance(topology, str) or topology not in FABRIC_KEYS_OF:
         raise ConfigError(f"fabric.topology: unknown {quote(topology)}; choose from "
                           f"{', '.join(FABRIC_KEYS_OF)}")
     d = _check_keys(d, FABRIC_KEYS_OF[topology], "fabric")
@@ -799,21 +808,25 @@ def iteration_timeout_s(exp_jobs: list[JobSpec], fabric: Fabric,
     return TIMEOUT_FACTOR * slowest + TIMEOUT_SLACK_S
 
 
-def _check_timing(jobs: list[JobSpec], fabric: Fabric, em: EmulationConfig) -> None:
-    """Bound how long the experiment runs, and what the iteration timeout can be."""
+def _check_timing(jobs: list[JobSpec], fabric: Fabric, em: EmulationConfig,
+                  source: str | None = None) -> None:
+    """Bound how long the experiment runs, and what the iteration timeout can be. `source`:
+    the jobs_from key the jobs came from (messages name it and the job, not jobs[i])."""
     ideal = [ideal_iteration_s(j, fabric) for j in jobs]
     for i, (j, t) in enumerate(zip(jobs, ideal)):
         end = j.start_s + j.iterations * t + (j.iterations - 1) * j.compute_s
         if not end <= MAX_DURATION_S:
+            where = f"jobs_from.{source}: job {j.name}" if source else f"jobs[{i}]"
             raise ConfigError(
-                f"jobs[{i}]: ends {end:,.0f} s after the start even on a non-blocking fabric; "
+                f"{where}: ends {end:,.0f} s after the start even on a non-blocking fabric; "
                 f"an experiment may take at most {MAX_DURATION_S:,.0f} s (1 week): use fewer "
                 "iterations, fewer bytes, less compute_s or faster links")
     k = max(range(len(jobs)), key=lambda i: ideal[i])
     if em.iteration_timeout_s is None:
         if TIMEOUT_FACTOR * ideal[k] + TIMEOUT_SLACK_S > MAX_SECONDS:
+            where = f"jobs_from.{source}: job {jobs[k].name}" if source else f"jobs[{k}]"
             raise ConfigError(
-                f"jobs[{k}]: one iteration takes {ideal[k]:,.0f} s even on a non-blocking "
+                f"{where}: one iteration takes {ideal[k]:,.0f} s even on a non-blocking "
                 f"fabric, so the default iteration timeout (20 x that + 30 s) exceeds "
                 f"{MAX_SECONDS:,.0f} s; use fewer bytes or faster links, or set "
                 "emulation.iteration_timeout_s")
@@ -866,8 +879,44 @@ def apply_event(fabric: Fabric, event: Event) -> Fabric:
     return build_fabric(spec.with_failures(tuple(switches), tuple(links)))
 
 
-def _replay(events: list[Event], fabric: Fabric) -> None:
-    """Every event must change something and leave every leaf connected."""
+def host_pairs(plans) -> dict[tuple[str, str], tuple[str, str, str]]:
+    """The host pairs the jobs' connections join (job plans of traffic/collectives.py), each
+    with one (job, src host, dst host) that needs it."""
+    out: dict[tuple[str, str], tuple[str, str, str]] = {}
+    for p in plans:
+        for c in p.connections:
+            out.setdefault((c.src, c.dst), (c.job, c.src, c.dst))
+    return out
+
+
+def unreachable(fabric: Fabric, pairs: dict) -> str | None:
+    """'job ring: h1 -> h5 (leaf1 to leaf3)' for the first pair of hosts whose leaves have no
+    live shortest path on `fabric`, or None when every pair has one."""
+    seen: set[tuple[str, str]] = set()
+    for job, src, dst in pairs.values():
+        a, b = fabric.leaf_of(src), fabric.leaf_of(dst)
+        if (a, b) in seen or a == b:
+            continue
+        seen.add((a, b))
+        if not fabric.switch_paths(a, b):
+            return f"job {job}: {src} -> {dst} ({a} to {b})"
+    return None
+
+
+def _check_reachable(fabric: Fabric, pairs: dict) -> None:
+    """The failures in the fabric section leave a live path for every pair of hosts the jobs
+    connect; ConfigError naming the failure keys otherwise."""
+    cut = unreachable(fabric, pairs)
+    if cut:
+        keys = [k for k in ("failed_spines", "failed_switches", "failed_links")
+                if getattr(fabric.spec, k)]
+        raise ConfigError(f"fabric.{'/'.join(keys) or 'failed_switches'}: the failures leave "
+                          f"no live path for {cut}; fail fewer switches or links")
+
+
+def _replay(events: list[Event], fabric: Fabric, pairs: dict | None = None) -> None:
+    """Every event must change something, leave every leaf connected and every pair of hosts
+    the jobs connect (`pairs`, from host_pairs) a live path."""
     for i, e in enumerate(events):
         failed = set(fabric.spec.failed) if e.on_switch else set(fabric.spec.failed_links)
         key = e.target[0] if e.on_switch else tuple(e.target)
@@ -879,6 +928,11 @@ def _replay(events: list[Event], fabric: Fabric) -> None:
             fabric = apply_event(fabric, e)
         except FabricError as err:
             raise ConfigError(f"events (at_s {e.at_s:g}, {e.kind}): {err}") from None
+        cut = unreachable(fabric, pairs or {})
+        if cut:
+            raise ConfigError(f"events (at_s {e.at_s:g}, {e.kind} {'/'.join(e.target)}): the "
+                              f"fabric then has no live path for {cut}; fail less, or "
+                              "restore something first")
 
 
 def _event_target(fabric: Fabric, kind: str, t: Any, where: str) -> tuple[str, ...]:
@@ -909,7 +963,7 @@ def _event_target(fabric: Fabric, kind: str, t: Any, where: str) -> tuple[str, .
 
 
 def _events(v: Any, fabric: Fabric, routing: list[str], jobs: list[JobSpec],
-            em: EmulationConfig) -> list[Event]:
+            em: EmulationConfig, pairs: dict | None = None) -> list[Event]:
     if v is None:
         return []
     if not isinstance(v, list):
@@ -934,7 +988,7 @@ def _events(v: Any, fabric: Fabric, routing: list[str], jobs: list[JobSpec],
             raise ConfigError(f"{where}: give exactly one of {', '.join(EVENT_KINDS)}")
         kind = kinds[0]
         events.append(Event(at_s, kind, _event_target(fabric, kind, d[kind], where)))
-    _replay(sorted(events, key=lambda e: e.at_s), fabric)
+    _replay(sorted(events, key=lambda e: e.at_s), fabric, pairs)
     if events and any(e.host_enforced for e in parse_entries(routing)):
         raise ConfigError("events: host-enforced routing (@host) fixes each flow's source port "
                           "when it connects, so it cannot reroute; drop @host or the events")
@@ -1006,21 +1060,38 @@ def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
     fabric = _fabric(d["fabric"] if "fabric" in d else imported[0])
     routing, replay_log = _routing_replay(d, base_dir)
     jobs = (_jobs(d.get("jobs"), fabric, seed) if imported is None
-            else _imported_jobs(imported[1](fabric), fabric))
+            else _imported_jobs(imported[1](fabric), fabric, _source_kind(d)))
     _check_size(jobs, routing)
     try:
-        plan_jobs(jobs)  # rings, bytes, unique 5-tuples
+        plans = plan_jobs(jobs)  # rings, bytes, unique 5-tuples
     except WorkloadError as e:
         raise ConfigError(_job_key(str(e), [j.name for j in jobs])) from None
+    pairs = host_pairs(plans)
+    _check_reachable(fabric, pairs)
     emulation = _emulation(_section(d, "emulation"), fabric)
-    _check_timing(jobs, fabric, emulation)
-    events = _events(d.get("events"), fabric, routing, jobs, emulation)
+    _check_timing(jobs, fabric, emulation, _source_kind(d) if imported is not None else None)
+    events = _events(d.get("events"), fabric, routing, jobs, emulation, pairs)
+    flows = _replay_flows(replay_log, fabric, plans) if replay_log is not None else None
     limit = (_num(d, "solver_time_limit_s", "config", maximum=MAX_SOLVER_S,
                   why="one hour per solve; a run solves at every epoch")
              if d.get("solver_time_limit_s") is not None else None)
     return Experiment(name, seed, fabric, jobs, routing, emulation, events, d,
                       _semantics(d.get("semantics")), replay_log, limit,
-                      _jobs_source(d, base_dir) if imported is not None else None)
+                      _jobs_source(d, base_dir) if imported is not None else None,
+                      replay_flows=flows)
+
+
+def _replay_flows(path: Path, fabric: Fabric, plans) -> Any:
+    """replay_log read, and every connection's logged path checked against this fabric
+    (routing/replay.py); ConfigError naming replay_log otherwise."""
+    from routing.base import RoutingError
+    from routing.replay import read_flow_log, route_replay
+    try:
+        flows = read_flow_log(path)
+        route_replay(fabric, [c for p in plans for c in p.connections], flows)
+    except RoutingError as e:       # ReplayError is one
+        raise ConfigError(f"replay_log: {_one_line(e, 300)}") from None
+    return flows
 
 
 def load(path: str | Path) -> Experiment:
@@ -1085,14 +1156,16 @@ def _jobs_from(d: dict, base_dir: str | Path | None) -> tuple[dict | None, Any] 
 def _trace_jobs(src: dict, kind: str, base_dir: str | Path | None) -> Any:
     """fabric -> the JobSpecs of a Chakra trace folder or a SimAI workload file."""
     import json
-    from traffic import chakra, simai
+    from traffic import chakra, files, simai
     path = _rel_path(_str(src, kind, "jobs_from"), base_dir)
     groups = None
     if "comm_groups" in src:
         gpath = _rel_path(_str(src, "comm_groups", "jobs_from"), base_dir)
         try:
-            groups = json.loads(gpath.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as e:
+            groups = json.loads(files.read_text(gpath))
+        except files.InputFileError as e:
+            raise ConfigError(f"jobs_from.comm_groups: {_one_line(e, 300)}") from None
+        except (ValueError, RecursionError) as e:
             raise ConfigError(f"jobs_from.comm_groups: {_shown(gpath)}: cannot be read as "
                               f"JSON ({type(e).__name__})") from None
         if not isinstance(groups, dict) or not all(
@@ -1121,8 +1194,17 @@ def _jobs_source(d: dict, base_dir: str | Path | None) -> dict:
             for k, v in d["jobs_from"].items() if k != "failed_cores"}
 
 
-def _imported_jobs(jobs: list[JobSpec], fabric: Fabric) -> list[JobSpec]:
-    """Jobs read from another tool's files must fit the fabric."""
+def _source_kind(d: dict) -> str:
+    """Which importer jobs_from names: floodns, chakra or simai."""
+    return next(k for k in ("floodns", "chakra", "simai") if k in d["jobs_from"])
+
+
+def _imported_jobs(jobs: list[JobSpec], fabric: Fabric, kind: str) -> list[JobSpec]:
+    """Jobs read from another tool's files must fit the fabric, and be some."""
+    if not jobs:
+        raise ConfigError(f"jobs_from.{kind}: the workload has no communication between "
+                          "ranks (0 jobs), so there is nothing to route; give a workload "
+                          "with collectives or sends")
     if len(jobs) > MAX_JOBS:
         raise ConfigError(f"jobs_from: {len(jobs):,} jobs; at most {MAX_JOBS:,}")
     for j in jobs:

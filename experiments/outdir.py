@@ -149,6 +149,51 @@ def check_out(raw: str | None, default: Path, force: bool = False) -> OutDir:
     return OutDir(path, stale)
 
 
+_HELD: list[int] = []    # descriptors of locked folders: a lock lasts as long as the process
+
+
+def lock(out: OutDir, command: str) -> None:  # noqa: ARG001 - named for readers
+    """Lock the folder `out` for the rest of this process (flock on the folder itself, so no
+    file is written; released when the process exits, even on a crash): a second command
+    writing there at once refuses, in one ConfigError line naming the first (found in
+    /proc/locks). Creates the folder."""
+    import fcntl
+    out.path.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out.path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = _lock_holder(fd)
+        os.close(fd)
+        raise ConfigError(f"--out: {_shown(out.path)} is being written now by {holder}; wait "
+                          "until it ends, or give another folder") from None
+    _HELD.append(fd)
+
+
+def _lock_holder(fd: int) -> str:
+    """Who holds the flock on the file behind `fd`: 'pid N (`mlfabric sweep ...`, started
+    HH:MM:SS)', from /proc/locks (pid, then major:minor:inode)."""
+    import psutil
+    import time
+    st = os.fstat(fd)
+    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        f = line.split()
+        if "FLOCK" in f and len(f) > 5 and f[5] == dev:
+            try:
+                p = psutil.Process(int(f[4]))
+                cmd = " ".join(p.cmdline()[1:5])
+                return (f"pid {p.pid} (`{quote(cmd)}`, started "
+                        f"{time.strftime('%H:%M:%S', time.localtime(p.create_time()))})")
+            except (psutil.Error, ValueError):
+                return f"pid {f[4]}"
+    return "another mlfabric command"
+
+
 #: errnos that mean the disk (or quota) is full.
 FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 

@@ -14,11 +14,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from . import config
 from .config import (EMULATION_KEYS, EVENT_KINDS, FABRIC_KEYS, TOP_KEYS, ConfigError,
-                     Experiment, parse, quote, read_yaml)
+                     Experiment, parse, quote, read_yaml, yaml_value)
 
 #: At most this many --set options (and characters in one), like every number a user types.
 MAX_SETS = 100
@@ -70,11 +68,9 @@ def parse_set(text: str) -> tuple[Path_, Any]:
         raise ConfigError(f"--set {quote(text)}: expected key.path=value, e.g. "
                           "fabric.spine_link_mbps=10")
     path = parse_path(key.strip())
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"--set {shown(path)}: the value {quote(raw)} is not YAML "
-                          f"({' '.join(str(getattr(e, 'problem', e)).split())})") from None
+    # the config file's own loader: no anchors or aliases (an alias bomb), no integer of
+    # more digits than Python converts, the same depth
+    value = yaml_value(raw, f"--set {shown(path)}", marks=False) if raw.strip() else None
     return path, value
 
 

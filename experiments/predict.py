@@ -105,7 +105,8 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
             rp = (route(entry.strategy, exp.fabric, conns, seed=exp.seed)
                   if entry.hashed or entry.host_enforced else None)
             if entry.replayed:    # floodns's logged paths, fixed for the whole run
-                rp = route_replay(exp.fabric, conns, read_flow_log(exp.replay_log))
+                rp = route_replay(exp.fabric, conns, exp.replay_flows
+                                  or read_flow_log(exp.replay_log))
             # the controller's policy in model time: epochs as jobs start and finish, events
             routes = ControllerRoutes(entry.strategy, exp.fabric, conns, exp.seed, exp.events,
                                       static=rp.path_of if entry.fixed else None,

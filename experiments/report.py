@@ -17,6 +17,8 @@ job's ideal CCT / its mean iteration CCT.
 """
 from __future__ import annotations
 
+import functools
+import io
 import json
 import math
 import statistics
@@ -25,8 +27,11 @@ from typing import Iterable
 
 import pandas as pd
 
+from traffic import files
+
 from .config import ConfigError, quote
 from .plots import plt
+from .results import SCHEMA_VERSION
 from .tidy import BASE_COLUMNS, rows
 
 #: Two-sided 95% Student t quantiles by degrees of freedom; past 30, 1.96 + 2.4 / df is
@@ -97,15 +102,79 @@ def _point_ok(folder: Path) -> bool:
         return False
 
 
+#: results.json's schema (experiments/schemas), which `report` checks every document against.
+RESULTS_SCHEMA = Path(__file__).parent / "schemas" / "results.schema.json"
+
+
+@functools.cache
+def _results_validator():
+    import jsonschema
+    return jsonschema.Draft202012Validator(json.loads(RESULTS_SCHEMA.read_text()))
+
+
+def read_results(folder: Path) -> dict:
+    """A run folder's results.json, checked: JSON, this version of the schema, every listed
+    key of its type; ConfigError naming the file and the first problem otherwise."""
+    path = folder / "results.json"
+    try:
+        doc = json.loads(files.read_text(path))
+    except files.InputFileError as e:
+        raise ConfigError(f"report: {e}") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"report: {_shown(path)}: not JSON (line {e.lineno}, column "
+                          f"{e.colno}: {e.msg}); re-run the command that wrote it") from None
+    except (ValueError, RecursionError) as e:
+        raise ConfigError(f"report: {_shown(path)}: not JSON ({type(e).__name__})") from None
+    version = doc.get("schema_version") if isinstance(doc, dict) else None
+    if isinstance(doc, dict) and isinstance(version, int) and version != SCHEMA_VERSION:
+        raise ConfigError(f"report: {_shown(path)}: schema_version {quote(version)}; this "
+                          f"mlfabric reads version {SCHEMA_VERSION}: re-run the command that "
+                          "wrote it")
+    error = next(iter(sorted(_results_validator().iter_errors(doc),
+                             key=lambda e: list(map(str, e.absolute_path)))), None)
+    if error is not None:
+        where = "/".join(map(str, error.absolute_path)) or "the document"
+        raise ConfigError(f"report: {_shown(path)}: {where}: {_one_line(error.message)} "
+                          "(not an mlfabric results.json of this version)")
+    return doc
+
+
+def _read_csv(path: Path, **kw) -> pd.DataFrame:
+    """A CSV mlfabric wrote; ConfigError naming it when it is not one (empty, garbage)."""
+    try:
+        return pd.read_csv(io.StringIO(files.read_text(path)), **kw)
+    except files.InputFileError as e:
+        raise ConfigError(f"report: {e}") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as e:
+        raise ConfigError(f"report: {_shown(path)}: not a results table "
+                          f"({_one_line(e)}); re-run the command that wrote it") from None
+
+
 def run_table(folder: Path) -> pd.DataFrame:
-    """A run folder's tidy rows: its results.csv, or rows built from results.json."""
+    """A run folder's tidy rows: its results.csv (with the base columns), or rows built from
+    its results.json (checked by `read_results`)."""
+    doc = read_results(folder)
     csv = folder / "results.csv"
     if csv.is_file():
-        t = pd.read_csv(csv)
+        t = _read_csv(csv)
+        missing = [c for c in BASE_COLUMNS if c not in t.columns]
+        if missing:
+            raise ConfigError(f"report: {_shown(csv)}: no column {missing[0]!r} (not a "
+                              "results table of mlfabric); re-run the command that wrote it")
     else:
-        t = pd.DataFrame(rows(json.loads((folder / "results.json").read_text())))
+        t = pd.DataFrame(rows(doc), columns=BASE_COLUMNS)
     t["run_dir"] = str(folder)
     return t
+
+
+def _shown(p: Path) -> str:
+    s = str(p)
+    return s if len(s) <= 160 and s.isprintable() else quote(s)
+
+
+def _one_line(e, limit: int = 160) -> str:
+    s = " ".join(str(e).split())
+    return s if len(s) <= limit else s[:limit - 3] + "..."
 
 
 def merge_csvs(paths: list[Path], out: Path) -> Path:
@@ -193,7 +262,7 @@ def fct_cdf(runs: list[Path], out: Path, title: str,
     for run in runs:
         for csv in sorted(run.glob("*/fct.csv")):
             by_routing.setdefault(csv.parent.name.replace("-at-", "@"), []).append(
-                pd.read_csv(csv, usecols=["fct_mean_s"])["fct_mean_s"])
+                _read_csv(csv, usecols=["fct_mean_s"])["fct_mean_s"])
     if not by_routing:
         return None
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
@@ -305,7 +374,7 @@ def link_loads(runs: list[Path]) -> dict[str, pd.DataFrame]:
     for run in runs:
         for csv in sorted(run.glob("*/links.csv")):
             parts.setdefault(csv.parent.name.replace("-at-", "@"), []).append(
-                pd.read_csv(csv, usecols=["src", "dst", "mean_utilization"]))
+                _read_csv(csv, usecols=["src", "dst", "mean_utilization"]))
     out = {}
     for routing, ps in parts.items():
         t = pd.concat(ps)
@@ -323,7 +392,7 @@ def emulated_flows(runs: list[Path]) -> dict[str, pd.DataFrame]:
     for run in runs:
         if any(run.glob("*/links.csv")):
             continue
-        doc = json.loads((run / "results.json").read_text())
+        doc = read_results(run)
         for r in doc["runs"]:
             if r.get("mode") == "emulated" and r.get("link_flows"):
                 parts.setdefault(r["routing"], []).append(pd.DataFrame(
@@ -412,7 +481,7 @@ def link_utilization(runs: list[Path], out: Path, title: str,
         return None
     fig, ax = plt.subplots(figsize=(7, 4))
     for i, csv in enumerate(csvs[:MAX_SERIES]):
-        t = pd.read_csv(csv)
+        t = _read_csv(csv, usecols=["bin_start_s", "mean_utilization"])
         g = t.groupby("bin_start_s").mean_utilization
         name = csv.parent.name.replace("-at-", "@")
         line, = ax.plot(g.mean().index, g.mean().values, lw=1.5, label=f"{name}: mean link")
@@ -447,11 +516,19 @@ def draw_report(dirs: list[Path], plots: Path, table: pd.DataFrame | None = None
     return [f for f in figures if f]
 
 
-def report(dirs: list[Path], out: Path) -> dict:
-    """Merge every run folder under `dirs` into out/results.csv and out/efficiency.csv, and
-    draw out/plots/; returns {'runs', 'rows', 'figures'}."""
+def read_report(dirs: list[Path]) -> tuple[list[Path], pd.DataFrame]:
+    """Every run folder under `dirs` and their tidy rows, each file checked (ConfigError
+    naming the file); nothing is written."""
     runs = find_runs(dirs)
-    table = _ordered(pd.concat([run_table(r) for r in runs], ignore_index=True))
+    return runs, _ordered(pd.concat([run_table(r) for r in runs], ignore_index=True))
+
+
+def report(dirs: list[Path], out: Path,
+           read: tuple[list[Path], pd.DataFrame] | None = None) -> dict:
+    """Merge every run folder under `dirs` into out/results.csv and out/efficiency.csv, and
+    draw out/plots/; returns {'runs', 'rows', 'figures'}. `read`: read_report(dirs), when
+    the caller checked the inputs before clearing `out`."""
+    runs, table = read or read_report(dirs)
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "results.csv", index=False, float_format="%.9g")
     efficiency_table(table).to_csv(out / "efficiency.csv", index=False, float_format="%.6g")

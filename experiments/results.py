@@ -135,7 +135,7 @@ def environment(datapath: str | None, tcp_cc: str, seed: int, mtu_bytes: int) ->
     ovs = None
     try:
         out = subprocess.run(["ovs-vsctl", "--version"], capture_output=True, text=True,
-                             timeout=5).stdout
+                             timeout=5, stdin=subprocess.DEVNULL).stdout
         ovs = out.splitlines()[0].strip() if out else None
     except (OSError, subprocess.TimeoutExpired):
         pass

@@ -34,6 +34,7 @@ import logging
 import os
 import re
 import shutil
+import signal
 import tempfile
 import time
 import traceback
@@ -53,7 +54,11 @@ MAX_REPEAT = 1_000
 MAX_WORKERS = 256
 #: Resource every emulated point asks for; a worker offering 1 runs one emulation at a time.
 EMULATOR = "emulator"
-SCHEDULER_RE = re.compile(r"(tcp|tls|inproc)://[A-Za-z0-9._:\[\]-]{1,200}")
+#: --scheduler: tcp:// or tls://, a host name or address, and a port; the first connection
+#: attempt gives up after this long.
+SCHEDULER_SCHEMES = ("tcp", "tls")
+SCHEDULER_CONNECT_S = 5.0
+_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
 NAME_CHARS = re.compile(r"[^A-Za-z0-9.+=-]+")
 MAX_NAME = 100
 
@@ -212,7 +217,26 @@ def load_sweep(path: str | Path, cli_sets: list[str] | None = None) -> Sweep:
         raise ConfigError(f"{path.name}: {total:,} points (grid x points x seeds x repeat); "
                           f"at most {MAX_POINTS:,}")
     points = _expand(base_doc, combos, seeds, repeat, path)
+    _check_base(base_doc, base, points, path)
     return Sweep(path.resolve(), base, mode, points, float(util) if util is not None else None)
+
+
+def _check_base(base_doc: dict, base: Path, points: list[Point], path: Path) -> None:
+    """The base config (with `set` and --set) is checked once, before any point runs; when it
+    fails, the sweep goes on only if some point's values make a valid config (a base may
+    leave a swept key to its points). ConfigError naming the base file otherwise."""
+    try:
+        parse(base_doc, base.parent)
+        return
+    except ConfigError as e:
+        error = e
+    for p in points:
+        try:
+            parse(p.doc, base.parent)
+            return
+        except ConfigError:
+            continue
+    raise ConfigError(f"{path.name}: base {base.name} (and every point): {error}") from None
 
 
 def _expand(base_doc: dict, combos: list[tuple[str, dict[str, Any]]], seeds: list[int] | None,
@@ -337,12 +361,18 @@ def write_point(out: Path, p: Point, fingerprint: str, result: dict) -> dict:
 
 @contextlib.contextmanager
 def dask_client(scheduler: str | None, mode: str, workers: int | None) -> Iterator[Any]:
-    """A Client on `scheduler`, or on a LocalCluster that is always closed on the way out:
-    one single-threaded worker process per core for predicted points, one worker offering
-    the emulator resource for emulated ones."""
+    """A Client on `scheduler`, or on a LocalCluster (predicted points: one single-threaded
+    worker process per core) that is always closed on the way out."""
     from dask.distributed import Client, LocalCluster
+    # the client's own Dask and tornado logs: a Ctrl-C inside Client.sync made the event loop
+    # log a traceback; failed points and lost workers reach the user through run_sweep
+    for name in ("distributed", "tornado"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     if scheduler:
-        client = Client(scheduler, timeout="20s")
+        try:
+            client = Client(scheduler, timeout=f"{SCHEDULER_CONNECT_S:g}s")
+        except OSError as e:
+            raise ConfigError(f"--scheduler: {scheduler}: {_one_line(e)}") from None
         try:
             if mode == "run" and not any(
                     w.get("resources", {}).get(EMULATOR) for w in
@@ -354,10 +384,18 @@ def dask_client(scheduler: str | None, mode: str, workers: int | None) -> Iterat
         finally:
             client.close()
         return
-    n = 1 if mode == "run" else (workers or os.cpu_count() or 1)
-    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                           dashboard_address=":0", silence_logs=logging.ERROR,
-                           resources={EMULATOR: 1} if mode == "run" else None)
+    n = workers or os.cpu_count() or 1
+    # a terminal's Ctrl-C reaches the workers too (one process group), which printed their
+    # tracebacks (63 lines): they ignore SIGINT from their start (this module's dask_setup
+    # as their preload; SIGINT is blocked until then, through the mask they inherit), and
+    # stop when the client leaves; a pending Ctrl-C is raised here once unblocked
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                               dashboard_address=":0", silence_logs=logging.ERROR,
+                               preload=[__name__])
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
     try:
         client = Client(cluster)
         try:
@@ -368,10 +406,53 @@ def dask_client(scheduler: str | None, mode: str, workers: int | None) -> Iterat
         cluster.close()
 
 
-def check_scheduler(s: str | None) -> None:
-    if s is not None and not SCHEDULER_RE.fullmatch(s):
-        raise ConfigError(f"--scheduler: expected tcp://HOST:PORT (e.g. tcp://10.0.0.1:8786), "
-                          f"got {quote(s)}")
+def parse_scheduler(s: str) -> tuple[str, str, int]:
+    """'tcp://10.0.0.1:8786' -> ('tcp', '10.0.0.1', 8786); ConfigError naming --scheduler
+    for another scheme, a host that is no name or address, or a port outside 1..65535."""
+    import ipaddress
+    from urllib.parse import urlsplit
+    usage = f"expected tcp://HOST:PORT (e.g. tcp://10.0.0.1:8786), got {quote(s)}"
+    try:
+        u = urlsplit(s)
+        port = u.port
+    except ValueError as e:     # a port outside 0..65535, or not a number
+        raise ConfigError(f"--scheduler: {_one_line(e)}; {usage}") from None
+    host = u.hostname or ""
+    if u.scheme not in SCHEDULER_SCHEMES or not host or u.path or u.query or u.username:
+        raise ConfigError(f"--scheduler: {usage}")
+    if port is None or not 1 <= port <= 65535:
+        raise ConfigError(f"--scheduler: the port must be from 1 to 65535; {usage}")
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        if re.fullmatch(r"[0-9.]+", host) or len(host) > 253 or not all(
+                _HOST_LABEL.fullmatch(x) for x in host.rstrip(".").split(".")):
+            raise ConfigError(f"--scheduler: {quote(host)} is not a host name or an IP "
+                              f"address; {usage}") from None
+    return u.scheme, host, port
+
+
+def check_scheduler(s: str | None, connect: bool = False) -> None:
+    """--scheduler well formed; with `connect`, also answering a TCP connection within
+    SCHEDULER_CONNECT_S (checked before --out is touched)."""
+    if s is None:
+        return
+    _, host, port = parse_scheduler(s)
+    if connect:
+        import socket
+        try:
+            socket.create_connection((host, port), timeout=SCHEDULER_CONNECT_S).close()
+        except OSError as e:
+            why = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
+            raise ConfigError(f"--scheduler: {s}: no Dask scheduler answered within "
+                              f"{SCHEDULER_CONNECT_S:g} s ({why}); start one (`dask "
+                              "scheduler`) or leave --scheduler out for a local cluster") \
+                from None
+
+
+def dask_setup(worker) -> None:  # noqa: ARG001 - Dask's preload hook
+    """In each worker of the local cluster, at its start: SIGINT ignored (see dask_client)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def check_workers(n: int | None) -> None:
@@ -437,6 +518,14 @@ def run_sweep(sweep: Sweep, out: Path, scheduler: str | None = None,
 def _run_points(sweep: Sweep, out: Path, todo: list[Point], prints: dict[str, str],
                 records: dict[str, dict], scheduler: str | None, workers: int | None,
                 bar, argv: list[str]) -> None:
+    if sweep.mode == "run" and scheduler is None:
+        # one emulation at a time, in this process's main thread: a Ctrl-C or SIGTERM tears
+        # the point's fabric down like any run's (a Dask worker's thread never saw them)
+        for p in todo:
+            result = run_point(p.doc, sweep.mode, p.repetition, sweep.util_bin_s, p.columns(),
+                               p.name, argv, str(sweep.base.parent))
+            _finish(out, p, prints, records, result, bar)
+        return
     from dask.distributed import as_completed
     resources = {EMULATOR: 1} if sweep.mode == "run" else None
     with dask_client(scheduler, sweep.mode, workers) as client:
@@ -451,6 +540,11 @@ def _run_points(sweep: Sweep, out: Path, todo: list[Point], prints: dict[str, st
             except Exception as e:  # noqa: BLE001 - a lost worker fails this point only
                 result = {"status": "failed", "error": _one_line(e), "files": {}}
             fut.release()
-            rec = write_point(out, p, prints[p.name], result)
-            records[p.name] = rec
-            bar.point(p.name, rec["status"], rec["wall_s"], rec["error"])
+            _finish(out, p, prints, records, result, bar)
+
+
+def _finish(out: Path, p: Point, prints: dict[str, str], records: dict[str, dict],
+            result: dict, bar) -> None:
+    rec = write_point(out, p, prints[p.name], result)
+    records[p.name] = rec
+    bar.point(p.name, rec["status"], rec["wall_s"], rec["error"])

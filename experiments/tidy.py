@@ -86,7 +86,7 @@ def write_results_csv(folder: Path, results: dict, extra: dict[str, Any] | None 
 def _git(*args: str) -> str | None:
     try:
         r = subprocess.run(["git", "-C", str(REPO_ROOT), *args], capture_output=True,
-                           text=True, timeout=10)
+                           text=True, timeout=10, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return r.stdout if r.returncode == 0 else None

@@ -35,6 +35,8 @@ from .paths import Path
 REPLAY = "replay"
 #: A flow log longer than this is refused (the paper's largest runs log ~100,000 flows).
 MAX_LOG_LINES = 20_000_000
+#: ... and bytes (floodns writes ~60 bytes a line): a file past this is refused unread.
+MAX_LOG_BYTES = 2 * 1024 ** 3
 _HOP = re.compile(r"-\[\d+\]->")
 
 
@@ -65,6 +67,8 @@ def read_flow_log(path: str | FilePath) -> ReplayLog:
     p = FilePath(path)
     if not p.is_file():
         raise ReplayError(f"{p}: no such floodns flow log (logs_floodns/flow_info.csv)")
+    if p.stat().st_size > MAX_LOG_BYTES:
+        raise ReplayError(f"{p}: {p.stat().st_size:,} bytes; at most {MAX_LOG_BYTES:,}")
     log = ReplayLog(p)
     try:
         with p.open(encoding="utf-8") as f:

@@ -75,8 +75,8 @@ def purge_datapath_flows() -> None:
 
 def run_parallel(cmds: list[list[str]], timeout_s: float = 30.0) -> None:
     """Run independent commands (one switch each) at once; raise on the first failure."""
-    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for c in cmds]
+    procs = [subprocess.Popen(c, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for c in cmds]
     errors = []
     for c, p in zip(cmds, procs):
         try:

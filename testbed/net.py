@@ -77,7 +77,7 @@ def backlog_packets(tc_show: str, devices: set[str]) -> int:
 
 def ns_run(node, args: list[str], timeout_s: float = 15.0, input_text: str | None = None) -> str:
     """Run an argument list inside a Mininet node's namespace; raise TestbedError on failure."""
-    proc = node.popen(args, stdin=subprocess.PIPE if input_text is not None else None,
+    proc = node.popen(args, stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         out, err = proc.communicate(input=input_text, timeout=timeout_s)
@@ -96,7 +96,7 @@ def _ns_run_all(jobs: dict, timeout_s: float = 120.0) -> None:
     procs = []
     try:
         for node, args in jobs.items():
-            procs.append((node, node.popen(args, stdout=subprocess.PIPE,
+            procs.append((node, node.popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                            stderr=subprocess.PIPE, text=True)))
         deadline = time.monotonic() + timeout_s
         for node, p in procs:
@@ -156,21 +156,21 @@ class EmulatedFabric:
 
     def __exit__(self, *exc) -> None:
         # a second Ctrl-C or SIGTERM must not cut the teardown short: held until it is done
+        # (every step below is bounded: processes 2 s + 2 s, each command its timeout)
         with deferred():
             net, self.net = self.net, None
             try:
-                if net is not None:
-                    net.stop()
-            except Exception as e:  # keep tearing down; what is left goes by the record
-                log.warning("mininet stop: %s", e)
-            finally:
-                # anything Mininet did not remove (a partial build) goes by the record, which
-                # is kept (for `python -m experiments clean`) if something could not go
+                # by the record, never through Mininet's shells (one may be dead): every
+                # process by PID, the bridges in one transaction, the veths in one batch
                 left = remove_record(self.record)["left"]
                 if left:
                     left = remove_record(self.record)["left"]   # once more: a step cut short
                 if left:
                     log.warning("teardown left %s; `python -m experiments clean` retries", left)
+            finally:
+                if net is not None:
+                    from . import shells
+                    shells.release(net)
 
     # -- build -------------------------------------------------------------------------------
     def _build(self) -> None:
@@ -179,20 +179,20 @@ class EmulatedFabric:
         from mininet.net import Mininet
         from mininet.node import OVSSwitch
 
+        from . import shells   # Mininet: imported only when a fabric is built
         setLogLevel("warning")
         f = self.fabric
         net = Mininet(controller=None, switch=OVSSwitch, link=Link, build=False,
                       autoSetMacs=False, autoStaticArp=False, waitConnected=False)
         self.net = net
-        for h in f.hosts:   # Mininet starts each node's shell here: record it at once
-            with deferred():    # (a signal between the start and the record would lose it)
-                self.record.add_pid(net.addHost(h, ip=f"{f.ip_of(h)}/8").pid,
-                                    stop_signal="SIGHUP")
+        # each node's shell is recorded as it starts, and signals act during the rest of
+        # the build (testbed/shells.py)
+        for h in f.hosts:
+            net.addHost(h, cls=shells.RecordedHost, record=self.record, ip=f"{f.ip_of(h)}/8")
         for sw in f.switches:
-            with deferred():
-                self.record.add_pid(net.addSwitch(
-                    sw, dpid=f.dpid_of(sw), failMode="secure", datapath=self.datapath,
-                    protocols=OPENFLOW_PROTOCOLS).pid, stop_signal="SIGHUP")
+            net.addSwitch(sw, cls=shells.RecordedOVSSwitch, record=self.record,
+                          dpid=f.dpid_of(sw), failMode="secure", datapath=self.datapath,
+                          protocols=OPENFLOW_PROTOCOLS)
         for u, v in f.links:   # each link once: from the host, or from the lower tier
             if f.role(u) == "host":
                 net.addLink(u, v, port1=0, port2=f.port(v, u))
@@ -316,7 +316,9 @@ class EmulatedFabric:
 
     def popen(self, host: str, cmd: list[str], **kwargs) -> subprocess.Popen:
         """Start `cmd` (an argument list) in `host`'s namespace and record it at once, so that
-        teardown, or `clean` after a crash, ends it; signals wait until it is recorded."""
+        teardown, or `clean` after a crash, ends it; signals wait until it is recorded. Its
+        stdin is /dev/null unless given."""
+        kwargs.setdefault("stdin", subprocess.DEVNULL)
         with deferred():
             proc = self.host(host).popen(cmd, **kwargs)
             self.record.add_pid(proc.pid, cmd)

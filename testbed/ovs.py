@@ -25,8 +25,10 @@ def run(cmd: list[str], timeout_s: float = 30.0, check: bool = True,
     try:
         # in a session of its own: a Ctrl-C at the terminal (sent to the whole foreground
         # process group) must not kill a teardown step halfway
+        # stdin: the input, or /dev/null (never the caller's: ovs-vsctl aborts on a closed fd 0)
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
-                              input=input_text, start_new_session=True)
+                              input=input_text, start_new_session=True,
+                              **({} if input_text is not None else {"stdin": subprocess.DEVNULL}))
     except FileNotFoundError as e:
         raise TestbedError(f"{cmd[0]} is not installed; run `make setup` first") from e
     except subprocess.TimeoutExpired as e:

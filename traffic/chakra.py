@@ -35,6 +35,7 @@ from pathlib import Path
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError
 
+from traffic import files
 from traffic.collectives import Collective, JobSpec, ideal_cct_s
 
 #: CollectiveCommType values we model, and the ones we know but do not.
@@ -48,6 +49,8 @@ MAX_RANKS = 65_536
 MAX_NODES = 1_000_000
 MAX_RECORD_BYTES = 1 << 20
 MAX_COMM_BYTES = 2 ** 40
+#: One node's duration_micros: at most a day (the config's bound on any one time).
+MAX_DURATION_US = 86_400 * 10 ** 6
 _FILE_RE = re.compile(r"(.+)\.(\d+)\.et")
 
 
@@ -123,9 +126,9 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
 def records(path: Path) -> list[bytes]:
     """The length-prefixed records of a file (record 0 is the GlobalMetadata)."""
     try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise ChakraError(f"{path}: cannot be read ({type(e).__name__})") from None
+        data = files.read_bytes(path)
+    except files.InputFileError as e:
+        raise ChakraError(str(e)) from None
     out, pos = [], 0
     while pos < len(data):
         try:
@@ -186,6 +189,9 @@ def read_trace(path: str | Path) -> list[Node]:
             m = NodeMsg.FromString(rec)
         except DecodeError:
             raise ChakraError(f"{p}: record {k}: not a Chakra Node message") from None
+        if m.duration_micros > MAX_DURATION_US:
+            raise ChakraError(f"{p}: record {k}: node {m.id} lasts {m.duration_micros:,} us "
+                              f"(duration_micros); at most {MAX_DURATION_US:,} (a day)")
         nodes.append(Node(m.id, m.name, int(m.type), tuple(m.data_deps) + tuple(m.ctrl_deps),
                           m.duration_micros / 1e6, k, _attrs(m)))
     return nodes

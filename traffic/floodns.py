@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from traffic import files
 from traffic.collectives import Collective, JobSpec
 
 #: floodns's run length: 11 iterations are logged (a 12th runs only its first step).
@@ -173,9 +174,9 @@ def read_job_file(path: str | Path, topo: FloodnsTopology = PAPER_TOPOLOGY) -> F
     if not m:
         raise FloodnsError(f"{p}: not a floodns job file name (job_<id>-<MODEL>.txt)")
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise FloodnsError(f"{p}: cannot be read ({type(e).__name__})") from None
+        text = files.read_text(p)
+    except files.InputFileError as e:
+        raise FloodnsError(str(e)) from None
     lines = text.splitlines()
     if len(lines) > MAX_LINES:
         raise FloodnsError(f"{p}: {len(lines):,} lines; at most {MAX_LINES:,}")

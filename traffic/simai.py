@@ -36,6 +36,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from traffic import files
 from traffic.collectives import Collective, JobSpec, ideal_cct_s
 
 KINDS = {"ALLREDUCE": Collective.ALLREDUCE, "ALLGATHER": Collective.ALLGATHER,
@@ -153,9 +154,9 @@ def read_workload(path: str | Path) -> tuple[Parallelism, list[Layer]]:
     """Parse a workload file; SimaiError (file:line: ...) on bad input."""
     p = Path(path)
     try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise SimaiError(f"{p}: cannot be read ({type(e).__name__})") from None
+        lines = files.read_text(p).splitlines()
+    except files.InputFileError as e:
+        raise SimaiError(str(e)) from None
     if len(lines) < 2:
         raise SimaiError(f"{p}: expected a header line and a layer count (truncated?)")
     _, par = _header(lines[0], f"{p}:1")

@@ -5,6 +5,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import psutil
+
 from testbed.registry import STATE_DIR, our_bridges
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,16 +35,30 @@ def nft_tables() -> list[str]:
                   if line.split()[-1:] and line.split()[-1].startswith("mlfabric_"))
 
 
+def node_shells() -> list[str]:
+    """Mininet node shells alive on this machine (`bash ... mininet:<node>`), read only:
+    a run must have ended every one it started."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        cmd = proc.info["cmdline"] or []
+        if (proc.info["status"] != psutil.STATUS_ZOMBIE and cmd
+                and cmd[-1].startswith("mininet:") and "bash" in " ".join(cmd)):
+            found.append(f"{proc.pid}:{cmd[-1]}")
+    return sorted(found)
+
+
 def leftovers() -> dict:
     """Anything an mlfabric run could leave: tagged bridges, fabric interfaces (veths and
-    taps), nftables tables, records."""
+    taps), nftables tables, records, node shells."""
     bridges = our_bridges()
     names = subprocess.run(["ip", "-j", "link", "show"], capture_output=True, text=True).stdout
     intfs = [i["ifname"] for i in json.loads(names)
-             if i["ifname"].startswith(("leaf", "spine"))]
+             if i["ifname"].startswith(SWITCH_PREFIXES)]
     records = sorted(p.name for p in STATE_DIR.glob("*.json")) if STATE_DIR.exists() else []
     return {"bridges": bridges, "interfaces": intfs, "nft_tables": nft_tables(),
-            "records": records}
+            "records": records, "shells": node_shells()}
 
 
-NOTHING = {"bridges": [], "interfaces": [], "nft_tables": [], "records": []}
+#: Interface names of every fabric kind's switches (their ports are <switch>-ethN).
+SWITCH_PREFIXES = ("leaf", "spine", "agg", "core", "edge", "rail", "sw")
+NOTHING = {"bridges": [], "interfaces": [], "nft_tables": [], "records": [], "shells": []}

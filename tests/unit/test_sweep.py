@@ -3,6 +3,7 @@ Dask LocalCluster: a failed point recorded while the others finish, resume after
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -223,3 +224,41 @@ def test_sweep_progress_draws_a_bar_when_asked():
     bar.close()
     text = stream.getvalue()
     assert "2/2" in text and "failed=1" in text and "failed b: boom" in text
+
+
+def test_ctrl_c_to_a_predicted_sweep_is_one_line(tmp_path):
+    """A terminal's Ctrl-C (SIGINT to the whole process group, the local cluster's workers
+    included) while points run: exit 130, one `interrupted` line and the progress lines, no
+    worker tracebacks (outside pass: 63 lines of `Process Dask Worker process`), and no
+    process of the sweep left."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    path = write(tmp_path, {"grid": {"fabric.spine_link_mbps": [2.5, 5]},
+                            "seeds": list(range(1, 31))})
+    err_file = tmp_path / "err.txt"
+    with open(err_file, "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "experiments", "sweep", str(path),
+                                 "--out", str(tmp_path / "out"), "--workers", "2"], cwd=ROOT,
+                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while "[3/" not in err_file.read_text() and time.monotonic() < deadline:
+        assert proc.poll() is None, err_file.read_text()
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    code = proc.wait(timeout=60)
+    lines = [ln for ln in err_file.read_text().splitlines()
+             if ln.strip() and not ln.startswith("[")]
+    assert code == 130 and len(lines) == 1 and lines[0].startswith("interrupted"), lines
+    time.sleep(1)
+    left = [p.pid for p in psutil.process_iter() if _in_session(p, proc.pid)]
+    assert not left, left
+
+
+def _in_session(p: psutil.Process, sid: int) -> bool:
+    """`p` is alive (not a zombie, which only waits to be reaped) in session `sid`."""
+    try:
+        return os.getsid(p.pid) == sid and p.status() != psutil.STATUS_ZOMBIE
+    except (OSError, psutil.Error):
+        return False
