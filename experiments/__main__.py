@@ -339,8 +339,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         from traffic.driver import TrafficError
         from traffic.predictor import PredictorError
         from .runner import PathMismatchError      # matplotlib, numpy
-        if args.command in ("sweep", "report"):
-            import pandas  # noqa: F401  (imported later by these commands)
+        if args.command in ("run", "predict", "sweep", "report"):
+            import pandas  # noqa: F401  (results.csv, reports: imported later, C extensions)
 
     try:
         return {"run": _cmd_run, "predict": _cmd_predict, "sweep": _cmd_sweep,

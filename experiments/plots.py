@@ -7,6 +7,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+# the backend's C extension loads at the first figure unless imported here, where the CLI holds
+# signals while modules import: a Ctrl-C during its initialisation failed it (ImportError,
+# exit 1; CI, a SIGINT in the teardown test landing as the run drew its plots)
+import matplotlib.backends.backend_agg  # noqa: E402,F401
 
 
 def emulated_vs_predicted(results: dict, path: Path) -> None:
