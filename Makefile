@@ -9,16 +9,17 @@ setup:
 	@bash testbed/bootstrap.sh
 
 run: setup
-	$(PY) -m experiments run $(CONFIG) --out $(OUT) --force
+	.venv/bin/mlfabric run $(CONFIG) --out $(OUT) --force
 
 predict: setup
-	$(PY) -m experiments predict $(CONFIG) --out $(OUT)-predicted --force
+	.venv/bin/mlfabric predict $(CONFIG) --out $(OUT)-predicted --force
 
 test: setup
+	.venv/bin/ruff check .
 	$(PY) -m pytest tests -ra
 
 unit:   # pure tests, no root: needs only the venv (`sudo make setup` once)
 	$(PY) -m pytest tests/unit -q
 
 clean: setup
-	$(PY) -m experiments clean
+	.venv/bin/mlfabric clean

@@ -1,5 +1,5 @@
-"""mlfabric's command line: `python -m experiments {run,predict,sweep,report,validate,calibrate,
-clean} ...`.
+"""mlfabric's command line: `mlfabric {run,predict,sweep,report,validate,calibrate,
+clean} ...` (also `python -m experiments ...`).
 
 Input problems print one line naming the key and the fix, and exit 2 before anything is built.
 Runtime failures print one line and exit 1; the fabric has been torn down by then.
@@ -48,7 +48,7 @@ def _add_repeat(p: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m experiments",
+    p = _Parser(prog="mlfabric",
                 description="mlfabric: emulate and predict ML collectives "
                             "under different routings")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -160,7 +160,7 @@ def _cmd_run(args) -> int:
     out = check_out(args.out, Path("results") / exp.name, args.force)
     if os.geteuid() != 0:
         print("error: run: emulation needs root; use `sudo make run` or "
-              "`sudo .venv/bin/python -m experiments run ...`", file=sys.stderr)
+              "`sudo .venv/bin/mlfabric run ...`", file=sys.stderr)
         return 2
     from .runner import run_experiment
     lock(out, "run")
@@ -365,10 +365,15 @@ _AFTER = {c: _AFTER.get(c, "") for c in ("run", "predict", "sweep", "report", "v
                                          "calibrate", "clean")}
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The `mlfabric` command (and `python -m experiments`): main(), then exit with its code."""
     code = main()
     # the work is done: the interpreter's shutdown restores the default handlers, under which
     # a late SIGTERM killed the process (-15) after a clean run; ignore them from here on
     for held in (signal.SIGINT, signal.SIGTERM):
         signal.signal(held, signal.SIG_IGN)
     sys.exit(code)
+
+
+if __name__ == "__main__":
+    cli()

@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 from routing.policy import Decision, EpochPolicy
-from routing.rules import Rule, cookie_of, diff_lines, rules_for
+from routing.rules import cookie_of, rules_for
+from testbed.openflow import Rule, diff_lines
 from routing.paths import Path as SwitchPath
 from testbed.fabric import Fabric, build_fabric, link_key
 from testbed.installer import apply_lines, flow_bytes_by_cookie, install

@@ -41,8 +41,9 @@ def observed_paths(fabric: Fabric, conns: list[Connection], counts: Counts,
     """Per inter-leaf connection, from the counters (`counts`, minus `before` when given: the
     bytes between two readings): "bytes" per counted switch, "switches_with_bytes" (those with
     at least CROSSED_MIN_FRACTION of the flow's bytes, the flow's bytes being what the first
-    tier above its source leaf saw, and at least CROSSED_MIN_BYTES), and "path", the candidate path of `fabric` (give the
-    fabric without failures) whose least-counted switch saw most (None: no bytes)."""
+    tier above its source leaf saw, and at least CROSSED_MIN_BYTES), and "path", the candidate
+    path of `fabric` (give the fabric without failures) whose least-counted switch saw most
+    (None: no bytes)."""
     out: dict[int, dict] = {}
     before = before or {}
     switches = counted_switches(fabric)

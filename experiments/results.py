@@ -31,7 +31,8 @@ from pathlib import Path
 
 from traffic.collectives import JobPlan, JobSpec, bus_factor
 
-SCHEMA_VERSION = 2   # 2: run efficiency = lowest per-job efficiency; prediction_error_fraction; solve per epoch
+#: 2: run efficiency = lowest per-job efficiency; prediction_error_fraction; solve per epoch
+SCHEMA_VERSION = 2
 
 
 def job_result(spec: JobSpec, cct_s: list[float], ideal: float,

@@ -9,7 +9,7 @@ from testbed.fabric import Fabric
 from traffic.collectives import Connection
 
 from .annealing import route_annealing, route_annealing_paths
-from .base import RoutingError, RoutingPlan, SolveStats, max_link_flows
+from .base import RoutingError, RoutingPlan
 from .ecmp import route_ecmp
 from .edge_coloring import route_edge_coloring, route_edge_coloring_paths
 from .gff import route_gff

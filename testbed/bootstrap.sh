@@ -2,7 +2,8 @@
 # Install and start everything mlfabric needs, idempotently (run as root on Debian 12):
 #   1. Debian packages: mininet (for mnexec), openvswitch-switch, iperf3, ethtool, ping,
 #      nftables (joins tap switch ports to their veths: testbed/taps.py);
-#   2. the virtual environment .venv from requirements.txt (re-installed when it changes);
+#   2. the virtual environment .venv from requirements.txt, and mlfabric itself in editable mode
+#      (the `.venv/bin/mlfabric` command; both re-installed when either file changes);
 #   3. Open vSwitch started without systemd (ovs-ctl), when it is not running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +30,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 stamp=.venv/.requirements.sha256
-want="$(sha256sum requirements.txt | cut -d' ' -f1)"
+want="$(cat requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
 if [ ! -x .venv/bin/python ]; then
   echo "bootstrap: creating .venv with $("$PYTHON" --version)"
   "$PYTHON" -m venv .venv
@@ -37,6 +38,9 @@ fi
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "bootstrap: installing requirements.txt into .venv"
   .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt
+  # the project itself, editable: the `mlfabric` command, and benchmarks import the package
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps \
+    --no-build-isolation -e .
   echo "$want" > "$stamp"
 fi
 

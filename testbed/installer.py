@@ -7,19 +7,18 @@ userspace datapath keeps forwarding by its cached megaflows until the revalidato
 up with the new tables (measured up to ~0.5 s, `ovs-appctl revalidator/wait`), so a flow could
 keep its old path that long; a purge (~5 ms) makes the next packet of every flow take the new
 rules. The purge drops the per-rule counts the revalidators had not yet pushed (at most one
-cycle's worth): path checks can under-count a flow's bytes, never put them on a wrong spine. The exact files and commands are saved in the run folder, and
-`dry_run=True` writes them without touching a switch.
+cycle's worth): path checks can under-count a flow's bytes, never put them on a wrong spine.
+The exact files and commands are saved in the run folder, and `dry_run=True` writes them
+without touching a switch.
 """
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 from pathlib import Path
 
-from routing.rules import Rule, bundle_text, by_switch
-
-import subprocess
-
+from .openflow import Rule, bundle_text, by_switch
 from .ovs import TestbedError, run
 
 OFCTL = ["ovs-ofctl", "-O", "OpenFlow14"]
@@ -47,7 +46,7 @@ def install(rules: list[Rule], out_dir: Path, dry_run: bool = False) -> dict:
 
 def apply_lines(lines: dict[str, list[str]], out_dir: Path, label: str,
                 dry_run: bool = False) -> None:
-    """Apply per-switch bundle lines (a diff from routing.rules.diff_lines), each switch's
+    """Apply per-switch bundle lines (a diff from openflow.diff_lines), each switch's
     as one atomic bundle; files and commands are kept under out_dir with `label`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     cmds = []

@@ -166,7 +166,7 @@ class EmulatedFabric:
                 if left:
                     left = remove_record(self.record)["left"]   # once more: a step cut short
                 if left:
-                    log.warning("teardown left %s; `python -m experiments clean` retries", left)
+                    log.warning("teardown left %s; `mlfabric clean` retries", left)
             finally:
                 if net is not None:
                     from . import shells

@@ -1,5 +1,5 @@
 """What a run created on this machine, written down before it is created, so that teardown and
-`python -m experiments clean` remove exactly that and nothing else.
+`mlfabric clean` remove exactly that and nothing else.
 
 One JSON file per live run in STATE_DIR: {"run_id", "owner": {pid, started, cmdline},
 "bridges", "interfaces", "nft_tables", "pids": [{pid, started, cmdline, stop_signal}]}. Every
@@ -157,7 +157,7 @@ def reserve(record: RunRecord, names: set[str]) -> None:
                                f"{', '.join(clash[:3])}{' ...' if len(clash) > 3 else ''} "
                                "now; wait until it ends")
             raise RunClash(f"run {other.run_id} crashed and left {clash[0]}; "
-                           "`python -m experiments clean` removes it")
+                           "`mlfabric clean` removes it")
         existing = sorted(b for b in (bridge_tags() or {}) if b in names)
         if existing:
             raise RunClash(f"OVS bridges {existing[:3]} already exist and no mlfabric run "

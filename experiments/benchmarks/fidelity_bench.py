@@ -58,7 +58,6 @@ from pathlib import Path
 
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from experiments.calibrate import CalibrationError, calibrate  # noqa: E402
 from testbed import taps  # noqa: E402
@@ -283,7 +282,8 @@ def _second_vswitchd(rundir: Path) -> list[subprocess.Popen]:
             break
         time.sleep(0.05)
     _sh("ovs-vsctl", f"--db={sock}", "--no-wait", "init")
-    procs.append(subprocess.Popen(["ip", "netns", "exec", SECOND_NS, "ovs-vswitchd", sock, f"--unixctl={rundir}/vswitchd.ctl",
+    procs.append(subprocess.Popen(["ip", "netns", "exec", SECOND_NS, "ovs-vswitchd", sock,
+                                   f"--unixctl={rundir}/vswitchd.ctl",
                                    f"--log-file={rundir}/vswitchd.log"], env=env,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     return procs

@@ -26,13 +26,11 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 
 from experiments.config import parse  # noqa: E402
 from experiments.routes import ControllerRoutes  # noqa: E402

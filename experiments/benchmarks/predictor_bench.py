@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 import tracemalloc
 from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 
 from experiments.config import load as load_config  # noqa: E402
 from routing import route  # noqa: E402

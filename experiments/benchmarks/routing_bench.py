@@ -42,9 +42,7 @@ import statistics
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from routing import STRATEGIES, RoutingError, route  # noqa: E402
 from routing.base import lower_bound_link_flows, max_link_flows  # noqa: E402
@@ -388,12 +386,10 @@ def main(argv: list[str] | None = None) -> int:
                     kept_jobs = {s.name for s in specs[1:]}
                     used = {fabric.leaf_of(h) for s in specs[1:] for h in s.hosts}
                     new = make_jobs(1, ring, fabric, rng, n_jobs, used) or []
-                    nxt_specs = specs[1:] + new
                     nxt = [c for c in conns if c.job in kept_jobs]
                     base = max(c.conn_id for c in conns) + 1
                     nxt += [Connection(base + k, c.job, c.src, c.dst, 30000 + k, c.dst_port)
                             for k, c in enumerate(connections(new))]
-                    ar_ref = None
                     plans = {}
                     for name in names:
                         plan = route(name, fabric, conns, seed=rep, **opts.get(name, {}))

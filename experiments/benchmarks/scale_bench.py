@@ -9,8 +9,9 @@ all-reduce ring per host slot, one rank per leaf, ILP routing, links at --rate-m
 uplinks at twice that), `--runs` times. Prints per run and as medians: build and teardown
 seconds, the machine's memory in use with the fabric up against before (MiB), ovs-vswitchd's
 resident memory (MiB), the ring's prediction error and the CPU monitor's verdict, and the
-external commands the build ran by kind (calls, seconds), so that what is slow shows. Fabrics: leaf-spine-8x8 (64 hosts, 8 leaves, 4 spines), clos3-64 (64 hosts: 4 pods of
-4 leaves and 2 aggs, 4 cores), fat-tree-8 (128 hosts, 80 switches).
+external commands the build ran by kind (calls, seconds), so that what is slow shows. Fabrics:
+leaf-spine-8x8 (64 hosts, 8 leaves, 4 spines), clos3-64 (64 hosts: 4 pods of 4 leaves and 2
+aggs, 4 cores), fat-tree-8 (128 hosts, 80 switches).
 """
 from __future__ import annotations
 
@@ -25,7 +26,6 @@ from pathlib import Path
 
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import testbed.net as net  # noqa: E402
 from experiments.config import parse  # noqa: E402

@@ -10,8 +10,9 @@ tunnel, at underlay MTUs 1500, 9000 and 65000 (tunnel MTU 50 bytes less), with t
 the kernel gives and with them off (as the emulator's ports carry frames, one per packet), and
 once through an HTB shaper on the tunnel device (testbed/shaping.py, fair scheduler) to check
 that a tunnel is shaped as faithfully as a veth. Prints the median of `--runs` runs per case
-(Gbit/s, % of the machine's cores busy outside niced processes) and writes JSON with --out. Removes everything it created on
-every exit path; it never touches an interface it did not create.
+(Gbit/s, % of the machine's cores busy outside niced processes) and writes JSON with --out.
+Removes everything it created on every exit path; it never touches an interface it did not
+create.
 """
 from __future__ import annotations
 
@@ -26,7 +27,6 @@ from pathlib import Path
 
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from testbed.shaping import Shaping, tc_batch  # noqa: E402
 from testbed.split import VXLAN_OVERHEAD_BYTES, VXLAN_PORT  # noqa: E402

@@ -628,7 +628,7 @@ def test_bad_calibrate_duration(sandbox, capsys, value):
                                   ["predict", QUICK, "--util-bin-s"]])
 def test_usage_errors_are_one_line(sandbox, capsys, argv):
     code, lines, out = cli(capsys, argv)
-    assert_refused(code, lines, out, names="python -m experiments")
+    assert_refused(code, lines, out, names="mlfabric")
 
 
 def test_paper_scale_still_predicts_and_run_refuses_it_before_root(sandbox, capsys):

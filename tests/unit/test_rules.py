@@ -2,10 +2,9 @@
 from routing import route
 from routing.host_enforced import (PLANNED_PORT_FLAG, check_port_plan, spine_of_port,
                                    with_source_ports)
-from routing.rules import port_rules
-from routing.rules import (COOKIE_BASE, FlowRule, GroupRule, bundle_text, by_switch,
-                           diff_lines, rules_for)
+from routing.rules import COOKIE_BASE, port_rules, rules_for
 from testbed.fabric import FabricSpec, build_fabric
+from testbed.openflow import FlowRule, GroupRule, bundle_text, by_switch, diff_lines
 from traffic.collectives import Collective, JobSpec, plan_jobs
 
 

@@ -4,7 +4,8 @@ import ipaddress
 
 import pytest
 
-from routing.rules import FlowRule, GroupRule, by_switch, rules_for
+from routing.rules import rules_for
+from testbed.openflow import FlowRule, GroupRule, by_switch
 from testbed.fabric import FabricSpec, build_fabric, fat_tree_spec
 from traffic.collectives import Collective, JobSpec, plan_jobs
 
