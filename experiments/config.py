@@ -25,14 +25,14 @@ from testbed.fabric import (Fabric, FabricError, FabricSpec, build_fabric, fat_t
 from testbed.shaping import (MAX_BURST_FRAMES, MAX_MTU_BYTES, SCHEDULERS,
                              SWITCH_BURST_FRAMES, auto_mtu_bytes)
 from testbed.taps import PORT_TYPES
-
-DEFAULT_WINDOW_FRAMES = 16
 from traffic.collectives import (SOURCE_PORT_SPAN, Collective, JobSpec, WorkloadError,
                                  ideal_cct_s, plan_jobs)
 from traffic.predictor import RECOMPUTES, RING_SYNCS, Semantics
 
 from .routing_entry import NONBLOCKING, REPLAY, RoutingEntry, parse_entries
 from .routing_entry import run_dir_name  # noqa: F401  (experiments/outdir.py imports it here)
+
+DEFAULT_WINDOW_FRAMES = 16
 
 
 class ConfigError(ValueError):
