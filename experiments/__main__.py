@@ -246,7 +246,8 @@ def _cmd_validate(args) -> int:
         emulable = "yes"
     except ConfigError as e:
         emulable = f"no: {e}"
-    print(f"{args.config}: ok: {exp.name}, {exp.fabric.title}, {len(exp.jobs)} jobs, "
+    from testbed.topologies import title
+    print(f"{args.config}: ok: {exp.name}, {title(exp.fabric)}, {len(exp.jobs)} jobs, "
           f"routing {', '.join(exp.routing)}, {len(exp.events)} events; `run` can emulate "
           f"it: {emulable}")
     return 0

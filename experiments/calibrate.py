@@ -127,7 +127,7 @@ def calibrate(exp: Experiment, out_dir: Path, duration_s: float = 8.0,
     f = exp.fabric
     if len(f.leaves) < 2:
         raise TestbedError("calibrate: the fabric needs at least 2 leaves")
-    rate = min(f.spec.host_link_mbps, f.spec.spine_link_mbps)
+    rate = min(f.spec.rates_mbps().values())
     k = min(4, f.spec.hosts_per_leaf)
     leaf1 = [h for h in f.hosts if f.leaf_of(h) == "leaf1"][:k]
     leaf2 = [h for h in f.hosts if f.leaf_of(h) == "leaf2"][:k]

@@ -20,8 +20,14 @@ from typing import Any
 import yaml
 
 from routing import STRATEGIES
-from testbed.fabric import (Fabric, FabricError, FabricSpec, build_fabric, fat_tree_spec,
-                            link_key)
+from testbed import topologies
+from testbed.fabric import Fabric, FabricError, build_fabric
+from testbed.topologies.base import (MAX_HOSTS, MAX_HOSTS_PER_LEAF, MAX_RATE_MBPS,  # noqa: F401
+                                     MIN_RATE_MBPS, RATE_WHY)
+from testbed.topologies.clos3 import (MAX_AGGS_PER_POD, MAX_CORES_PER_PLANE,  # noqa: F401
+                                      MAX_LEAVES_PER_POD, MAX_PODS)
+from testbed.topologies.fat_tree import MAX_FAT_TREE_K  # noqa: F401
+from testbed.topologies.leaf_spine import MAX_LEAVES, MAX_SPINES  # noqa: F401
 from testbed.shaping import (MAX_BURST_FRAMES, MAX_MTU_BYTES, SCHEDULERS,
                              SWITCH_BURST_FRAMES, auto_mtu_bytes)
 from testbed.taps import PORT_TYPES
@@ -43,17 +49,8 @@ TOP_KEYS = {"name", "seed", "fabric", "jobs", "routing", "emulation", "events",
             "jobs_from", "semantics", "replay_log", "solver_time_limit_s"}
 EVENT_KINDS = ("fail_spine", "restore_spine", "fail_switch", "restore_switch", "fail_link",
                "restore_link")
-FAILURE_KEYS = {"failed_switches", "failed_links"}
-#: Keys per fabric.topology (leaf-spine is the default and keeps its keys).
-FABRIC_KEYS_OF = {
-    "leaf-spine": {"topology", "spines", "leaves", "hosts_per_leaf", "host_link_mbps",
-                   "spine_link_mbps", "failed_spines", *FAILURE_KEYS},
-    "fat-tree": {"topology", "k", "host_link_mbps", "fabric_link_mbps", *FAILURE_KEYS},
-    "clos3": {"topology", "pods", "leaves_per_pod", "aggs_per_pod", "cores_per_plane",
-              "hosts_per_leaf", "host_link_mbps", "leaf_agg_mbps", "agg_core_mbps",
-              *FAILURE_KEYS},
-}
-FABRIC_KEYS = set().union(*FABRIC_KEYS_OF.values())
+#: Every key a fabric section of some topology kind may hold (testbed/topologies/).
+FABRIC_KEYS = set().union(*(k.keys for k in topologies.KINDS.values()))
 EXPLICIT_JOB_KEYS = {"name", "collective", "hosts", "groups", "size_bytes", "iterations",
                      "compute_s", "start_s"}
 MODEL_JOB_KEYS = {"name", "model", "dp", "placement", "iterations", "compute_s",
@@ -72,26 +69,8 @@ TCP_CCS = ("cubic", "bbr", "reno")
 MAX_CONFIG_BYTES = 1_000_000
 #: Mappings and lists nested deeper than this are refused (a config needs 5 levels).
 MAX_DEPTH = 32
-#: The paper's fabric is 64 leaves x 32 spines x 32 hosts; these allow 8x its spines and ~4x
-#: its leaves, and keep the graph at most 2 x (250 x 256 + 62,500) = 253,000 directed links
-#: (built in ~2 s, ~110 MB). Leaves and hosts per leaf stop at 250 because host addresses are
-#: 10.0.<leaf>.<slot> (testbed/fabric.py).
-MAX_SPINES = 256
-MAX_LEAVES = 250
-MAX_HOSTS_PER_LEAF = 250
-MAX_HOSTS = 65_536
-#: Three tiers (clos3, fat-tree): host addresses are 10.<leaf / 256>.<leaf % 256>.<slot>, so
-#: leaves are bounded by MAX_HOSTS; a k=64 fat-tree is 65,536 hosts. Per pod and plane, 64
-#: aggregation switches and 64 cores (a k=128 fat-tree's would be, but exceeds MAX_HOSTS).
-MAX_PODS = 256
-MAX_LEAVES_PER_POD = 256
-MAX_AGGS_PER_POD = 64
-MAX_CORES_PER_PLANE = 64
-MAX_FAT_TREE_K = 64
-#: Link rates, Mbit/s: 1 kbit/s .. 1 Tbit/s for `predict` (`run` shapes at most 1,000:
-#: experiments/runner.py check_emulable).
-MIN_RATE_MBPS = 0.001
-MAX_RATE_MBPS = 1_000_000.0
+#: The fabric's bounds are its topology kind's (testbed/topologies/: leaf_spine.MAX_SPINES,
+#: MAX_LEAVES; clos3.MAX_PODS, ...; base.MAX_HOSTS, MAX_HOSTS_PER_LEAF and the link rates).
 #: One job's collective size: 1 TiB (GPT-3 175B's fp32 gradient is 700 GB).
 MAX_SIZE_BYTES = 2 ** 40
 #: Iterations per job: the predictor takes ~10 us per transfer per iteration.
@@ -243,7 +222,7 @@ class Experiment:
              "start_s": j.start_s} for j in self.jobs]})
         return {
             "name": self.name, "seed": self.seed,
-            "fabric": resolved_fabric(self.fabric.spec),
+            "fabric": topologies.resolved(self.fabric.spec),
             **jobs,
             "routing": list(self.routing),
             "emulation": self.emulation.resolved(),
@@ -487,27 +466,8 @@ def _name_list(d: dict, key: str, where: str) -> list:
     return v
 
 
-def resolved_fabric(s: FabricSpec) -> dict:
-    """The fabric section as the YAML gives it (it loads again to the same spec)."""
-    failed = {"failed_switches": list(s.failed_switches),
-              "failed_links": [list(p) for p in s.failed_links]}
-    if s.topology == "fat-tree":
-        return {"topology": "fat-tree", "k": s.k, "host_link_mbps": s.host_link_mbps,
-                "fabric_link_mbps": s.leaf_agg_mbps, **failed}
-    if s.topology == "clos3":
-        return {"topology": "clos3", "pods": s.pods, "leaves_per_pod": s.leaves_per_pod,
-                "aggs_per_pod": s.aggs_per_pod, "cores_per_plane": s.cores_per_plane,
-                "hosts_per_leaf": s.hosts_per_leaf, "host_link_mbps": s.host_link_mbps,
-                "leaf_agg_mbps": s.leaf_agg_mbps, "agg_core_mbps": s.agg_core_mbps, **failed}
-    return {"spines": s.spines, "leaves": s.leaves, "hosts_per_leaf": s.hosts_per_leaf,
-            "host_link_mbps": s.host_link_mbps, "spine_link_mbps": s.spine_link_mbps,
-            "failed_spines": list(s.failed_spines),
-            "failed_links": [list(p) for p in s.failed_links]}
-
-
 def _rate(d: dict, key: str) -> float:
-    return _num(d, key, "fabric", minimum=MIN_RATE_MBPS, maximum=MAX_RATE_MBPS,
-                why="Mbit/s; `run` shapes at most 1000")
+    return _num(d, key, "fabric", minimum=MIN_RATE_MBPS, maximum=MAX_RATE_MBPS, why=RATE_WHY)
 
 
 def _switch_names(d: dict, key: str) -> tuple[str, ...]:
@@ -528,75 +488,26 @@ def _link_pairs(d: dict, key: str, example: str) -> tuple[tuple[str, str], ...]:
     return tuple(tuple(p) for p in pairs)
 
 
-def _leaf_spine_spec(d: dict) -> FabricSpec:
-    spines = _int(d, "spines", "fabric", maximum=MAX_SPINES, why="8x the paper's 32")
-    leaves = _int(d, "leaves", "fabric", maximum=MAX_LEAVES,
-                  why="host addresses are 10.0.<leaf>.<slot>")
-    per_leaf = _int(d, "hosts_per_leaf", "fabric", maximum=MAX_HOSTS_PER_LEAF,
-                    why="host addresses are 10.0.<leaf>.<slot>")
-    if leaves * per_leaf > MAX_HOSTS:
-        raise ConfigError(f"fabric.hosts_per_leaf: {leaves} leaves x {per_leaf} hosts exceed "
-                          f"{MAX_HOSTS:,} hosts")
-    rates = {k: _rate(d, k) for k in ("host_link_mbps", "spine_link_mbps")}
-    spine_names = {f"spine{i}" for i in range(1, spines + 1)}
-    leaf_names = {f"leaf{i}" for i in range(1, leaves + 1)}
-    failed_spines = _name_list(d, "failed_spines", "fabric")
-    for key in ("failed_spines", "failed_switches"):
-        for s in _name_list(d, key, "fabric"):
-            if not isinstance(s, str) or s not in spine_names:
-                raise ConfigError(f"fabric.{key}: unknown spine {quote(s)} "
-                                  f"(spine1..spine{spines}), e.g. [spine3]")
-    failed_spines = sorted(set(failed_spines) | set(_name_list(d, "failed_switches", "fabric")),
-                           key=lambda x: int(x[5:]))
-    failed_links = _name_list(d, "failed_links", "fabric")
-    for p in failed_links:
-        if (not isinstance(p, list) or len(p) != 2 or not all(isinstance(x, str) for x in p)
-                or p[0] not in leaf_names or p[1] not in spine_names):
-            raise ConfigError(f"fabric.failed_links: {quote(p)} is not a [leafX, spineY] pair "
-                              f"of this fabric (leaf1..leaf{leaves}, spine1..spine{spines})")
-    return FabricSpec(
-        spines=spines, leaves=leaves, hosts_per_leaf=per_leaf,
-        host_link_mbps=rates["host_link_mbps"], spine_link_mbps=rates["spine_link_mbps"],
-        failed_spines=tuple(failed_spines),
-        failed_links=tuple(tuple(p) for p in failed_links))
-
-
-def _three_tier_spec(d: dict, topology: str) -> FabricSpec:
-    failures = {"failed_switches": tuple(sorted(set(_switch_names(d, "failed_switches")))),
-                "failed_links": tuple(sorted({link_key(*p) for p in _link_pairs(
-                    d, "failed_links", "[leaf1, agg2] or [agg1, core3]")}))}
-    if topology == "fat-tree":
-        k = _int(d, "k", "fabric", minimum=2, maximum=MAX_FAT_TREE_K,
-                 why="k^3/4 hosts: 65,536 at k=64")
-        if k % 2:
-            raise ConfigError(f"fabric.k: a fat-tree needs an even k, got {k}")
-        return fat_tree_spec(k, _rate(d, "host_link_mbps"), _rate(d, "fabric_link_mbps"),
-                             **failures)
-    sizes = {key: _int(d, key, "fabric", maximum=limit, why=why) for key, limit, why in (
-        ("pods", MAX_PODS, "host addresses hold at most 65,536 leaves"),
-        ("leaves_per_pod", MAX_LEAVES_PER_POD, "host addresses hold at most 65,536 leaves"),
-        ("aggs_per_pod", MAX_AGGS_PER_POD, "planes of cores"),
-        ("cores_per_plane", MAX_CORES_PER_PLANE, "cores per plane"),
-        ("hosts_per_leaf", MAX_HOSTS_PER_LEAF, "host addresses end in .<slot>"))}
-    n = sizes["pods"] * sizes["leaves_per_pod"] * sizes["hosts_per_leaf"]
-    if n > MAX_HOSTS:
-        raise ConfigError(f"fabric.hosts_per_leaf: {n:,} hosts exceed {MAX_HOSTS:,}")
-    return FabricSpec(topology="clos3", host_link_mbps=_rate(d, "host_link_mbps"),
-                      leaf_agg_mbps=_rate(d, "leaf_agg_mbps"),
-                      agg_core_mbps=_rate(d, "agg_core_mbps"), **sizes, **failures)
-
-
 def _fabric(d: Any) -> Fabric:
+    """The fabric section: its kind (`topology`, default leaf-spine) reads its own keys, each
+    with the bound its Param gives, then the failures; the model builds and checks it."""
     if not isinstance(d, dict):
         raise ConfigError(f"fabric: expected a mapping of keys, got {type(d).__name__}")
-    topology = d.get("topology", "leaf-spine")
-    if not isinstance(topology, str) or topology not in FABRIC_KEYS_OF:
-        raise ConfigError(f"fabric.topology: unknown {quote(topology)}; choose from "
-                          f"{', '.join(FABRIC_KEYS_OF)}")
-    d = _check_keys(d, FABRIC_KEYS_OF[topology], "fabric")
-    spec = _leaf_spine_spec(d) if topology == "leaf-spine" else _three_tier_spec(d, topology)
+    name = d.get("topology", topologies.DEFAULT)
+    if not isinstance(name, str) or name not in topologies.KINDS:
+        raise ConfigError(f"fabric.topology: unknown {quote(name)}; choose from "
+                          f"{', '.join(topologies.KINDS)}")
+    kind = topologies.kind(name)
+    d = _check_keys(d, kind.keys, "fabric")
+    sizes = {p.key: _int(d, p.key, "fabric", p.default, minimum=p.minimum, maximum=p.maximum,
+                         why=p.why) for p in kind.params}
+    rates = {tier: _rate(d, key) for tier, key in kind.rate_keys.items()
+             if key in d or tier not in kind.optional_rates}
+    failures = {key: _switch_names(d, key) for key in ("failed_switches",
+                                                       *kind.extra_failure_keys)}
+    failures["failed_links"] = _link_pairs(d, "failed_links", "[leaf1, spine2] or [agg1, core3]")
     try:
-        return build_fabric(spec)
+        return build_fabric(kind.spec(sizes, rates, failures))
     except FabricError as e:
         raise ConfigError(str(e)) from None
 
@@ -867,16 +778,9 @@ def _routing(v: Any) -> list[str]:
 
 
 def apply_event(fabric: Fabric, event: Event) -> Fabric:
-    """The fabric after `event`; raises FabricError (e.g. when a leaf would be cut off)."""
-    spec = fabric.spec
-    switches, links = set(spec.failed), set(spec.failed_links)
-    target = tuple(event.target)
-    group, key = (switches, target[0]) if event.on_switch else (links, target)
-    if event.kind.startswith("fail"):
-        group.add(key)
-    else:
-        group.discard(key)
-    return build_fabric(spec.with_failures(tuple(switches), tuple(links)))
+    """The fabric after `event` (testbed/fabric.py Fabric.changed); FabricError when it
+    cannot be built (e.g. a leaf would be cut off)."""
+    return fabric.changed(event.kind.startswith("fail"), tuple(event.target))
 
 
 def host_pairs(plans) -> dict[tuple[str, str], tuple[str, str, str]]:
@@ -936,30 +840,14 @@ def _replay(events: list[Event], fabric: Fabric, pairs: dict | None = None) -> N
 
 
 def _event_target(fabric: Fabric, kind: str, t: Any, where: str) -> tuple[str, ...]:
-    """A checked event target: (switch,) or a link as (lower tier, upper tier)."""
-    if kind.endswith("_spine") or (kind.endswith("_switch") and fabric.tiers == 2):
-        if not isinstance(t, str) or t not in fabric.spines:
-            raise ConfigError(f"{where}.{kind}: unknown spine {quote(t)} "
-                              f"(spine1..spine{len(fabric.spines)})")
-        return (t,)
-    if kind.endswith("_switch"):
-        if not isinstance(t, str) or t not in fabric.aggs + fabric.cores:
-            raise ConfigError(f"{where}.{kind}: {quote(t)} is not an agg or core of this "
-                              f"fabric (agg1..agg{len(fabric.aggs)}, "
-                              f"core1..core{len(fabric.cores)})")
-        return (t,)
-    if fabric.tiers == 2:
-        if (not isinstance(t, list) or len(t) != 2
-                or not all(isinstance(x, str) for x in t)
-                or t[0] not in fabric.leaves or t[1] not in fabric.spines):
-            raise ConfigError(f"{where}.{kind}: expected [leafX, spineY] of this fabric, "
-                              f"got {quote(t)}")
-        return (t[0], t[1])
-    if (not isinstance(t, list) or len(t) != 2 or not all(isinstance(x, str) for x in t)
-            or not all(fabric.is_switch(x) for x in t) or not fabric.graph.has_edge(*t)):
-        raise ConfigError(f"{where}.{kind}: expected a link between two switches of this "
-                          f"fabric, e.g. [leaf1, agg2] or [agg1, core3], got {quote(t)}")
-    return fabric.link_key(t[0], t[1])
+    """A checked event target (the fabric model checks it): (switch,) or a link as (lower
+    tier, upper tier)."""
+    try:
+        if kind.endswith("_link"):
+            return fabric.failable_link(t)
+        return (fabric.failable_switch(t, "spine" if kind.endswith("_spine") else None),)
+    except FabricError as e:
+        raise ConfigError(f"{where}.{kind}: {e}") from None
 
 
 def _events(v: Any, fabric: Fabric, routing: list[str], jobs: list[JobSpec],
@@ -1307,11 +1195,12 @@ def duration_upper_bound_s(exp: Experiment, goodput_factor: float = 1.0) -> floa
                 for k in (("out", a), ("in", b)):
                     per_leaf[k] = per_leaf.get(k, 0) + 1
     rate = f.spec.host_link_mbps / max(per_host.values(), default=1)
-    if per_leaf and f.tiers == 2:
-        rate = min(rate, f.spec.spine_link_mbps / max(per_leaf.values()))
-    elif per_leaf:   # an agg-core link may carry every inter-leaf flow of the fabric
+    up = min(r for tier, r in f.spec.rates_mbps().items() if tier != "host")
+    if per_leaf and len(f.choice_points) == 1:   # every path crosses one uplink each side
+        rate = min(rate, up / max(per_leaf.values()))
+    elif per_leaf:   # an upper link may carry every inter-leaf flow of the fabric
         crossing = sum(n for (side, _), n in per_leaf.items() if side == "out")
-        rate = min(rate, min(f.spec.leaf_agg_mbps, f.spec.agg_core_mbps) / crossing)
+        rate = min(rate, up / crossing)
     bps = rate * 1e6 * goodput_factor
     return max(p.spec.start_s + p.spec.iterations
                * (_longest_chain_bytes(p) * 8 / bps + p.spec.compute_s) for p in plans)

@@ -28,7 +28,7 @@ CROSSED_MIN_BYTES = 1000
 
 def counted_switches(fabric: Fabric) -> list[str]:
     """The switches that hold counting rules: every switch above the leaves."""
-    return fabric.spines + fabric.aggs + fabric.cores
+    return fabric.upper_switches
 
 
 def switch_counts(fabric: Fabric) -> Counts:

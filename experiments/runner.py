@@ -30,6 +30,7 @@ from routing import route
 from routing.base import RoutingError, link_flow_counts, max_link_flows
 from routing.host_enforced import check_port_plan, with_source_ports
 from routing.paths import Path as SwitchPath
+from testbed import topologies
 from testbed.fabric import Fabric, FabricError
 from testbed.installer import settle_flow_stats
 from testbed.monitor import CpuMonitor, advice
@@ -69,10 +70,9 @@ def _listed(path: tuple[str, ...] | None) -> list[str] | None:
 
 def check_emulable(exp: Experiment) -> None:
     """Raise ConfigError (before anything is built) for a fabric the emulator cannot shape."""
-    keys = {"host": "host_link_mbps", "spine": "spine_link_mbps", "leaf_agg": "leaf_agg_mbps",
-            "agg_core": "agg_core_mbps"}
+    keys = topologies.rate_keys(exp.fabric.spec)      # the kind's YAML key per link tier
     for tier, rate in exp.fabric.spec.rates_mbps().items():
-        key = "fabric_link_mbps" if exp.fabric.kind == "fat-tree" and tier != "host" else keys[tier]
+        key = keys[tier]
         if rate > MAX_EMULATED_MBPS:
             raise ConfigError(f"fabric.{key}: the emulator shapes at most "
                               f"{MAX_EMULATED_MBPS:g} Mbit/s per link; scale rates down for "
@@ -102,7 +102,7 @@ def run_experiment(exp: Experiment, out_dir: Path,
         raise ConfigError(f"routing: {e}") from None
     check_emulable(exp)
     (out_dir / "config.yaml").write_text(yaml.safe_dump(exp.resolved(), sort_keys=False))
-    (out_dir / "fabric.txt").write_text(exp.fabric.draw() + "\n")
+    (out_dir / "fabric.txt").write_text(topologies.draw(exp.fabric) + "\n")
     em = exp.emulation
     ideal_pred = ideal(exp.fabric, plans)
     slowest_ideal_s = max(j.mean_cct_s for j in ideal_pred.jobs.values())
@@ -117,7 +117,7 @@ def run_experiment(exp: Experiment, out_dir: Path,
                                  port_type=em.port_type)
 
     load = check_load(log)     # the machine's load before anything is built
-    log(f"building {exp.fabric.title}, {len(exp.fabric.switches)} switches, "
+    log(f"building {topologies.title(exp.fabric)}, {len(exp.fabric.switches)} switches, "
         f"{len(exp.fabric.hosts)} hosts")
     with EmulatedFabric(exp.fabric, run_id, settings) as emu:
         env = environment(emu.datapath, em.tcp_cc, exp.seed, em.mtu_bytes)

@@ -51,8 +51,9 @@ def route_ecmp(fabric: Fabric, conns: list[Connection], seed: int = 0,
                previous: dict[int, Path | None] | None = None) -> RoutingPlan:
     t0 = time.perf_counter()
     path_of = {c.conn_id: hashed_path(fabric, c, seed) for c in conns}
-    bound = path_lower_bound(path_table(fabric, conns), fabric) if fabric.tiers == 3 else None
-    if bound is None:   # leaf-spine: the bound the other leaf-spine kernels report
+    bound = (path_lower_bound(path_table(fabric, conns), fabric)
+             if len(fabric.choice_points) > 1 else None)
+    if bound is None:   # one choice per path: the bound the spine kernels report
         from .base import lower_bound_link_flows
         bound = lower_bound_link_flows(fabric, conns)
     stats = SolveStats(time.perf_counter() - t0, "hash", None, bound)

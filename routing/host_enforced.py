@@ -34,12 +34,8 @@ PORT_RULE_PRIORITY = 90
 
 def choice_fields(fabric: Fabric) -> list[tuple[str, int, int]]:
     """(role that chooses, bits, shift) per field, from bit 14 down."""
-    if fabric.tiers == 2:
-        sizes = [("leaf", len(fabric.spines))]
-    else:
-        sizes = [("leaf", fabric.spec.aggs_per_pod), ("agg", fabric.spec.cores_per_plane)]
     out, top = [], 15
-    for role, n in sizes:
+    for role, n in fabric.choice_points:
         b = max(1, math.ceil(math.log2(n)))
         top -= b
         out.append((role, b, top))
@@ -61,12 +57,11 @@ def conn_bits(fabric: Fabric) -> int:
 
 
 def choices_of_path(fabric: Fabric, path: Path) -> list[int]:
-    """The index each choosing switch takes on `path` (0-based)."""
-    if fabric.tiers == 2:
-        return [fabric.spines.index(path[1])]
-    plane = fabric.graph.nodes[path[1]]["plane"] - 1
-    core = fabric.uplinks(path[1]).index(path[2]) if len(path) == 5 else 0
-    return [plane, core]
+    """The index each choosing switch takes on `path` (0-based): the position of the next
+    switch among its uplinks while the path goes up, 0 for a choice it does not reach."""
+    ups = len(path) // 2       # switches that choose an uplink: up to the path's top
+    return [fabric.uplinks(path[k]).index(path[k + 1]) if k < ups else 0
+            for k in range(len(fabric.choice_points))]
 
 
 def source_port(fabric: Fabric, conn_id: int, path: Path) -> int:
@@ -90,7 +85,7 @@ def path_of_port(fabric: Fabric, port: int, src_leaf: str, dst_leaf: str) -> Pat
     ups = fabric.uplinks(src_leaf)
     if idx[0] >= len(ups):
         return None
-    if fabric.tiers == 2:
+    if not fabric.has_pods:
         return (src_leaf, ups[idx[0]], dst_leaf)
     agg = ups[idx[0]]
     if fabric.pod_of(src_leaf) == fabric.pod_of(dst_leaf):

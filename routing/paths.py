@@ -283,7 +283,7 @@ def pairs_lower_bound(fabric: Fabric, src: list[int], dst: list[int]) -> int:
         for leaf, n in deg.items():
             bound = max(bound, math.ceil(n / max(1, _live_leaf_links(fabric, leaf, up))))
     pairs = Counter(zip(src, dst))
-    if fabric.tiers == 3:
+    if fabric.has_pods:
         pod_of = _leaf_pods(fabric)
         out_pod: Counter = Counter()
         in_pod: Counter = Counter()

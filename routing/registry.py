@@ -47,7 +47,7 @@ def route(name: str, fabric: Fabric, conns: list[Connection], seed: int = 0,
     if not _WARM:                    # once per process: numba's compile or cache load untimed
         warm_kernels()
         _WARM.append(True)
-    if fabric.tiers == 3:
+    if len(fabric.choice_points) > 1:
         return three_tier(fabric, conns, seed=seed, previous=previous, **options)
     spines = None if previous is None else {
         cid: (p if p is None or isinstance(p, str) else p[1]) for cid, p in previous.items()}

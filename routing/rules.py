@@ -107,7 +107,7 @@ def base_rules(fabric: Fabric) -> list[Rule]:
                 rules.append(GroupRule(leaf, gid, uplinks))
                 rules.append(FlowRule(leaf, 20, f"ip,nw_dst={leaf_prefix(fabric, dst)}",
                                       f"group:{gid}"))
-    for sw in fabric.spines + fabric.aggs + fabric.cores:
+    for sw in fabric.upper_switches:
         pod_leaves = [x for x in fabric.leaves if fabric.pod_of(x) == fabric.pod_of(sw)]
         for leaf in fabric.leaves:
             action = _prefix_action(fabric, sw, leaf)

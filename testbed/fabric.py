@@ -1,33 +1,25 @@
 """The fabric model: one networkx graph that routing, prediction and emulation share.
 
-Pure data: no mininet, no root. Three kinds (`FabricSpec.topology`):
+Pure data: no mininet, no root. One structure, a Clos of two or three tiers, which every
+topology kind (testbed/topologies/, one module each) maps its YAML keys onto:
 
-`leaf-spine`, a two-tier Clos of S spines, L leaves and H hosts per leaf::
+    two tiers                          three tiers
+        spine1 .. spineS                   core1 .. coreC | core(C+1) .. | ...   planes
+        leaf1 .. leafL                     agg1 .. aggA   | agg(A+1) ..  | ...   pods
+        H hosts per leaf                   leaf1 .. leafP | leaf(P+1) .. | ...
+                                           H hosts per leaf
 
-        spine1    spine2   ...   spineS          every leaf has one uplink to every spine
-          |  \\    /  |            |             (spine_link_mbps, each direction)
-        leaf1     leaf2    ...   leafL
-        / | \\     / | \\          / | \\         H hosts per leaf (host_link_mbps)
-      h1 .. hH  hH+1 .. h2H     .. hL*H
+Two tiers: every leaf to every spine. Three tiers: in a pod every leaf to every agg; agg i of
+every pod to every core of plane i. Hosts are numbered leaf by leaf (h1..hH on leaf1), or,
+with `nics_per_server` N > 0 (multi-NIC servers, one NIC per leaf of a pod: rails), server by
+server: NIC r of server s of pod p is h((p-1) H N + (s-1) N + r) on the pod's r-th leaf.
 
-`clos3`, pods of leaves and aggregation switches under a core layer in planes::
-
-      core1 .. coreC   core(C+1) .. core2C   ...      plane i: cores_per_plane (C) cores
-         |  \\  plane 1      |  plane 2                aggregation switch i of EVERY pod
-       agg1  agg2 ..      aggA+1  aggA+2 ..           connects to every core of plane i
-       |  \\/  |  pod 1     |  \\/  |   pod 2          (agg_core_mbps); in a pod every leaf
-     leaf1  leaf2 ..     leafP+1 ..                   connects to every agg (leaf_agg_mbps)
-     / | \\                                            H hosts per leaf (host_link_mbps)
-    h1 .. hH
-
-`fat-tree`: the k-ary fat-tree of Al-Fares et al. (SIGCOMM 2008), a clos3 with k pods of k/2
-leaves (edge switches) and k/2 aggregation switches, (k/2)^2 cores in k/2 planes of k/2, and
-k/2 hosts per leaf: k^3/4 hosts, every link at one rate.
-
-Names are leaf-major: hosts h1..hN leaf by leaf, leaves leaf1..leafL pod by pod, agg1.. pod by
-pod, core1.. plane by plane (leaf-spine: spine1..spineS). Every link is two directed edges with
-their own capacity; a failed switch or link stays in the graph with `live` False, and routing
-uses only the live, shortest up-down (valley-free) paths between two leaves (`switch_paths`).
+Names are fixed patterns: hosts h1.., leaves leaf1.. pod by pod, agg1.. pod by pod, core1..
+plane by plane, spine1... Every link is two directed edges with their own capacity; a failed
+switch or link stays in the graph with `live` False, and routing uses only the live, shortest
+up-down (valley-free) paths between two leaves (`switch_paths`). What routing needs from the
+structure is a property here: `choice_points` (the switches on a path that choose, and how
+many ways), `max_path_links`, `upper_switches`, `leaf_groups`, `hosts_on`, `servers`.
 
 Ports (the OpenFlow port each edge leaves by) are part of the model, so that rules can be
 written from it: a leaf's port i (1..H) goes to its i-th host and H+j to its j-th uplink (spine
@@ -41,7 +33,6 @@ from functools import cached_property
 
 import networkx as nx
 
-TOPOLOGIES = ("leaf-spine", "fat-tree", "clos3")
 #: DPID prefix (first byte) per role: never derived from a name (Mininet would take the first
 #: number in it, so leaf1 and spine1 would collide).
 DPID_PREFIX = {"leaf": 1, "spine": 2, "agg": 3, "core": 4}
@@ -65,13 +56,15 @@ class FabricError(ValueError):
 
 @dataclass(frozen=True)
 class FabricSpec:
-    """What the experiment YAML says about the fabric (rates in Mbit/s).
+    """The fabric's structure (rates in Mbit/s), as a topology kind maps its YAML onto it.
 
-    The first five fields are leaf-spine's (and keep their positions); `topology` selects
-    the kind. clos3 and fat-tree use pods, leaves_per_pod, aggs_per_pod, cores_per_plane,
-    hosts_per_leaf, host_link_mbps, leaf_agg_mbps and agg_core_mbps (`k` records a
-    fat-tree's parameter). Failures: failed_switches (any switch but a leaf; leaf-spine also
-    takes failed_spines) and failed_links (pairs of adjacent switches)."""
+    Two tiers: spines, leaves, hosts_per_leaf, host_link_mbps, spine_link_mbps (the first
+    five fields, in their positions). Three tiers (`pods` > 0): pods, leaves_per_pod,
+    aggs_per_pod, cores_per_plane, hosts_per_leaf, host_link_mbps, leaf_agg_mbps,
+    agg_core_mbps. `topology` names the kind (its module writes the YAML back); `k` is the
+    fat-tree's parameter; `nics_per_server` > 0 numbers hosts server by server. Failures:
+    failed_switches (any switch but a leaf; two tiers keep them in failed_spines) and
+    failed_links (pairs of adjacent switches)."""
 
     spines: int = 0
     leaves: int = 0
@@ -89,10 +82,12 @@ class FabricSpec:
     agg_core_mbps: float = 0.0
     k: int = 0
     failed_switches: tuple[str, ...] = ()
+    nics_per_server: int = 0
 
     @property
     def tiers(self) -> int:
-        return 2 if self.topology == "leaf-spine" else 3
+        """2 (leaves under spines) or 3 (pods under planes of cores), by structure."""
+        return 3 if self.pods else 2
 
     @property
     def n_leaves(self) -> int:
@@ -123,19 +118,6 @@ class FabricSpec:
                                        failed_switches=(), failed_links=tuple(sorted(links)))
         return dataclasses.replace(self, failed_switches=tuple(sorted(switches)),
                                    failed_links=tuple(sorted(links)))
-
-
-def fat_tree_spec(k: int, host_link_mbps: float, fabric_link_mbps: float,
-                  **failures) -> FabricSpec:
-    """The k-ary fat-tree as a clos3 (k even): k pods, k/2 leaves and aggs per pod, k/2 planes
-    of k/2 cores, k/2 hosts per leaf, one rate for every switch-to-switch link."""
-    if k < 2 or k % 2:
-        raise FabricError(f"fabric.k: a fat-tree needs an even k >= 2, got {k}")
-    h = k // 2
-    return FabricSpec(hosts_per_leaf=h, host_link_mbps=host_link_mbps, topology="fat-tree",
-                      pods=k, leaves_per_pod=h, aggs_per_pod=h, cores_per_plane=h,
-                      leaf_agg_mbps=fabric_link_mbps, agg_core_mbps=fabric_link_mbps, k=k,
-                      **failures)
 
 
 @dataclass(frozen=True)
@@ -249,6 +231,98 @@ class Fabric:
     def link_key(u: str, v: str) -> tuple[str, str]:
         return link_key(u, v)
 
+    # -- structure: what routing, the predictor and the split need ---------------------------
+    @cached_property
+    def choice_points(self) -> tuple[tuple[str, int], ...]:
+        """(role, ways) of each switch on an inter-leaf path that chooses the next hop, from
+        the source leaf up: two tiers (("leaf", spines),); three (("leaf", aggs per pod),
+        ("agg", cores per plane)). A path is fixed by one index per choice point."""
+        s = self.spec
+        if self.tiers == 2:
+            return (("leaf", s.spines),)
+        return (("leaf", s.aggs_per_pod), ("agg", s.cores_per_plane))
+
+    @property
+    def max_path_links(self) -> int:
+        """Links of the longest host-to-host path: 2 per choice point and the 2 host links."""
+        return 2 * len(self.choice_points) + 2
+
+    @cached_property
+    def upper_switches(self) -> list[str]:
+        """Every switch above the leaves, tier by tier (spines; or aggs, then cores)."""
+        return self.spines + self.aggs + self.cores
+
+    @cached_property
+    def top_switches(self) -> list[str]:
+        """The top tier: spines, or cores."""
+        return self.cores + self.spines
+
+    @property
+    def has_pods(self) -> bool:
+        """Leaves grouped in pods under aggs (and every leaf reaches others through them)."""
+        return self.tiers == 3
+
+    @cached_property
+    def leaf_groups(self) -> list[list[str]]:
+        """The leaves of each pod, pod by pod; without pods every leaf alone."""
+        if not self.has_pods:
+            return [[leaf] for leaf in self.leaves]
+        per = self.spec.leaves_per_pod
+        return [self.leaves[i:i + per] for i in range(0, len(self.leaves), per)]
+
+    def hosts_on(self, leaf: str) -> list[str]:
+        """The hosts of `leaf`, by slot."""
+        return self._hosts_on[leaf]
+
+    @cached_property
+    def _hosts_on(self) -> dict[str, list[str]]:
+        out: dict[str, list[tuple[int, str]]] = {leaf: [] for leaf in self.leaves}
+        for h in self.hosts:
+            out[self.leaf_of(h)].append((self.graph.nodes[h]["slot"], h))
+        return {leaf: [h for _, h in sorted(v)] for leaf, v in out.items()}
+
+    @cached_property
+    def servers(self) -> list[list[str]]:
+        """Multi-NIC servers (nics_per_server > 0), each its hosts by NIC; else empty."""
+        n = self.spec.nics_per_server
+        return [self.hosts[i:i + n] for i in range(0, len(self.hosts), n)] if n else []
+
+    # -- failures ----------------------------------------------------------------------------
+    def failable_switch(self, name, role: str | None = None) -> str:
+        """`name` if it is a switch above the leaves (of `role`, when given); FabricError
+        otherwise (leaves carry hosts and cannot fail here)."""
+        if role == "spine" or not self.has_pods:
+            if not isinstance(name, str) or name not in self.spines:
+                raise FabricError(f"unknown spine {name!r:.40} (spine1..spine{len(self.spines)})")
+        elif not isinstance(name, str) or name not in self.aggs + self.cores:
+            raise FabricError(f"{name!r:.40} is not an agg or core of this fabric "
+                              f"(agg1..agg{len(self.aggs)}, core1..core{len(self.cores)})")
+        return name
+
+    def failable_link(self, pair) -> tuple[str, str]:
+        """A link between two switches, lower tier first; FabricError otherwise."""
+        ok = (isinstance(pair, (list, tuple)) and len(pair) == 2
+              and all(isinstance(x, str) for x in pair))
+        if not self.has_pods:
+            if not ok or pair[0] not in self.leaves or pair[1] not in self.spines:
+                raise FabricError(f"expected [leafX, spineY] of this fabric, got {pair!r:.40}")
+            return (pair[0], pair[1])
+        if not ok or not all(self.is_switch(x) for x in pair) or not self.graph.has_edge(*pair):
+            raise FabricError(f"expected a link between two switches of this fabric, e.g. "
+                              f"[leaf1, agg2] or [agg1, core3], got {pair!r:.40}")
+        return self.link_key(pair[0], pair[1])
+
+    def changed(self, fail: bool, target: tuple[str, ...]) -> "Fabric":
+        """This fabric with one switch (target (name,)) or link (a pair) failed or restored;
+        FabricError when the result cannot be built (e.g. a leaf cut off)."""
+        switches, links = set(self.spec.failed), set(self.spec.failed_links)
+        group, key = (switches, target[0]) if len(target) == 1 else (links, tuple(target))
+        if fail:
+            group.add(key)
+        else:
+            group.discard(key)
+        return build_fabric(self.spec.with_failures(tuple(switches), tuple(links)))
+
     def uplinks(self, switch: str) -> list[str]:
         """Neighbours one tier up (leaf-spine leaf: spines; leaf: aggs; agg: cores)."""
         return self.graph.nodes[switch].get("up", [])
@@ -351,45 +425,6 @@ class Fabric:
         rate = self.spec.host_link_mbps
         return build_fabric(FabricSpec(1, 1, n, rate, rate))
 
-    @property
-    def title(self) -> str:
-        """e.g. '4x4 leaf-spine', 'fat-tree k=4', 'clos3 of 2 pods'."""
-        s = self.spec
-        if s.topology == "leaf-spine":
-            return f"{s.leaves}x{s.spines} leaf-spine"
-        if s.topology == "fat-tree":
-            return f"fat-tree k={s.k}"
-        return (f"clos3 of {s.pods} pods x ({s.leaves_per_pod} leaves, {s.aggs_per_pod} aggs), "
-                f"{len(self.cores)} cores")
-
-    def draw(self) -> str:
-        """A short ASCII summary of this fabric, for logs and run folders."""
-        s = self.spec
-        if self.tiers == 2:
-            lines = [
-                "  ".join(self.spines),
-                f"  (full mesh: every leaf to every spine, {s.spine_link_mbps:g} Mbit/s)",
-                "  ".join(self.leaves),
-                f"  ({s.hosts_per_leaf} hosts per leaf, {s.host_link_mbps:g} Mbit/s;"
-                f" h1..h{s.hosts_per_leaf} on leaf1)",
-            ]
-        else:
-            title = f"fat-tree k={s.k}" if s.topology == "fat-tree" else "clos3"
-            lines = [
-                f"{title}: {len(self.cores)} cores in {s.aggs_per_pod} planes of "
-                f"{s.cores_per_plane} ({s.agg_core_mbps:g} Mbit/s to each pod's agg of the plane)",
-                f"  {s.pods} pods x ({s.aggs_per_pod} aggs, {s.leaves_per_pod} leaves; every "
-                f"leaf to every agg of its pod, {s.leaf_agg_mbps:g} Mbit/s)",
-                f"  pod 1: {' '.join(self.aggs[:s.aggs_per_pod])} / "
-                f"{' '.join(self.leaves[:s.leaves_per_pod])}",
-                f"  {s.hosts_per_leaf} hosts per leaf, {s.host_link_mbps:g} Mbit/s; "
-                f"h1..h{s.hosts_per_leaf} on leaf1; {len(self.hosts)} hosts",
-            ]
-        if s.failed or s.failed_links:
-            lines.append(f"  failed: switches {list(s.failed)}, links "
-                         f"{[list(p) for p in s.failed_links]}")
-        return "\n".join(lines)
-
 
 def host_ip(leaf_index: int, host_slot: int) -> str:
     """Host address 10.<leaf / 256>.<leaf % 256>.<slot> (10.0.<leaf>.<slot> below 256 leaves),
@@ -402,13 +437,25 @@ def _add_link(g: nx.DiGraph, u: str, v: str, rate: float, port_u: int, port_v: i
     g.add_edge(v, u, capacity_mbps=rate, port=port_v, live=True)
 
 
-def _add_hosts(g: nx.DiGraph, leaf: str, li: int, spec: FabricSpec, **attrs) -> None:
+def _host_index(spec: FabricSpec, li: int, slot: int) -> int:
+    """Host number of `slot` on leaf `li`: leaf by leaf, or with servers NIC r of server `slot`
+    of the leaf's pod, where the leaf is the pod's r-th (see the module docstring)."""
     H = spec.hosts_per_leaf
-    for slot in range(1, H + 1):
-        hi = (li - 1) * H + slot
-        h = f"h{hi}"
-        g.add_node(h, role="host", index=hi, leaf=leaf, slot=slot, ip=host_ip(li, slot), **attrs)
-        _add_link(g, h, leaf, spec.host_link_mbps, 0, slot)
+    if not spec.nics_per_server:
+        return (li - 1) * H + slot
+    P = spec.nics_per_server
+    pod, r = divmod(li - 1, P)
+    return (pod * H + slot - 1) * P + r + 1
+
+
+def _add_hosts(g: nx.DiGraph, leaf: str, li: int, spec: FabricSpec, **attrs) -> None:
+    for slot in range(1, spec.hosts_per_leaf + 1):
+        hi = _host_index(spec, li, slot)
+        if spec.nics_per_server:
+            attrs["server"] = (hi - 1) // spec.nics_per_server + 1
+        g.add_node(f"h{hi}", role="host", index=hi, leaf=leaf, slot=slot, ip=host_ip(li, slot),
+                   **attrs)
+        _add_link(g, f"h{hi}", leaf, spec.host_link_mbps, 0, slot)
 
 
 def _leaf_spine(spec: FabricSpec) -> nx.DiGraph:
@@ -457,9 +504,6 @@ MAX_HOSTS = 65_536
 
 
 def _check_sizes(spec: FabricSpec) -> None:
-    if spec.topology not in TOPOLOGIES:
-        raise FabricError(f"fabric.topology: unknown {spec.topology!r}; choose from "
-                          f"{', '.join(TOPOLOGIES)}")
     names = (("spines", "leaves", "hosts_per_leaf") if spec.tiers == 2 else
              ("pods", "leaves_per_pod", "aggs_per_pod", "cores_per_plane", "hosts_per_leaf"))
     for name in names:
@@ -471,6 +515,10 @@ def _check_sizes(spec: FabricSpec) -> None:
         raise FabricError("fabric.leaves and fabric.hosts_per_leaf must be at most 250 each")
     if spec.n_hosts > MAX_HOSTS:
         raise FabricError(f"fabric: {spec.n_hosts} hosts; at most {MAX_HOSTS}")
+    per_pod = spec.leaves if spec.tiers == 2 else spec.leaves_per_pod
+    if spec.nics_per_server and spec.nics_per_server != per_pod:
+        raise FabricError(f"fabric: servers of {spec.nics_per_server} NICs need "
+                          f"{spec.nics_per_server} leaves per pod (one per NIC), not {per_pod}")
     for name, rate in spec.rates_mbps().items():
         if not rate > 0:
             key = {"host": "host_link_mbps", "spine": "spine_link_mbps"}.get(name, f"{name}_mbps")

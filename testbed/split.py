@@ -120,12 +120,9 @@ class Split:
 
 
 def pods_of(fabric: Fabric) -> list[list[str]]:
-    """The placement units, each a list of leaves: a three-tier fabric's pods; in a
-    leaf-spine every leaf is a unit (split_fabric cuts them into runs of consecutive leaves)."""
-    if fabric.tiers == 3:
-        per = fabric.spec.leaves_per_pod
-        return [fabric.leaves[i:i + per] for i in range(0, len(fabric.leaves), per)]
-    return [[leaf] for leaf in fabric.leaves]
+    """The placement units, each a list of leaves: the pods, or without pods every leaf alone
+    (split_fabric cuts them into runs of consecutive leaves)."""
+    return fabric.leaf_groups
 
 
 def _blocks(n: int, k: int) -> list[range]:
@@ -142,7 +139,7 @@ def _blocks(n: int, k: int) -> list[range]:
 def _check(fabric: Fabric, machines: int, underlay_ips: list[str] | None,
            underlay_mtu_bytes: int, vni_base: int) -> int:
     units = len(pods_of(fabric))
-    what = "pods" if fabric.tiers == 3 else "leaves"
+    what = "pods" if fabric.has_pods else "leaves"
     if not 1 <= machines <= min(MAX_MACHINES, units):
         raise SplitError(f"machines: {machines}; choose 1..{min(MAX_MACHINES, units)} (pods "
                          f"are not split, and this fabric has {units} {what})")
@@ -182,7 +179,7 @@ def split_fabric(fabric: Fabric, machines: int, underlay_ips: list[str] | None =
                         owner[up] = m
     count = [sum(1 for n, o in owner.items() if o == m and fabric.is_switch(n))
              for m in range(machines)]
-    for sw in fabric.cores + fabric.spines:
+    for sw in fabric.top_switches:
         m = min(range(machines), key=lambda i: (count[i], -len(machine_pods[i]), i))
         owner[sw] = m
         count[m] += 1

@@ -102,7 +102,7 @@ def rings_of(hosts: list[str], gpus_per_copy: int, dp: int) -> list[list[str]]:
     return [[hosts[c * gpus_per_copy + i] for c in range(dp)] for i in range(gpus_per_copy)]
 
 
-PLACEMENTS = ("random-tors", "fragmented", "packed")
+PLACEMENTS = ("random-tors", "fragmented", "packed", "servers")
 
 
 def model_job(name: str, model: str, dp: int, fabric: Fabric, rng: random.Random,
@@ -161,7 +161,11 @@ def place(fabric: Fabric, gpus: int, placement: str, rng: random.Random, used: s
     fragmented   hosts drawn at random from all free hosts of the fabric, so that jobs share
                  leaves, aggregation and core links (a busy scheduler's leftovers)
     packed       the lowest-numbered free hosts, leaf after leaf (a simple first-fit scheduler)
+    servers      whole multi-NIC servers drawn at random from the free ones, each filled NIC
+                 by NIC (a rail-optimized fabric: GPU i of a server on its rail i)
     """
+    if placement == "servers":
+        return _place_servers(fabric, gpus, rng, used, what, key)
     if placement == "random-tors":
         per_leaf = fabric.spec.hosts_per_leaf
         k = math.ceil(gpus / per_leaf)
@@ -186,7 +190,23 @@ def place(fabric: Fabric, gpus: int, placement: str, rng: random.Random, used: s
     return placed
 
 
+def _place_servers(fabric: Fabric, gpus: int, rng: random.Random, used: set[str], what: str,
+                   key: str) -> list[str]:
+    """Whole servers at random from those with no used host, NIC by NIC."""
+    if not fabric.servers:
+        raise WorkloadError(f"{key}: placement servers needs a fabric of multi-NIC servers "
+                            "(topology: rail-optimized); choose random-tors, fragmented or "
+                            "packed")
+    per = len(fabric.servers[0])
+    k = math.ceil(gpus / per)
+    free = [s for s in fabric.servers if not used.intersection(s)]
+    if k > len(free):
+        raise WorkloadError(f"{key}: {what} needs {gpus} GPUs = {k} whole servers of {per} "
+                            f"NICs, but only {len(free)} of {len(fabric.servers)} are free")
+    hosts = [h for s in rng.sample(free, k) for h in s]
+    used.update(hosts)
+    return hosts[:gpus]
+
+
 def _hosts_on(fabric: Fabric, leaf: str) -> list[str]:
-    i = fabric.index_of(leaf)
-    h = fabric.spec.hosts_per_leaf
-    return [f"h{(i - 1) * h + s}" for s in range(1, h + 1)]
+    return fabric.hosts_on(leaf)

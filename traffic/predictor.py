@@ -50,14 +50,10 @@ import numpy as np
 from testbed.fabric import Fabric
 from traffic.collectives import JobPlan
 
-#: Links per flow path in a leaf-spine fabric: host->leaf, leaf->spine, spine->leaf, leaf->host
-#: (shorter paths are padded with a dummy link of infinite capacity); three tiers: 6.
-PATH_LINKS = 4
-
-
 def path_width(fabric: Fabric) -> int:
-    """Link slots per connection row: two host links and the longest switch path's links."""
-    return PATH_LINKS if fabric.tiers == 2 else PATH_LINKS + 2
+    """Link slots per connection row: the longest host-to-host path's links (shorter paths
+    are padded with a dummy link of infinite capacity)."""
+    return fabric.max_path_links
 
 
 class PredictorError(ValueError):

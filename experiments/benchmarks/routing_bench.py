@@ -48,8 +48,8 @@ from routing import STRATEGIES, RoutingError, route  # noqa: E402
 from routing.base import lower_bound_link_flows, max_link_flows  # noqa: E402
 from routing.epochs import churn as spine_churn, recompute  # noqa: E402
 from routing.greedy import warm_kernels  # noqa: E402
-from testbed.fabric import (Fabric, FabricError, FabricSpec, build_fabric,  # noqa: E402
-                            fat_tree_spec)
+from testbed.fabric import Fabric, FabricError, FabricSpec, build_fabric  # noqa: E402
+from testbed.topologies import fat_tree_spec  # noqa: E402
 from traffic.collectives import Connection, JobSpec, Collective, plan_jobs  # noqa: E402
 
 try:  # model presets (another module of the project); fall back to the generator below

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import os
 import statistics
 import sys
@@ -30,7 +31,9 @@ import psutil
 import testbed.net as net  # noqa: E402
 from experiments.config import parse  # noqa: E402
 from experiments.runner import run_experiment  # noqa: E402
-from testbed.fabric import FabricSpec, build_fabric, fat_tree_spec  # noqa: E402
+from testbed.fabric import FabricSpec, build_fabric  # noqa: E402
+from testbed import topologies  # noqa: E402
+from testbed.topologies import fat_tree_spec  # noqa: E402
 from testbed.ovs import vswitchd_pid  # noqa: E402
 
 FABRICS = {
@@ -96,17 +99,10 @@ def ring_config(name: str, rate_mbps: float, ideal_s: float = 2.4,
     routed by ILP; uplinks at twice the host rate so that planned paths never share a link;
     bytes sized for an ideal CCT (one iteration) of `ideal_s` seconds."""
     spec = FABRICS[name]
-    fabric = {"leaf-spine": {"spines": spec.spines, "leaves": spec.leaves,
-                             "hosts_per_leaf": spec.hosts_per_leaf,
-                             "host_link_mbps": rate_mbps, "spine_link_mbps": 2 * rate_mbps},
-              "clos3": {"topology": "clos3", "pods": spec.pods,
-                        "leaves_per_pod": spec.leaves_per_pod,
-                        "aggs_per_pod": spec.aggs_per_pod,
-                        "cores_per_plane": spec.cores_per_plane,
-                        "hosts_per_leaf": spec.hosts_per_leaf, "host_link_mbps": rate_mbps,
-                        "leaf_agg_mbps": 2 * rate_mbps, "agg_core_mbps": 2 * rate_mbps},
-              "fat-tree": {"topology": "fat-tree", "k": spec.k, "host_link_mbps": rate_mbps,
-                           "fabric_link_mbps": 2 * rate_mbps}}[spec.topology]
+    up = 2 * rate_mbps
+    fabric = topologies.resolved(dataclasses.replace(
+        spec, host_link_mbps=rate_mbps, **{k: up for k in ("spine_link_mbps", "leaf_agg_mbps",
+                                                            "agg_core_mbps") if getattr(spec, k)}))
     f = build_fabric(spec)
     per_leaf, n_leaves = spec.hosts_per_leaf, len(f.leaves)
     size = int(ideal_s * rate_mbps * 1e6 / 8 / (2 * (n_leaves - 1) / n_leaves))
@@ -203,7 +199,7 @@ def main() -> int:
         print("scale_bench: --mtu-bytes must be auto or within 1500..64000", file=sys.stderr)
         return 2
     f = build_fabric(FABRICS[args.fabric])
-    print(f"{f.title}, {args.port_type} ports: {len(f.hosts)} hosts, {len(f.switches)} switches, "
+    print(f"{topologies.title(f)}, {args.port_type} ports: {len(f.hosts)} hosts, {len(f.switches)} switches, "
           f"{len(f.links) // 2} links; load average before {os.getloadavg()[0]:.2f}")
     rows = []
     for i in range(args.runs):

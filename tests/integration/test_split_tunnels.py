@@ -6,7 +6,8 @@ import subprocess
 
 import pytest
 
-from testbed.fabric import build_fabric, fat_tree_spec
+from testbed.fabric import build_fabric
+from testbed.topologies import fat_tree_spec
 from testbed.split import split_fabric, tunnel_commands
 
 NS = ("mfsplt0", "mfsplt1")

@@ -4,9 +4,11 @@ import itertools
 import networkx as nx
 import pytest
 
-from testbed.fabric import FabricError, FabricSpec, build_fabric, fat_tree_spec
+from testbed.fabric import FabricError, FabricSpec, build_fabric
 
 
+from testbed import topologies
+from testbed.topologies import fat_tree_spec
 def clos3(**kw) -> FabricSpec:
     base = dict(topology="clos3", pods=3, leaves_per_pod=2, aggs_per_pod=2, cores_per_plane=3,
                 hosts_per_leaf=2, host_link_mbps=10, leaf_agg_mbps=10, agg_core_mbps=5)
@@ -96,8 +98,8 @@ def test_failures_remove_exactly_their_paths():
     (dict(failed_links=(("leaf1", "core1"),)), "not a link between two switches"),
     (dict(failed_links=(("h1", "leaf1"),)), "not a link between two switches"),
     (dict(failed_links=(("leaf1", "agg1"), ("leaf1", "agg2"))), "isolate leaf1"),
-    (dict(pods=0), "pods"),
-    (dict(topology="torus"), "unknown 'torus'"),
+    (dict(leaves_per_pod=0), "leaves_per_pod"),
+    (dict(nics_per_server=3), "servers of 3 NICs need 3 leaves per pod"),
 ])
 def test_impossible_three_tier_fabrics_are_refused(bad, match):
     with pytest.raises(FabricError, match=match):
@@ -110,6 +112,12 @@ def test_odd_k_is_refused():
 
 
 def test_draw_shows_the_tiers():
-    text = build_fabric(fat_tree_spec(4, 10, 20)).draw()
+    text = topologies.draw(build_fabric(fat_tree_spec(4, 10, 20)))
     assert "fat-tree k=4" in text and "4 cores" in text and "16 hosts" in text
     assert "pod 1: agg1 agg2 / leaf1 leaf2" in text
+
+
+def test_a_kind_is_looked_up_by_name_in_the_registry():
+    assert set(topologies.KINDS) == {"leaf-spine", "fat-tree", "clos3", "rail-optimized"}
+    with pytest.raises(KeyError):
+        topologies.kind("torus")

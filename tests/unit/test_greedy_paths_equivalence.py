@@ -10,7 +10,8 @@ import pytest
 
 from routing.greedy import greedy_fill_paths, path_rank
 from routing.paths import loads_of, path_table
-from testbed.fabric import build_fabric, fat_tree_spec
+from testbed.fabric import build_fabric
+from testbed.topologies import fat_tree_spec
 from traffic.collectives import Collective, JobSpec, plan_jobs
 
 from .test_paths_properties import random_case

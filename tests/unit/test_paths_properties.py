@@ -9,7 +9,8 @@ from routing import KERNELS, route
 from routing.base import link_flow_counts
 from routing.greedy import spine_rank
 from routing.paths import path_lower_bound, path_table
-from testbed.fabric import FabricError, FabricSpec, build_fabric, fat_tree_spec
+from testbed.fabric import FabricError, FabricSpec, build_fabric
+from testbed.topologies import fat_tree_spec
 from traffic.collectives import Collective, JobSpec, plan_jobs
 
 THREE_TIER = sorted(KERNELS)

@@ -7,7 +7,8 @@ from collections import Counter
 import pytest
 
 from experiments.config import ConfigError, parse
-from testbed.fabric import build_fabric, fat_tree_spec
+from testbed.fabric import build_fabric
+from testbed.topologies import fat_tree_spec
 from traffic.collectives import Collective, JobSpec, WorkloadError, ideal_cct_s, plan_jobs
 from traffic.models import place
 from traffic.patterns import pattern_pairs

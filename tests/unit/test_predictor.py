@@ -445,7 +445,7 @@ def test_events_after_the_last_job_do_not_stretch_the_makespan():
 
 # ---- three tiers: routes are switch paths --------------------------------------------------
 def test_three_tier_paths_share_exactly_the_links_they_have_in_common():
-    from testbed.fabric import fat_tree_spec
+    from testbed.topologies import fat_tree_spec
     fab = build_fabric(fat_tree_spec(4, 100.0, 10.0))
     S = 1_000_000
     # h1, h2 on leaf1 (pod 1) send to h5, h6 on leaf3 (pod 2)
@@ -464,7 +464,7 @@ def test_three_tier_paths_share_exactly_the_links_they_have_in_common():
 
 
 def test_three_tier_route_that_is_not_a_live_path_is_refused():
-    from testbed.fabric import fat_tree_spec
+    from testbed.topologies import fat_tree_spec
     fab = build_fabric(fat_tree_spec(4, 100.0, 10.0, failed_switches=("core1",)))
     plans = plan_jobs([p2p("a", h(1), h(5), 1000)])
     cid = plans[0].connections[0].conn_id

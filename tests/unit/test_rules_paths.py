@@ -6,7 +6,8 @@ import pytest
 
 from routing.rules import rules_for
 from testbed.openflow import FlowRule, GroupRule, by_switch
-from testbed.fabric import FabricSpec, build_fabric, fat_tree_spec
+from testbed.fabric import FabricSpec, build_fabric
+from testbed.topologies import fat_tree_spec
 from traffic.collectives import Collective, JobSpec, plan_jobs
 
 

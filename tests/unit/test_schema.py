@@ -110,3 +110,15 @@ def test_predict_environment_records_provenance(tmp_path, capsys):
     assert env["started_at_utc"] <= env["ended_at_utc"]
     assert len(env["load_average_before_1_5_15_min"]) == 3
     assert "PyYAML" in env["installed_packages"] and "dask" in env["installed_packages"]
+
+
+def test_the_config_schema_bounds_every_kinds_sizes_as_the_kind_does():
+    """The schema's fabric bounds are checked against each topology kind's own Params."""
+    from testbed import topologies
+    props = json.loads((SCHEMAS / "config.schema.json").read_text())["$defs"]["fabric"][
+        "properties"]
+    assert set(props["topology"]["enum"]) == set(topologies.KINDS)
+    for kind in topologies.KINDS.values():
+        for p in kind.params:
+            assert (props[p.key]["minimum"], props[p.key]["maximum"]) == (p.minimum, p.maximum), \
+                (kind.name, p.key)

@@ -2,7 +2,8 @@
 link with the fabric's ports, rates and the VXLAN-reduced MTU."""
 import pytest
 
-from testbed.fabric import FabricSpec, build_fabric, fat_tree_spec
+from testbed.fabric import FabricSpec, build_fabric
+from testbed.topologies import fat_tree_spec
 from testbed.split import (VNI_BASE, VXLAN_OVERHEAD_BYTES, SplitError, check_mtu, split_fabric,
                            tunnel_commands)
 

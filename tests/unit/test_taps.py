@@ -7,7 +7,9 @@ from types import SimpleNamespace
 import pytest
 
 from experiments.config import parse
-from testbed.fabric import FabricSpec, build_fabric, fat_tree_spec
+from testbed.fabric import FabricSpec, build_fabric
+from testbed import topologies
+from testbed.topologies import fat_tree_spec
 from testbed.monitor import Sample, advice, parse_proc_net_dev_tx, summarize
 import testbed.registry as registry
 import testbed.taps as taps
@@ -26,7 +28,7 @@ def _fabrics():
     yield build_fabric(fat_tree_spec(8, 2, 2))
 
 
-@pytest.mark.parametrize("fabric", list(_fabrics()), ids=lambda f: f.title)
+@pytest.mark.parametrize("fabric", list(_fabrics()), ids=lambda f: topologies.title(f))
 def test_every_switch_port_gets_its_own_tap_name_that_linux_accepts(fabric):
     veths = fabric.switch_interfaces
     names = [tap_name(v) for v in veths]

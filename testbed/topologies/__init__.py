@@ -1,0 +1,47 @@
+"""Topology kinds: one module each, and this registry (as Mininet's TOPOS, or
+routing/registry.py for strategies). A kind owns its YAML keys, bounds and defaults, how they
+become the fabric model's spec (testbed/fabric.py), its resolved YAML, title and picture.
+
+A new kind is one module with a `Kind` subclass and one line below; nothing outside the
+fabric model branches on the kind or on the number of tiers (what routing, the predictor and
+the split need is a property of `Fabric`).
+"""
+from __future__ import annotations
+
+from ..fabric import Fabric, FabricSpec
+from .base import Kind
+from .clos3 import Clos3
+from .fat_tree import FatTree, fat_tree_spec
+from .leaf_spine import LeafSpine
+from .rail import RailOptimized
+
+KINDS: dict[str, Kind] = {k.name: k for k in (LeafSpine(), FatTree(), Clos3(), RailOptimized())}
+DEFAULT = "leaf-spine"
+__all__ = ["KINDS", "DEFAULT", "Kind", "kind", "title", "draw", "resolved", "rate_keys",
+           "fat_tree_spec"]
+
+
+def kind(spec_or_name: FabricSpec | str) -> Kind:
+    """The kind of a spec (or by name); KeyError for an unknown name."""
+    name = spec_or_name if isinstance(spec_or_name, str) else spec_or_name.topology
+    return KINDS[name]
+
+
+def title(fabric: Fabric) -> str:
+    """e.g. '4x4 leaf-spine', 'fat-tree k=4'."""
+    return kind(fabric.spec).title(fabric.spec)
+
+
+def draw(fabric: Fabric) -> str:
+    """The kind's ASCII picture of this fabric, for logs and run folders."""
+    return kind(fabric.spec).draw(fabric)
+
+
+def resolved(spec: FabricSpec) -> dict:
+    """The fabric section as the YAML gives it (it loads again to the same spec)."""
+    return kind(spec).resolved(spec)
+
+
+def rate_keys(spec: FabricSpec) -> dict[str, str]:
+    """Link tier (FabricSpec.rates_mbps' keys) -> the YAML key that sets it."""
+    return kind(spec).rate_keys_of(spec)
