@@ -22,7 +22,7 @@ from typing import Callable
 
 from routing.rules import base_rules, pair_rules
 from testbed.installer import install
-from testbed.net import EmulatedFabric, EmulationSettings
+from testbed.net import EmulatedFabric
 from testbed.ovs import MALLOC_WARNING
 from testbed.ovs import TestbedError
 from testbed.shaping import BUCKETS
@@ -137,9 +137,7 @@ def calibrate(exp: Experiment, out_dir: Path, duration_s: float = 8.0,
     out_dir.mkdir(parents=True, exist_ok=True)
     size = int(rate * 1e6 / 8 * duration_s)
     with EmulatedFabric(f, f"cal-{os.getpid()}-{int(time.time())}",
-                        EmulationSettings(em.datapath, em.mtu_bytes, em.queue_packets,
-                                          em.link_scheduler, em.window_frames,
-                                          em.switch_burst_frames, em.port_type)) as emu:
+                        em.settings()) as emu:
         install(base_rules(f) + pair_rules(f, shared, spine), out_dir / "rules")
         log(f"one flow {one[0][0]}->{one[0][1]} via {spine} at {rate:g} Mbit/s, "
             f"{duration_s:g} s each")

@@ -42,7 +42,7 @@ from traffic.driver import JobRecord, TrafficDriver
 from traffic.goodput import goodput_factor
 from traffic.predictor import Prediction, ideal, predict
 
-from .config import ConfigError, Experiment
+from .config import ConfigError, Experiment, iteration_timeout_s
 from .controller import Controller
 from .measure import (measured_conn_rates, observed_paths, phase_paths, switch_counts,
                       write_transfers_csv)
@@ -105,16 +105,11 @@ def run_experiment(exp: Experiment, out_dir: Path,
     (out_dir / "fabric.txt").write_text(topologies.draw(exp.fabric) + "\n")
     em = exp.emulation
     ideal_pred = ideal(exp.fabric, plans)
-    slowest_ideal_s = max(j.mean_cct_s for j in ideal_pred.jobs.values())
-    timeout_s = em.iteration_timeout_s or 20 * slowest_ideal_s + 30.0
+    timeout_s = iteration_timeout_s(exp.jobs, exp.fabric, em)   # the one rule, config's
     run_id = f"{os.getpid()}-{int(time.time())}"
     results = {"schema_version": SCHEMA_VERSION, "name": exp.name, "seed": exp.seed,
                "repetition": repetition, "source_port_offset": port_offset, "runs": []}
-    settings = EmulationSettings(datapath=em.datapath, mtu_bytes=em.mtu_bytes,
-                                 queue_packets=em.queue_packets, scheduler=em.link_scheduler,
-                                 window_frames=em.window_frames,
-                                 switch_burst_frames=em.switch_burst_frames,
-                                 port_type=em.port_type)
+    settings = em.settings()
 
     load = check_load(log)     # the machine's load before anything is built
     log(f"building {topologies.title(exp.fabric)}, {len(exp.fabric.switches)} switches, "

@@ -21,7 +21,6 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import taps
@@ -29,7 +28,8 @@ from .fabric import TIER, Fabric
 from .ovs import (TestbedError, check_socket_buffers, ovs_running, pick_datapath, run,
                   vswitchd_malloc_tuned)
 from .registry import EXTERNAL_ID, RunRecord, remove_record, reserve
-from .shaping import SWITCH_BURST_FRAMES, Shaping, tc_batch
+from .settings import EmulationSettings  # noqa: F401  (runs build it; tests import it here)
+from .shaping import Shaping, tc_batch
 from .signals import deferred
 
 log = logging.getLogger(__name__)
@@ -39,25 +39,6 @@ log = logging.getLogger(__name__)
 #: cross AF_PACKET unfinished and the userspace datapath drops them (ping works, TCP hangs).
 HOST_OFFLOADS_OFF = ["tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off"]
 OPENFLOW_PROTOCOLS = "OpenFlow13,OpenFlow14"
-
-
-@dataclass
-class EmulationSettings:
-    datapath: str = "auto"          # auto | kernel | user
-    mtu_bytes: int = 9000           # on every interface of the fabric, hosts and switch ports
-    queue_packets: int = 100        # drop-tail queue of each HTB leaf class (packets)
-    scheduler: str = "fair"         # testbed/shaping.py: fair (per-flow round robin) | fifo
-    window_frames: int = 16         # receive window bound per connection, in frames; 0: none
-    switch_burst_frames: int = SWITCH_BURST_FRAMES   # HTB burst at switch egress (hosts: 1)
-    port_type: str = "system"       # system | tap: how ovs-vswitchd reaches a port (taps.py)
-
-    @property
-    def window_clamp_bytes(self) -> int:
-        """TCP_WINDOW_CLAMP for every connection: a flow never queues more than this, so
-        queues of `queue_packets` >= window_frames never drop (a lossless fabric, as ML
-        fabrics are). 0: kernel autotuning, whose windows grow with the queueing delay until
-        a queue overflows (RTO stalls of seconds at these rates)."""
-        return self.window_frames * self.mtu_bytes
 
 
 def backlog_packets(tc_show: str, devices: set[str]) -> int:

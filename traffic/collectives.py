@@ -312,6 +312,22 @@ def plan_jobs(specs: list[JobSpec]) -> list[JobPlan]:
     return plans
 
 
+def group_counts(collective: Collective, n: int) -> tuple[int, int, int]:
+    """(connections, transfers per iteration, bytes sent per iteration / size_bytes) of one
+    group of n ranks, as the planners above plan them, counted without building them (the
+    config bounds a job's size with it; tests/unit/test_workloads.py checks it against
+    plan_jobs)."""
+    if collective is Collective.ALLREDUCE:
+        return n, 2 * (n - 1) * n, 2 * (n - 1)
+    if collective in (Collective.ALLGATHER, Collective.REDUCE_SCATTER):
+        return n, (n - 1) * n, n - 1
+    if collective is Collective.ALLTOALL:
+        return n * (n - 1), n * (n - 1), n - 1
+    if collective is Collective.FLOWS:
+        return 1, 1, 1                  # one [src, dst] pair
+    return n - 1, n - 1, n - 1          # pipeline
+
+
 def bus_factor(collective: Collective, n: int) -> float:
     """nccl-tests busbw = algbw x this factor: 2(n-1)/n for all-reduce, (n-1)/n for all-gather,
     reduce-scatter and all-to-all, 1 for point-to-point (sendrecv)."""

@@ -226,3 +226,18 @@ def test_paper_config_builds(path):
     assert sum(len(x) for x in leaves) == len(set().union(*leaves))   # no shared leaf
     from routing import STRATEGIES
     assert "ecmp" in cfg["routing"] and set(cfg["routing"]) <= set(STRATEGIES)
+
+
+@pytest.mark.parametrize("collective", list(Collective))
+@pytest.mark.parametrize("n", [2, 3, 5, 8])
+def test_group_counts_are_what_the_planners_build(collective, n):
+    """The config bounds a job by group_counts before planning it: the counts must be the
+    planners' own (connections, transfers per iteration, bytes sent / size_bytes)."""
+    from traffic.collectives import group_counts
+    hosts = [f"h{i}" for i in range(1, n + 1)]
+    groups = [hosts[:2]] if collective is Collective.FLOWS else [hosts]
+    size = 1000 * n * (n - 1) * 2
+    plan = plan_jobs([JobSpec("j", collective, groups, size)])[0]
+    sent = sum(t.size_bytes for t in plan.transfers)
+    assert group_counts(collective, len(groups[0])) == (
+        len(plan.connections), len(plan.transfers), sent // size), (collective, n)

@@ -1,0 +1,94 @@
+"""The `fabric` section: its topology kind (testbed/topologies/) reads its own keys with the
+bounds its Params give, then the failures; and the check that the failures leave a live
+path for every pair of hosts the jobs connect.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from testbed import topologies
+from testbed.fabric import Fabric, FabricError, build_fabric
+from testbed.topologies.base import MAX_RATE_MBPS, MIN_RATE_MBPS, RATE_WHY
+
+from .readers import ConfigError, quote, _check_keys, _int, _num, _name_list
+
+
+def _rate(d: dict, key: str) -> float:
+    return _num(d, key, "fabric", minimum=MIN_RATE_MBPS, maximum=MAX_RATE_MBPS, why=RATE_WHY)
+
+
+def _switch_names(d: dict, key: str) -> tuple[str, ...]:
+    names = _name_list(d, key, "fabric")
+    for x in names:
+        if not isinstance(x, str) or len(x) > 64:
+            raise ConfigError(f"fabric.{key}: {quote(x)} is not a switch name, e.g. core3")
+    return tuple(names)
+
+
+def _link_pairs(d: dict, key: str, example: str) -> tuple[tuple[str, str], ...]:
+    pairs = _name_list(d, key, "fabric")
+    for p in pairs:
+        if (not isinstance(p, list) or len(p) != 2
+                or not all(isinstance(x, str) and len(x) <= 64 for x in p)):
+            raise ConfigError(f"fabric.{key}: {quote(p)} is not a pair of switch names, "
+                              f"e.g. {example}")
+    return tuple(tuple(p) for p in pairs)
+
+
+def _fabric(d: Any) -> Fabric:
+    """The fabric section: its kind (`topology`, default leaf-spine) reads its own keys, each
+    with the bound its Param gives, then the failures; the model builds and checks it."""
+    if not isinstance(d, dict):
+        raise ConfigError(f"fabric: expected a mapping of keys, got {type(d).__name__}")
+    name = d.get("topology", topologies.DEFAULT)
+    if not isinstance(name, str) or name not in topologies.KINDS:
+        raise ConfigError(f"fabric.topology: unknown {quote(name)}; choose from "
+                          f"{', '.join(topologies.KINDS)}")
+    kind = topologies.kind(name)
+    d = _check_keys(d, kind.keys, "fabric")
+    sizes = {p.key: _int(d, p.key, "fabric", p.default, minimum=p.minimum, maximum=p.maximum,
+                         why=p.why) for p in kind.params}
+    rates = {tier: _rate(d, key) for tier, key in kind.rate_keys.items()
+             if key in d or tier not in kind.optional_rates}
+    failures = {key: _switch_names(d, key) for key in ("failed_switches",
+                                                       *kind.extra_failure_keys)}
+    failures["failed_links"] = _link_pairs(d, "failed_links", "[leaf1, spine2] or [agg1, core3]")
+    try:
+        return build_fabric(kind.spec(sizes, rates, failures))
+    except FabricError as e:
+        raise ConfigError(str(e)) from None
+
+
+def host_pairs(plans) -> dict[tuple[str, str], tuple[str, str, str]]:
+    """The host pairs the jobs' connections join (job plans of traffic/collectives.py), each
+    with one (job, src host, dst host) that needs it."""
+    out: dict[tuple[str, str], tuple[str, str, str]] = {}
+    for p in plans:
+        for c in p.connections:
+            out.setdefault((c.src, c.dst), (c.job, c.src, c.dst))
+    return out
+
+
+def unreachable(fabric: Fabric, pairs: dict) -> str | None:
+    """'job ring: h1 -> h5 (leaf1 to leaf3)' for the first pair of hosts whose leaves have no
+    live shortest path on `fabric`, or None when every pair has one."""
+    seen: set[tuple[str, str]] = set()
+    for job, src, dst in pairs.values():
+        a, b = fabric.leaf_of(src), fabric.leaf_of(dst)
+        if (a, b) in seen or a == b:
+            continue
+        seen.add((a, b))
+        if not fabric.switch_paths(a, b):
+            return f"job {job}: {src} -> {dst} ({a} to {b})"
+    return None
+
+
+def _check_reachable(fabric: Fabric, pairs: dict) -> None:
+    """The failures in the fabric section leave a live path for every pair of hosts the jobs
+    connect; ConfigError naming the failure keys otherwise."""
+    cut = unreachable(fabric, pairs)
+    if cut:
+        keys = [k for k in ("failed_spines", "failed_switches", "failed_links")
+                if getattr(fabric.spec, k)]
+        raise ConfigError(f"fabric.{'/'.join(keys) or 'failed_switches'}: the failures leave "
+                          f"no live path for {cut}; fail fewer switches or links")

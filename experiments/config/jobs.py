@@ -1,0 +1,193 @@
+"""The `jobs` section: explicit collectives, model jobs (traffic/models.py) and Hedera's
+patterns (traffic/patterns.py), and the size of what they plan, counted before it is built.
+"""
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from testbed.fabric import Fabric
+from traffic.collectives import SOURCE_PORT_SPAN, Collective, JobSpec, WorkloadError, group_counts
+
+from .limits import (MAX_DP, MAX_ITERATIONS, MAX_JOBS, MAX_SCALE_BYTES, MAX_SEED, MAX_SIZE_BYTES,
+                     MAX_TRANSFER_RUNS, MAX_TRANSFERS)
+from .keys import EXPLICIT_JOB_KEYS, MODEL_JOB_KEYS, PATTERN_JOB_KEYS
+from .readers import ConfigError, quote, _check_keys, _int, _num, _fmt, _name, _choice
+
+
+def _hosts(v: Any, where: str, fabric: Fabric) -> list[str]:
+    if not isinstance(v, list) or not v:
+        raise ConfigError(f"{where}: expected a list of host names, e.g. [h1, h5], "
+                          f"got {quote(v)}")
+    n = len(fabric.hosts)
+    for h in v:
+        if not isinstance(h, str) or not fabric.graph.has_node(h) \
+                or fabric.graph.nodes[h].get("role") != "host":
+            raise ConfigError(f"{where}: unknown host {quote(h)} (this fabric has h1..h{n})")
+    return list(v)
+
+
+def _groups(d: dict, where: str, fabric: Fabric) -> list[list[str]]:
+    """`hosts: [...]` (one group) or `groups: [[...], ...]` (several, e.g. the rings of a
+    model job as resolved() writes them), exactly one of the two."""
+    if ("hosts" in d) == ("groups" in d):
+        raise ConfigError(f"{where}: give either hosts: [h1, h5, ...] or groups: "
+                          "[[h1, h5], [h2, h6], ...]")
+    if "hosts" in d:
+        return [_hosts(d["hosts"], f"{where}.hosts", fabric)]
+    g = d["groups"]
+    if not isinstance(g, list) or not g:
+        raise ConfigError(f"{where}.groups: expected a list of host lists, e.g. "
+                          f"[[h1, h5], [h2, h6]], got {quote(g)}")
+    return [_hosts(x, f"{where}.groups[{i}]", fabric) for i, x in enumerate(g)]
+
+
+def _explicit_job(d: dict, where: str, fabric: Fabric) -> JobSpec:
+    _check_keys(d, EXPLICIT_JOB_KEYS, where)
+    name = _name(d, "name", where)
+    collective = Collective(_choice(d, "collective", where, [c.value for c in Collective]))
+    groups = _groups(d, where, fabric)
+    return JobSpec(
+        name=name, collective=collective, groups=groups,
+        size_bytes=_int(d, "size_bytes", where, maximum=MAX_SIZE_BYTES, why="1 TiB"),
+        iterations=_int(d, "iterations", where, 1, maximum=MAX_ITERATIONS),
+        compute_s=_num(d, "compute_s", where, 0.0, positive=False),
+        start_s=_num(d, "start_s", where, 0.0, positive=False))
+
+
+def _model_job(d: dict, where: str, fabric: Fabric, rng: random.Random,
+               used: set[str]) -> JobSpec:
+    _check_keys(d, MODEL_JOB_KEYS, where)
+    from traffic import models  # the presets live with the workloads
+    name = _name(d, "name", where)
+    model = _choice(d, "model", where, sorted(models.MODELS))
+    placement = _choice(d, "placement", where, list(models.PLACEMENTS), "random-tors",
+                        " (explicit placement: list the rings as groups of a collective job)")
+    dp = _int(d, "dp", where, minimum=2, maximum=MAX_DP)
+    scale = _num(d, "scale_bytes", where, 1.0, maximum=MAX_SCALE_BYTES)
+    ring_bytes = models.MODELS[model].ring_bytes(scale)
+    if ring_bytes > MAX_SIZE_BYTES:
+        raise ConfigError(f"{where}.scale_bytes: {scale:g} gives {ring_bytes:,} bytes per ring, "
+                          f"more than {MAX_SIZE_BYTES:,} (1 TiB)")
+    try:
+        return models.model_job(
+            name=name, model=model, dp=dp, fabric=fabric, rng=rng, used=used,
+            iterations=_int(d, "iterations", where, 1, maximum=MAX_ITERATIONS),
+            start_s=_num(d, "start_s", where, 0.0, positive=False),
+            compute_s=(_num(d, "compute_s", where, positive=False)
+                       if "compute_s" in d else None),
+            scale_bytes=scale, placement=placement)
+    except WorkloadError as e:
+        raise ConfigError(_job_key(str(e), [name], where)) from None
+
+
+def _pattern_job(d: dict, where: str, fabric: Fabric, seed: int, used: set[str]) -> JobSpec:
+    """Hedera's long-flow patterns (traffic/patterns.py) over `hosts` (default: every host
+    that no other job uses), one flow of size_bytes per sender."""
+    from traffic import patterns
+    _check_keys(d, PATTERN_JOB_KEYS, where)
+    name = _name(d, "name", where)
+    pattern = _choice(d, "pattern", where, list(patterns.PATTERNS))
+    for key, only in (("stride", "stride"), ("p_leaf", "staggered"), ("p_pod", "staggered"),
+                      ("hotspots", "hotspot"), ("flows_per_host", "random")):
+        if key in d and pattern != only:
+            raise ConfigError(f"{where}.{key}: only for pattern: {only} (this job is "
+                              f"pattern: {pattern}); remove it")
+    hosts = (_hosts(d["hosts"], f"{where}.hosts", fabric) if "hosts" in d
+             else [h for h in fabric.hosts if h not in used])
+    if len(set(hosts)) != len(hosts):
+        raise ConfigError(f"{where}.hosts: a host is listed twice")
+    if len(hosts) < 2:
+        raise ConfigError(f"{where}.hosts: a pattern needs at least 2 hosts, {len(hosts)} free")
+    p_leaf = _num(d, "p_leaf", where, 0.0, positive=False, maximum=1.0)
+    p_pod = _num(d, "p_pod", where, 0.0, positive=False, maximum=1.0)
+    if p_leaf + p_pod > 1.0:
+        raise ConfigError(f"{where}.p_pod: p_leaf + p_pod = {_fmt(p_leaf + p_pod)} > 1; "
+                          "they are probabilities of disjoint choices")
+    if pattern == "stride" and "stride" not in d:
+        raise ConfigError(f"{where}.stride: missing; host x sends to x + stride, e.g. "
+                          "stride: 4")
+    try:
+        pairs = patterns.pattern_pairs(
+            fabric, hosts, pattern, _int(d, "seed", where, seed, minimum=0, maximum=MAX_SEED),
+            stride_hosts=_int(d, "stride", where, 1, maximum=len(hosts) - 1),
+            p_leaf=p_leaf, p_pod=p_pod,
+            hotspots=_int(d, "hotspots", where, 1, maximum=len(hosts) - 1),
+            flows_per_host=_int(d, "flows_per_host", where, 1, maximum=len(hosts) - 1))
+    except WorkloadError as e:
+        raise ConfigError(f"{where}.{e}") from None
+    return JobSpec(
+        name=name, collective=Collective.FLOWS, groups=[list(p) for p in pairs],
+        size_bytes=_int(d, "size_bytes", where, maximum=MAX_SIZE_BYTES, why="1 TiB"),
+        iterations=_int(d, "iterations", where, 1, maximum=MAX_ITERATIONS),
+        compute_s=_num(d, "compute_s", where, 0.0, positive=False),
+        start_s=_num(d, "start_s", where, 0.0, positive=False))
+
+
+def _job_key(msg: str, names: list[str], *wheres: str) -> str:
+    """traffic/ names a job's key `jobs.<name>.key`; the config's messages say `jobs[i].key`."""
+    for name, where in zip(names, wheres or [f"jobs[{i}]" for i in range(len(names))]):
+        for prefix in (f"jobs.{name}.", f"jobs.{name}:"):
+            if msg.startswith(prefix):
+                return where + msg[len(prefix) - 1:]
+    return msg
+
+
+def _jobs(v: Any, fabric: Fabric, seed: int) -> list[JobSpec]:
+    if not isinstance(v, list) or not v:
+        raise ConfigError("jobs: expected a non-empty list of jobs")
+    if len(v) > MAX_JOBS:
+        raise ConfigError(f"jobs: {len(v):,} jobs; at most {MAX_JOBS:,} (each listens on its "
+                          "own port)")
+    rng = random.Random(seed)
+    for i, d in enumerate(v):
+        if not isinstance(d, dict):
+            raise ConfigError(f"jobs[{i}]: expected a mapping with name, collective, hosts, "
+                              f"..., got {type(d).__name__}")
+    # explicit jobs first, so that placed jobs avoid the hosts they already use; then model
+    # jobs in order; pattern jobs last (by default they take every host still free)
+    explicit = {i: _explicit_job(d, f"jobs[{i}]", fabric)
+                for i, d in enumerate(v) if "model" not in d and "pattern" not in d}
+    used = {h for j in explicit.values() for h in j.hosts}
+    placed = {i: _model_job(d, f"jobs[{i}]", fabric, rng, used)
+              for i, d in enumerate(v) if "model" in d}
+    placed.update({i: _pattern_job(d, f"jobs[{i}]", fabric, seed, used)
+                   for i, d in enumerate(v) if "pattern" in d and "model" not in d})
+    jobs: list[JobSpec] = [explicit[i] if i in explicit else placed[i] for i in range(len(v))]
+    names: set[str] = set()
+    for j in jobs:
+        if j.name in names:
+            raise ConfigError(f"jobs: job name {j.name!r} appears twice; names must be unique")
+        names.add(j.name)
+    seen: dict[str, str] = {}
+    for i, j in enumerate(jobs):
+        # a flows job's host may send and receive in several pairs; any other rank is one host
+        for h in (dict.fromkeys(j.hosts) if j.collective is Collective.FLOWS else j.hosts):
+            if h in seen:
+                raise ConfigError(f"jobs[{i}].hosts: host {h!r} is listed twice (also in job "
+                                  f"{seen[h]!r}); give each rank its own host")
+            seen[h] = j.name
+    return jobs
+
+
+def _check_size(jobs: list[JobSpec], routing: list[str]) -> None:
+    """Connections and transfers, counted before they are built."""
+    conns = transfers = runs = 0
+    for i, j in enumerate(jobs):
+        c = t = 0
+        for g in j.groups:
+            gc, gt, _ = group_counts(j.collective, len(g))
+            c, t = c + gc, t + gt
+        conns, transfers, runs = conns + c, transfers + t, runs + t * j.iterations
+        if transfers > MAX_TRANSFERS:
+            raise ConfigError(f"jobs[{i}]: the jobs up to here send {transfers:,} transfers per "
+                              f"iteration; at most {MAX_TRANSFERS:,}: use fewer or smaller "
+                              "groups")
+        if runs > MAX_TRANSFER_RUNS:
+            raise ConfigError(f"jobs[{i}].iterations: the jobs up to here run {runs:,} "
+                              f"transfers in all; at most {MAX_TRANSFER_RUNS:,}: use fewer "
+                              "iterations or smaller groups")
+    if len(routing) * conns > SOURCE_PORT_SPAN // 2:
+        raise ConfigError(f"routing: {len(routing)} routings x {conns} connections exceed "
+                          f"the {SOURCE_PORT_SPAN // 2} source ports runs can use without "
+                          "reusing one another's; list fewer routings or smaller jobs")

@@ -1,0 +1,42 @@
+"""The keys each section of a config may hold.
+"""
+from __future__ import annotations
+
+from testbed import topologies
+
+
+TOP_KEYS = {"name", "seed", "fabric", "jobs", "routing", "emulation", "events",
+            "jobs_from", "semantics", "replay_log", "solver_time_limit_s"}
+
+
+EVENT_KINDS = ("fail_spine", "restore_spine", "fail_switch", "restore_switch", "fail_link",
+               "restore_link")
+
+
+#: Every key a fabric section of some topology kind may hold (testbed/topologies/).
+FABRIC_KEYS = set().union(*(k.keys for k in topologies.KINDS.values()))
+
+
+EXPLICIT_JOB_KEYS = {"name", "collective", "hosts", "groups", "size_bytes", "iterations",
+                     "compute_s", "start_s"}
+
+
+MODEL_JOB_KEYS = {"name", "model", "dp", "placement", "iterations", "compute_s",
+                  "start_s", "scale_bytes"}
+
+
+PATTERN_JOB_KEYS = {"name", "pattern", "hosts", "stride", "p_leaf", "p_pod", "hotspots",
+                    "flows_per_host", "seed", "size_bytes", "iterations", "compute_s", "start_s"}
+
+
+EMULATION_KEYS = {"datapath", "port_type", "tcp_cc", "mtu_bytes", "queue_packets",
+                  "link_scheduler", "window_frames", "switch_burst_frames",
+                  "iteration_timeout_s", "capture"}
+
+
+TCP_CCS = ("cubic", "bbr", "reno")
+
+
+# -- other tools' inputs (issue 13): floodns traffic folders, replayed routes, semantics ------
+JOBS_FROM_KEYS = {"floodns", "iterations", "failed_cores", "chakra", "comm_groups",
+                  "simai"}

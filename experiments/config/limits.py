@@ -1,0 +1,97 @@
+"""Every bound of a config, in one table (each tabled in docs/configuration.md with its reason).
+
+The fabric's own bounds are its topology kind's (testbed/topologies/), imported here so that
+the table is whole.
+"""
+from __future__ import annotations
+
+from testbed.shaping import MAX_BURST_FRAMES, MAX_MTU_BYTES  # noqa: F401
+from testbed.topologies.base import (MAX_HOSTS, MAX_HOSTS_PER_LEAF, MAX_RATE_MBPS, # noqa: F401
+                                     MIN_RATE_MBPS)
+from testbed.topologies.clos3 import (MAX_AGGS_PER_POD, MAX_CORES_PER_PLANE, MAX_PODS, # noqa: F401
+                                      MAX_LEAVES_PER_POD)
+from testbed.topologies.fat_tree import MAX_FAT_TREE_K  # noqa: F401
+from testbed.topologies.leaf_spine import MAX_LEAVES, MAX_SPINES  # noqa: F401
+from traffic.collectives import SOURCE_PORT_SPAN  # noqa: F401
+
+
+DEFAULT_WINDOW_FRAMES = 16
+
+
+#: A config file larger than this is refused unread: the paper's configs are < 1 kB, a resolved
+#: paper-scale config.yaml (every host listed) ~40 kB, and the largest experiment the limits
+#: allow (22,768 connections, so at most 45,536 hosts in jobs) resolves to well under 1 MB.
+MAX_CONFIG_BYTES = 1_000_000
+
+
+#: Mappings and lists nested deeper than this are refused (a config needs 5 levels).
+MAX_DEPTH = 32
+
+
+#: The fabric's bounds are its topology kind's (testbed/topologies/: leaf_spine.MAX_SPINES,
+#: MAX_LEAVES; clos3.MAX_PODS, ...; base.MAX_HOSTS, MAX_HOSTS_PER_LEAF and the link rates).
+#: One job's collective size: 1 TiB (GPT-3 175B's fp32 gradient is 700 GB).
+MAX_SIZE_BYTES = 2 ** 40
+
+
+#: Iterations per job: the predictor takes ~10 us per transfer per iteration.
+MAX_ITERATIONS = 10_000
+
+
+#: Any one time in the YAML (start_s, compute_s, at_s, iteration_timeout_s): 1 day. The
+#: iteration timeout also reaches the agents' socket timeouts, which overflow past 24.8 days.
+MAX_SECONDS = 86_400.0
+
+
+#: The whole experiment, even on a non-blocking fabric (each job's start_s + iterations x
+#: (ideal CCT + compute_s)): 1 week. Below 2^20 s the model's clock still resolves 1e-9 s.
+MAX_DURATION_S = 7 * 86_400.0
+
+
+MAX_SEED = 2 ** 32 - 1
+
+
+#: Per-link drop-tail queue (frames): 10,000 x 64,000 B = 640 MB, still a C int for the
+#: window clamp (window_frames <= queue_packets).
+MAX_QUEUE_PACKETS = 10_000
+
+
+#: Largest `solver_time_limit_s` (seconds per ilp / mmf solve).
+MAX_SOLVER_S = 3_600.0
+
+
+#: Jobs and events per experiment; every event rebuilds the fabric and re-solves every
+#: routing (up to ~1.5 s per rebuild at the largest fabric).
+MAX_JOBS = 1_000
+
+
+MAX_EVENTS = 100
+
+
+#: Data-parallel copies of a model job (at most 62,500 hosts / 48 GPUs per copy = 1,302).
+MAX_DP = 1_024
+
+
+#: Multiplier of a model's gradient bytes (the result must still be <= MAX_SIZE_BYTES).
+MAX_SCALE_BYTES = 1_000.0
+
+
+#: Transfers of one iteration of all jobs together (each ~200 B in memory, ~10 us to predict),
+#: and over all iterations: ~17 min of prediction per routing at most.
+MAX_TRANSFERS = 1_000_000
+
+
+MAX_TRANSFER_RUNS = 100_000_000
+
+
+#: predict --util-bin-s: at least 1 ms, and at most this many bins x links (12 B each in the
+#: predictor, one CSV row per used link and bin), counted over a duration no prediction of the
+#: config can exceed (`duration_upper_bound_s`).
+MIN_UTIL_BIN_S = 0.001
+
+
+MAX_UTIL_CELLS = 20_000_000
+
+
+#: run's default iteration timeout: 20 x the slowest ideal CCT + 30 s (experiments/runner.py).
+TIMEOUT_FACTOR, TIMEOUT_SLACK_S = 20.0, 30.0

@@ -1,0 +1,63 @@
+"""`parse` and `load`: a document or a file to a checked Experiment, section by section.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from traffic.collectives import WorkloadError, plan_jobs
+
+from .limits import MAX_SEED, MAX_SOLVER_S
+from .keys import TOP_KEYS
+from .readers import ConfigError, _check_keys, _section, _int, _num, _name
+from .yamlio import read_yaml, _check_tree
+from .records import Experiment
+from .fabric import _fabric, host_pairs, _check_reachable
+from .jobs import _job_key, _jobs, _check_size
+from .timing import _check_timing
+from .strategies import _replay_flows, _routing_replay
+from .events import _events
+from .emulation import _emulation
+from .imports import _jobs_from, _jobs_source, _source_kind, _imported_jobs, _semantics
+
+
+def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
+    """Validate a parsed YAML document; raises ConfigError. Nothing is built but the fabric
+    model (a graph) and the jobs' plans, both bounded by the limits checked before them.
+    `base_dir`: where relative paths (jobs_from, replay_log) start; default the cwd."""
+    _check_tree(doc)
+    d = _check_keys(doc, TOP_KEYS, "config")
+    name = _name(d, "name", "config")
+    seed = _int(d, "seed", "config", 1, minimum=0, maximum=MAX_SEED)
+    imported = _jobs_from(d, base_dir)     # None, or (fabric section, jobs): floodns inputs
+    if "fabric" not in d and (imported is None or imported[0] is None):
+        raise ConfigError("fabric: required (spines, leaves, hosts_per_leaf, ...)")
+    fabric = _fabric(d["fabric"] if "fabric" in d else imported[0])
+    routing, replay_log = _routing_replay(d, base_dir)
+    jobs = (_jobs(d.get("jobs"), fabric, seed) if imported is None
+            else _imported_jobs(imported[1](fabric), fabric, _source_kind(d)))
+    _check_size(jobs, routing)
+    try:
+        plans = plan_jobs(jobs)  # rings, bytes, unique 5-tuples
+    except WorkloadError as e:
+        raise ConfigError(_job_key(str(e), [j.name for j in jobs])) from None
+    pairs = host_pairs(plans)
+    _check_reachable(fabric, pairs)
+    emulation = _emulation(_section(d, "emulation"), fabric)
+    _check_timing(jobs, fabric, emulation, _source_kind(d) if imported is not None else None)
+    events = _events(d.get("events"), fabric, routing, jobs, emulation, pairs)
+    flows = _replay_flows(replay_log, fabric, plans) if replay_log is not None else None
+    limit = (_num(d, "solver_time_limit_s", "config", maximum=MAX_SOLVER_S,
+                  why="one hour per solve; a run solves at every epoch")
+             if d.get("solver_time_limit_s") is not None else None)
+    return Experiment(name=name, seed=seed, fabric=fabric, jobs=jobs, routing=routing,
+                      emulation=emulation, events=events, raw=d,
+                      semantics=_semantics(d.get("semantics")), replay_log=replay_log,
+                      solver_time_limit_s=limit,
+                      jobs_from=_jobs_source(d, base_dir) if imported is not None else None,
+                      replay_flows=flows)
+
+
+def load(path: str | Path) -> Experiment:
+    """Read and validate an experiment YAML file; raises ConfigError."""
+    return parse(read_yaml(path), Path(path).parent)

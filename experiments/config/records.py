@@ -1,0 +1,120 @@
+"""The typed records a config becomes: Experiment (built by keyword), its EmulationConfig
+and Events.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from testbed import topologies
+from testbed.fabric import Fabric
+from testbed.settings import DEFAULTS, EmulationSettings
+from traffic.collectives import JobSpec
+from traffic.predictor import Semantics
+
+from ..routing_entry import RoutingEntry, parse_entries
+
+
+@dataclass
+class EmulationConfig:
+    """How the emulator runs; each default is explained in the README (datapath tuning)."""
+
+    datapath: str = DEFAULTS.datapath          # auto | kernel | user
+    port_type: str = DEFAULTS.port_type        # system | tap: how the userspace datapath
+                                               # reaches a port
+    tcp_cc: str = "cubic"           # set per socket by the agents, recorded in results
+    mtu_bytes: int = DEFAULTS.mtu_bytes        # resolved from "auto" (the default)
+    mtu_auto: bool = True           # mtu_bytes chosen from the link rates
+    queue_packets: int = DEFAULTS.queue_packets   # drop-tail queue per HTB leaf class
+    link_scheduler: str = DEFAULTS.scheduler   # fair: per-flow round robin; fifo: drop-tail
+    window_frames: int = DEFAULTS.window_frames   # TCP receive window bound (frames); 0:
+                                    # autotuning; "auto": 16 with fair, 0 with fifo
+    switch_burst_frames: int = DEFAULTS.switch_burst_frames  # HTB burst at switches' egress
+    iteration_timeout_s: float | None = None  # None: 20 x ideal CCT + 30 s
+    capture: bool | tuple[str, str] = False   # scapy pcap per routing (testbed/capture.py):
+                                    # true: leaf1's first live uplink; (a, b): a's port to b
+
+    def settings(self) -> EmulationSettings:
+        """What the emulator builds with (testbed/settings.py), by keyword."""
+        return EmulationSettings(datapath=self.datapath, mtu_bytes=self.mtu_bytes,
+                                 queue_packets=self.queue_packets,
+                                 scheduler=self.link_scheduler,
+                                 window_frames=self.window_frames,
+                                 switch_burst_frames=self.switch_burst_frames,
+                                 port_type=self.port_type)
+
+    def resolved(self) -> dict:
+        """As the YAML says it: `mtu_bytes: auto` when it was chosen from the link rates (it
+        then resolves to the same number again), window_frames as the number it resolved to."""
+        return {"datapath": self.datapath, "port_type": self.port_type, "tcp_cc": self.tcp_cc,
+                "mtu_bytes": "auto" if self.mtu_auto else self.mtu_bytes,
+                "queue_packets": self.queue_packets, "link_scheduler": self.link_scheduler,
+                "window_frames": self.window_frames,
+                "switch_burst_frames": self.switch_burst_frames,
+                "iteration_timeout_s": self.iteration_timeout_s,
+                "capture": list(self.capture) if isinstance(self.capture, tuple) else self.capture}
+
+
+@dataclass(frozen=True)
+class Event:
+    """A failure or repair at `at_s` seconds after the jobs' clock starts."""
+
+    at_s: float
+    kind: str                   # one of EVENT_KINDS
+    target: tuple[str, ...]     # (switch,) or a link (lower tier, upper tier)
+
+    def as_dict(self) -> dict:
+        return {"at_s": self.at_s, self.kind: (self.target[0] if len(self.target) == 1
+                                               else list(self.target))}
+
+    @property
+    def on_switch(self) -> bool:
+        return not self.kind.endswith("_link")
+
+
+@dataclass
+class Experiment:
+    name: str
+    seed: int
+    fabric: Fabric
+    jobs: list[JobSpec]
+    routing: list[str]
+    emulation: EmulationConfig = field(default_factory=EmulationConfig)
+    events: list[Event] = field(default_factory=list)
+    raw: dict = field(default_factory=dict)
+    semantics: Semantics = field(default_factory=Semantics)   # traffic/predictor.py
+    replay_log: Path | None = None            # floodns flow log for routing `replay`
+    solver_time_limit_s: float | None = None  # each ilp / mmf CBC solve; None: 30 s / 60 s
+    jobs_from: dict | None = None             # the jobs' source files (absolute paths)
+    #: replay_log's flows as read (routing/replay.py ReplayLog), checked against the jobs
+    replay_flows: Any = field(default=None, repr=False, compare=False)
+    #: `routing` parsed once, entry by entry (experiments/routing_entry.py)
+    routings: list[RoutingEntry] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.routings = parse_entries(self.routing)
+
+    def resolved(self) -> dict:
+        """The config as run: every default filled in, model jobs expanded to their rings
+        (`groups`), imported jobs as their source files (absolute paths: a trace's ranks may
+        run several jobs on one host, which explicit jobs may not). It loads again (`parse`)
+        to the same experiment and the same resolved()."""
+        jobs = ({"jobs_from": self.jobs_from} if self.jobs_from else {"jobs": [
+            {"name": j.name, "collective": j.collective.value,
+             **({"hosts": list(j.groups[0])} if len(j.groups) == 1
+                else {"groups": [list(g) for g in j.groups]}),
+             "size_bytes": j.size_bytes, "iterations": j.iterations, "compute_s": j.compute_s,
+             "start_s": j.start_s} for j in self.jobs]})
+        return {
+            "name": self.name, "seed": self.seed,
+            "fabric": topologies.resolved(self.fabric.spec),
+            **jobs,
+            "routing": list(self.routing),
+            "emulation": self.emulation.resolved(),
+            "events": [e.as_dict() for e in self.events],
+            **({"semantics": self.semantics.as_dict()} if self.semantics != Semantics() else {}),
+            **({"replay_log": str(self.replay_log)} if self.replay_log else {}),
+            **({"solver_time_limit_s": self.solver_time_limit_s}
+               if self.solver_time_limit_s is not None else {}),
+        }

@@ -1,0 +1,128 @@
+"""Reading the YAML itself, safely: no anchors or aliases, no merge keys, no repeated or
+non-string keys, bounded size and depth (the same rules for a file and a --set value).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .limits import MAX_CONFIG_BYTES, MAX_DEPTH
+from .readers import ConfigError, quote, _key, _one_line, _shown
+
+
+# -- the YAML itself -------------------------------------------------------------------------
+class _Refused(yaml.MarkedYAMLError):
+    """Valid YAML that a config may not contain (aliases, duplicate or non-string keys)."""
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that refuses anchors and aliases (no alias bombs), keys that are not
+    strings, keys given twice in one mapping, merge keys, and nesting deeper than MAX_DEPTH."""
+
+    _depth = 0
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            raise _Refused(problem="aliases (*name) are not allowed in a config; write the "
+                                   "value out", problem_mark=event.start_mark)
+        if getattr(event, "anchor", None) is not None:
+            raise _Refused(problem="anchors (&name) are not allowed in a config; write the "
+                                   "value out", problem_mark=event.start_mark)
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise _Refused(problem=f"nested more than {MAX_DEPTH} levels deep",
+                               problem_mark=event.start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            first: dict[str, Any] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    raise _Refused(problem="merge keys (<<) are not allowed in a config",
+                                   problem_mark=key_node.start_mark)
+                key = self.construct_object(key_node, deep=True)
+                if not isinstance(key, str):
+                    raise _Refused(problem=f"key {quote(key)} is not a string; keys are names "
+                                           "like spines or at_s",
+                                   problem_mark=key_node.start_mark)
+                if key in first:
+                    raise _Refused(problem=f"key {_key(key)} is given twice in one mapping "
+                                           f"(first on line {first[key].line + 1}); keep one",
+                                   problem_mark=key_node.start_mark)
+                first[key] = key_node.start_mark
+        return super().construct_mapping(node, deep=deep)
+
+
+def read_yaml(path: str | Path) -> Any:
+    """The document of a config file; ConfigError (one line, `file:line:column: ...` for
+    YAML problems) when it is missing, too big, not YAML, or uses what a config may not."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{_shown(p)}: no such config file")
+    try:
+        with p.open("rb") as f:
+            data = f.read(MAX_CONFIG_BYTES + 1)
+    except OSError as e:
+        raise ConfigError(f"{_shown(p)}: cannot be read ({_one_line(e.strerror or e)})") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{_shown(p)}: larger than {MAX_CONFIG_BYTES:,} bytes; a config is "
+                          "a few kB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{_shown(p)}: not UTF-8 text (byte {e.start})") from None
+    return yaml_value(text, _shown(p))
+
+
+def yaml_value(text: str, where: str, marks: bool = True) -> Any:
+    """`text` read by the config's loader (no anchors, aliases, merge keys, repeated or
+    non-string keys, deep nesting); ConfigError starting with `where` (and, with `marks`,
+    `:line:column`) when it cannot be."""
+    loader = _Loader(text)
+    try:
+        return loader.get_single_data()
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        at = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark and marks else where
+        what = "" if isinstance(e, _Refused) else "not valid YAML: "
+        ctx = f" ({_one_line(e.context, 80)})" if e.context and not isinstance(e, _Refused) \
+            else ""
+        raise ConfigError(f"{at}: {what}{_one_line(e.problem or e)}{ctx}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{where}: not valid YAML ({_one_line(e)})") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: nested too deeply") from None
+    except (ValueError, OverflowError) as e:   # e.g. an integer of more than 4,300 digits
+        raise ConfigError(f"{where}: a value cannot be read ({_one_line(e, 80)})") from None
+    finally:
+        loader.dispose()
+
+
+def _check_tree(doc: Any) -> None:
+    """Keys anywhere must be strings, nesting at most MAX_DEPTH deep (for documents that did
+    not come through read_yaml). Each container is visited once, so shared ones cost nothing."""
+    stack: list[tuple[Any, str, int]] = [(doc, "", 0)]
+    seen: set[int] = set()
+    while stack:
+        v, where, depth = stack.pop()
+        if not isinstance(v, (dict, list)) or id(v) in seen:
+            continue
+        seen.add(id(v))
+        if depth > MAX_DEPTH:
+            raise ConfigError(f"{where or 'config'}: nested more than {MAX_DEPTH} levels deep")
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if not isinstance(k, str):
+                    raise ConfigError(f"{where or 'config'}: key {quote(k)} is not a string; "
+                                      "keys are names like spines or at_s")
+                stack.append((x, f"{where}.{_key(k)}" if where else _key(k), depth + 1))
+        else:
+            for i, x in enumerate(v):
+                stack.append((x, f"{where}[{i}]", depth + 1))

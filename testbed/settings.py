@@ -1,0 +1,30 @@
+"""How the emulator builds and shapes a fabric: the settings `run` passes to EmulatedFabric,
+with their defaults written once (experiments/config/records.py's EmulationConfig takes its
+defaults from here). Pure data."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .shaping import SWITCH_BURST_FRAMES
+
+
+@dataclass
+class EmulationSettings:
+    datapath: str = "auto"          # auto | kernel | user
+    mtu_bytes: int = 9000           # on every interface of the fabric, hosts and switch ports
+    queue_packets: int = 100        # drop-tail queue of each HTB leaf class (packets)
+    scheduler: str = "fair"         # testbed/shaping.py: fair (per-flow round robin) | fifo
+    window_frames: int = 16         # receive window bound per connection, in frames; 0: none
+    switch_burst_frames: int = SWITCH_BURST_FRAMES   # HTB burst at switch egress (hosts: 1)
+    port_type: str = "system"       # system | tap: how ovs-vswitchd reaches a port (taps.py)
+
+    @property
+    def window_clamp_bytes(self) -> int:
+        """TCP_WINDOW_CLAMP for every connection: a flow never queues more than this, so
+        queues of `queue_packets` >= window_frames never drop (a lossless fabric, as ML
+        fabrics are). 0: kernel autotuning, whose windows grow with the queueing delay until
+        a queue overflows (RTO stalls of seconds at these rates)."""
+        return self.window_frames * self.mtu_bytes
+
+
+DEFAULTS = EmulationSettings()
