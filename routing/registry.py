@@ -20,7 +20,14 @@ from .paths import Path
 
 Strategy = Callable[..., RoutingPlan]
 
-#: name -> (leaf-spine kernel, three-tier kernel)
+#: name -> (spine kernel, path kernel). `route` takes the spine kernel where a path has one
+#: choice (the spine), the path kernel elsewhere. experiments/benchmarks/kernel_bench.py, on
+#: the 20 shipped leaf-spine configs (medians of 3): annealing's spine kernel is 4.6x faster
+#: (same routes on 20 of 20) and mmf's 34.5x (15 of 20 the same), so both stay for speed;
+#: greedy's and the ILP's are not faster (0.2x, 0.8x) but choose among equal plans
+#: differently on 3 configs (failures and mixed jobs), so merging them would move those
+#: configs' routes: they stay until one tie-break is chosen. edge-coloring's are two
+#: algorithms (a bipartite colouring; a staged one over planes and cores).
 KERNELS: dict[str, tuple[Strategy, Strategy]] = {
     "ecmp": (route_ecmp, route_ecmp),
     "greedy": (route_greedy, route_greedy_paths),
