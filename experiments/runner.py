@@ -89,17 +89,7 @@ def run_experiment(exp: Experiment, out_dir: Path,
     out_dir.mkdir(parents=True, exist_ok=True)
     plans = plan_jobs(exp.jobs)
     conns = [c for p in plans for c in p.connections]
-    # everything pure first: a routing that cannot be computed fails before any build
-    try:
-        routed = {e: route(e.strategy, exp.fabric, conns, seed=exp.seed)
-                  for e in exp.routings if not e.reference}
-        twin = exp.fabric.nonblocking() if any(e.reference for e in exp.routings) else None
-        for e, rp in routed.items():
-            if e.host_enforced:
-                check_port_plan(exp.fabric, [c for p in with_source_ports(
-                    exp.fabric, plans, rp.path_of) for c in p.connections], rp.path_of)
-    except (RoutingError, FabricError) as e:   # an input error: nothing built
-        raise ConfigError(f"routing: {e}") from None
+    routed, twin = route_before_build(exp, plans)
     check_emulable(exp)
     (out_dir / "config.yaml").write_text(yaml.safe_dump(exp.resolved(), sort_keys=False))
     (out_dir / "fabric.txt").write_text(topologies.draw(exp.fabric) + "\n")
@@ -115,31 +105,7 @@ def run_experiment(exp: Experiment, out_dir: Path,
     log(f"building {topologies.title(exp.fabric)}, {len(exp.fabric.switches)} switches, "
         f"{len(exp.fabric.hosts)} hosts")
     with EmulatedFabric(exp.fabric, run_id, settings) as emu:
-        env = environment(emu.datapath, em.tcp_cc, exp.seed, em.mtu_bytes)
-        env["load_avg_before"] = load
-        env["port_type"] = emu.port_type
-        env["ovs_send_buffer_bytes"] = emu.send_buffer_bytes
-        env["ovs_vswitchd_malloc_tuned"] = emu.malloc_tuned
-        if emu.malloc_tuned is False:
-            log(MALLOC_WARNING)
-        env["queue_packets"] = em.queue_packets
-        env["link_scheduler"] = em.link_scheduler
-        env["tcp_window_clamp_bytes"] = settings.window_clamp_bytes
-        env["htb"] = {  # the shapers as built (testbed/shaping.py), per link kind: bursts at
-            # a switch's egress and at a host's (host links only)
-            kind: {"rate_mbps": rate, "burst_bytes": sh.burst_bytes,
-                   "quantum_bytes": sh.frame_bytes,
-                   "leaf_classes": BUCKETS + 1 if sh.scheduler == "fair" else 1,
-                   **({"host_burst_bytes": Shaping(rate, em.mtu_bytes, em.queue_packets,
-                                                  em.link_scheduler).burst_bytes}
-                      if kind == "host_link" else {})}
-            for kind, rate in ((f"{tier}_link", r)
-                               for tier, r in exp.fabric.spec.rates_mbps().items())
-            for sh in [Shaping(rate, em.mtu_bytes, em.queue_packets, em.link_scheduler,
-                               em.switch_burst_frames)]}
-        goodput, source = goodput_factor(emu.calibration_datapath, em.mtu_bytes, em.tcp_cc,
-                                        em.link_scheduler)
-        env["goodput_factor"], env["goodput_factor_source"] = goodput, source
+        env, goodput = emulation_environment(exp, emu, load, log)
         results["environment"] = env
         write_json(out_dir / "environment.json", env)
         if cli == "before":
@@ -166,6 +132,57 @@ def run_experiment(exp: Experiment, out_dir: Path,
     log(table(results))
     log(f"results: {out_dir / 'results.json'}")
     return results
+
+
+def route_before_build(exp: Experiment, plans: list[JobPlan]) -> tuple[dict, Fabric | None]:
+    """Every routing's one plan (and the non-blocking twin), computed before anything is
+    built: a routing that cannot be computed is an input error (ConfigError)."""
+    conns = [c for p in plans for c in p.connections]
+    try:
+        routed = {e: route(e.strategy, exp.fabric, conns, seed=exp.seed)
+                  for e in exp.routings if not e.reference}
+        twin = exp.fabric.nonblocking() if any(e.reference for e in exp.routings) else None
+        for e, rp in routed.items():
+            if e.host_enforced:
+                check_port_plan(exp.fabric, [c for p in with_source_ports(
+                    exp.fabric, plans, rp.path_of) for c in p.connections], rp.path_of)
+    except (RoutingError, FabricError) as e:   # an input error: nothing built
+        raise ConfigError(f"routing: {e}") from None
+    return routed, twin
+
+
+def emulation_environment(exp: Experiment, emu, load: dict,
+                          log: Callable[[str], None]) -> tuple[dict, float]:
+    """environment.json's record of the live fabric (versions, datapath, OVS buffers and
+    malloc settings, the shapers as built) and the goodput factor its runs are predicted
+    with."""
+    em = exp.emulation
+    env = environment(emu.datapath, em.tcp_cc, exp.seed, em.mtu_bytes)
+    env["load_avg_before"] = load
+    env["port_type"] = emu.port_type
+    env["ovs_send_buffer_bytes"] = emu.send_buffer_bytes
+    env["ovs_vswitchd_malloc_tuned"] = emu.malloc_tuned
+    if emu.malloc_tuned is False:
+        log(MALLOC_WARNING)
+    env["queue_packets"] = em.queue_packets
+    env["link_scheduler"] = em.link_scheduler
+    env["tcp_window_clamp_bytes"] = em.settings().window_clamp_bytes
+    env["htb"] = {  # the shapers as built (testbed/shaping.py), per link kind: bursts at
+        # a switch's egress and at a host's (host links only)
+        kind: {"rate_mbps": rate, "burst_bytes": sh.burst_bytes,
+               "quantum_bytes": sh.frame_bytes,
+               "leaf_classes": BUCKETS + 1 if sh.scheduler == "fair" else 1,
+               **({"host_burst_bytes": Shaping(rate, em.mtu_bytes, em.queue_packets,
+                                              em.link_scheduler).burst_bytes}
+                  if kind == "host_link" else {})}
+        for kind, rate in ((f"{tier}_link", r)
+                           for tier, r in exp.fabric.spec.rates_mbps().items())
+        for sh in [Shaping(rate, em.mtu_bytes, em.queue_packets, em.link_scheduler,
+                           em.switch_burst_frames)]}
+    goodput, source = goodput_factor(emu.calibration_datapath, em.mtu_bytes, em.tcp_cc,
+                                    em.link_scheduler)
+    env["goodput_factor"], env["goodput_factor_source"] = goodput, source
+    return env, goodput
 
 
 def check_load(log: Callable[[str], None]) -> dict:

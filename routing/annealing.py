@@ -66,17 +66,10 @@ def best_n_bound(t, M: int) -> int:
     return max(total, 1 if M >= 1 and t.flows else 0)
 
 
-def route_annealing(fabric: Fabric, conns: list[Connection], seed: int = 0,
-                    previous: dict[int, str | None] | None = None, *,
-                    init: str = "random", energy: str = "lex", max_iters: int | None = None,
-                    t0: float = 2.0, t1: float = 0.02, focus: float = 0.7) -> RoutingPlan:
-    """Simulated annealing; see module docstring. `max_iters` None: `iteration_budget`."""
-    start = time.perf_counter()
-    t = flow_table(fabric, conns)
-    rng = random.Random(seed)
-    n = len(t.flows)
-    S = t.n_spines
-    lb = table_lower_bound(t)
+def _start_state(t, previous: dict | None, init: str, energy: str, rng: random.Random,
+                 seed: int) -> tuple[list[int], list[int], list[int]]:
+    """The first assignment (previous where usable and the rest by greedy; greedy's; or a
+    seeded random one) and its up and down link loads; ValueError for an unknown option."""
     if previous:
         assign = assignment_from_spine_of(t, previous)
         up, down = assignment_loads(t, assign)
@@ -91,17 +84,34 @@ def route_annealing(fabric: Fabric, conns: list[Connection], seed: int = 0,
         raise ValueError(f"annealing: init must be 'random' or 'greedy', not {init!r}")
     if energy not in ("lex", "product"):
         raise ValueError(f"annealing: energy must be 'lex' or 'product', not {energy!r}")
+    return assign, up, down
+
+
+def load_histogram(loads: list[int], n: int) -> tuple[list[int], int]:
+    """(how many links carry each load, with room for n more flows; the highest load)."""
+    top = max(loads)
+    hist = [0] * (top + n + 2)
+    for v in loads:
+        hist[v] += 1
+    return hist, top
+
+
+def route_annealing(fabric: Fabric, conns: list[Connection], seed: int = 0,
+                    previous: dict[int, str | None] | None = None, *,
+                    init: str = "random", energy: str = "lex", max_iters: int | None = None,
+                    t0: float = 2.0, t1: float = 0.02, focus: float = 0.7) -> RoutingPlan:
+    """Simulated annealing; see module docstring. `max_iters` None: `iteration_budget`."""
+    start = time.perf_counter()
+    t = flow_table(fabric, conns)
+    rng = random.Random(seed)
+    n = len(t.flows)
+    S = t.n_spines
+    lb = table_lower_bound(t)
+    assign, up, down = _start_state(t, previous, init, energy, rng, seed)
     if n == 0:
         return RoutingPlan("annealing", spine_of_from_assignment(t, assign),
                            SolveStats(time.perf_counter() - start, "heuristic", None, lb))
-
-    top = max(max(up), max(down))
-    hist = [0] * (top + n + 2)
-    for v in up:
-        hist[v] += 1
-    for v in down:
-        hist[v] += 1
-    M = top
+    hist, M = load_histogram(up + down, n)
     # energy weight of the max: 'product' is M x N; 'lex' is M x (links + 1) + N
     K1 = len(up) + len(down) + 1
     lexi = energy == "lex"
@@ -213,10 +223,7 @@ def route_annealing_paths(fabric: Fabric, conns: list[Connection], seed: int = 0
     if n == 0:
         return RoutingPlan("annealing", path_of_assignment(t, assign),
                            SolveStats(time.perf_counter() - start, "heuristic", None, lb))
-    M = max(load)
-    hist = [0] * (M + n + 2)
-    for v in load:
-        hist[v] += 1
+    hist, M = load_histogram(load, n)
     K1 = len(load) + 1
     sticky = bool(previous)
     best_key, best = (M, hist[M]), list(assign)

@@ -24,175 +24,31 @@ bytes of active flows); outputs are per-iteration CCTs, per-transfer FCT summari
 max over iterations; every iteration's FCTs only with keep_fcts=True) and per-link utilization
 (time-weighted mean and max, optionally a series in bins of `util_bin_s`).
 
-Other semantics (`Semantics`, default ours): floodns's synchronous ring steps
-(ring_sync="step"), its recomputation at every iteration start and end
-(recompute="iterations", asked of the router) and its unrecorded tail step; its all-reduce
-time (max over rings of ring end - iteration start) and next start (start + that + compute)
-are ours already. floodns's 1 ns between steps (<= 15 ns per iteration) is not modelled.
-
 The run is a `_Simulation`: `step()` processes one batch (advance the fluid, complete flows,
-fire timers, zero-byte transfers, epochs, admit new flows, recompute rates).
-
-Entry points: `predict(fabric, plans, spine_of, goodput_factor=1.0, *, router=None,
-util_bin_s=None, keep_fcts=False, batch_tol_s=1e-9, semantics=OURS) -> Prediction` and
-`ideal(fabric, plans, goodput_factor=1.0) -> Prediction` (the same workload on a non-blocking
-fabric, where only the host links limit). `max_min_rates` is the water-filling kernel.
+fire timers, zero-byte transfers, epochs, admit new flows, recompute rates). Entry points:
+`predict(fabric, plans, spine_of, goodput_factor=1.0, *, router=None, util_bin_s=None,
+keep_fcts=False, batch_tol_s=1e-9, semantics=OURS) -> Prediction` and `ideal(...)` (the same
+workload where only the host links limit). Records and `Semantics` (ours, or floodns's):
+traffic/prediction.py; the numpy water-filling reference `max_min_rates`: traffic/rates.py.
 """
 from __future__ import annotations
 
 import heapq
 import time
-from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 
 from testbed.fabric import Fabric
 from traffic.collectives import JobPlan
+from .prediction import (OURS, RECOMPUTES, RING_SYNCS, JobResult, Prediction,  # noqa: F401
+                         PredictorError, Router, Semantics)
+from .rates import max_min_rates  # noqa: F401
+
 
 def path_width(fabric: Fabric) -> int:
     """Link slots per connection row: the longest host-to-host path's links (shorter paths
     are padded with a dummy link of infinite capacity)."""
     return fabric.max_path_links
-
-
-class PredictorError(ValueError):
-    """Input the predictor cannot simulate: a missing or unusable route, a malformed DAG."""
-
-
-# --------------------------------------------------------------------------------------------
-# water-filling
-# --------------------------------------------------------------------------------------------
-def max_min_rates(flow_links: np.ndarray, capacity_mbps: np.ndarray,
-                  rel_tol: float = 1e-9, out: np.ndarray | None = None) -> np.ndarray:
-    """Max-min fair rates (Mbit/s) by progressive filling (traffic/waterfill.py, compiled),
-    written into `out` when given (F floats).
-
-    flow_links: (F, K) int array, row f = indices into capacity_mbps of the links flow f
-    crosses (pad with the index of an entry whose capacity is inf). capacity_mbps: (L,) floats.
-    Every round raises all unfrozen flows equally until the tightest link saturates, then
-    freezes every flow crossing a link whose fair share is within rel_tol of that minimum.
-    """
-    from traffic import waterfill             # numba's import (~0.3 s) only when predicting
-    rates = np.zeros(flow_links.shape[0]) if out is None else out
-    if rates.size == 0:
-        return rates
-    links = np.ascontiguousarray(flow_links, dtype=np.int64)
-    cap = np.ascontiguousarray(capacity_mbps, dtype=np.float64)
-    if waterfill.fill(links, cap, float(rel_tol), rates) != waterfill.OK:
-        raise PredictorError("a flow crosses no link of finite capacity")
-    return rates
-
-
-# --------------------------------------------------------------------------------------------
-# results
-# --------------------------------------------------------------------------------------------
-@dataclass
-class JobResult:
-    """One job's predicted behaviour; arrays over transfers follow `plan.transfers` order."""
-
-    name: str
-    cct_s: list[float]                       # per iteration: last completion - iteration start
-    iteration_start_s: list[float]
-    iteration_end_s: list[float]
-    transfer_bytes: np.ndarray               # (T,) size of each transfer
-    transfer_conn: np.ndarray                # (T,) conn_id of each transfer
-    fct_mean_s: np.ndarray                   # (T,) mean FCT over the iterations run
-    fct_max_s: np.ndarray                    # (T,) max FCT over the iterations run
-    fct_s: np.ndarray | None = None          # (iterations, T), only with keep_fcts=True
-
-    @property
-    def mean_cct_s(self) -> float:
-        return float(np.mean(self.cct_s)) if self.cct_s else float("nan")
-
-    def conn_rates_mbps(self) -> dict[int, float]:
-        """Per connection: bytes carried / time it had a transfer in flight (Mbit/s),
-        averaged over iterations; the "flow rate" of the fairness metric."""
-        out: dict[int, float] = {}
-        conns, inv = np.unique(self.transfer_conn, return_inverse=True)
-        bits = np.bincount(inv, weights=self.transfer_bytes * 8.0)
-        busy = np.bincount(inv, weights=self.fct_mean_s)
-        for c, b, t in zip(conns.tolist(), bits.tolist(), busy.tolist()):
-            out[c] = b / t / 1e6 if t > 0 else float("inf")
-        return out
-
-
-@dataclass
-class Prediction:
-    """Output of `predict` / `ideal`. Link arrays follow `links` (= Fabric.links order)."""
-
-    jobs: dict[str, JobResult]
-    links: list[tuple[str, str]]
-    link_capacity_mbps: np.ndarray           # nominal (without goodput_factor)
-    link_mean_util: np.ndarray               # time-weighted mean of load / nominal capacity
-    link_max_util: np.ndarray                # max of load / nominal capacity
-    makespan_s: float                        # time of the last completion
-    goodput_factor: float = 1.0
-    nonblocking: bool = False
-    util_bin_s: float | None = None
-    link_util_series: np.ndarray | None = None   # (bins, links) mean utilization per bin
-    event_batches: int = 0                   # rate recomputations
-    completions: int = 0                     # transfers completed
-    wall_s: float = 0.0
-    stats: dict = field(default_factory=dict)
-
-    def cct_s(self) -> dict[str, list[float]]:
-        return {name: list(j.cct_s) for name, j in self.jobs.items()}
-
-    def link_utilization(self, min_mean: float = 0.0) -> dict[tuple[str, str], dict[str, float]]:
-        """{link: {"mean": .., "max": ..}} for links whose mean utilization exceeds min_mean
-        (links never used are left out when min_mean >= 0)."""
-        out = {}
-        for i in np.nonzero(self.link_max_util > 0)[0].tolist():
-            if self.link_mean_util[i] >= min_mean:
-                out[self.links[i]] = {"mean": float(self.link_mean_util[i]),
-                                      "max": float(self.link_max_util[i])}
-        return out
-
-
-# --------------------------------------------------------------------------------------------
-# the simulation
-# --------------------------------------------------------------------------------------------
-RING_SYNCS = ("rank", "step")
-RECOMPUTES = ("epochs", "iterations")
-
-
-@dataclass(frozen=True)
-class Semantics:
-    """How the model runs the jobs: ours (the default) or floodns's (`Semantics.floodns()`).
-
-    ring_sync: `rank` (NCCL): a rank's step-k send waits for the chunk of step k-1 it
-    receives; `step` (floodns): a ring's step k starts when the ring's whole step k-1 has
-    ended (every transfer of step k-1 among those its dependencies connect it to).
-    recompute: `epochs`: the router is asked for routes when jobs start or finish (and at
-    fabric events); `iterations` (floodns's central strategies): also at every later
-    iteration start, and at every iteration end while another job is communicating (in an
-    iteration, or past its last one: floodns never counts a finished job as idle again).
-    tail_step: floodns starts one more iteration after the last (after compute_s) and runs
-    only its first step (its roots), unrecorded; the job ends, for the router too, after it.
-    """
-
-    ring_sync: str = "rank"
-    recompute: str = "epochs"
-    tail_step: bool = False
-
-    @classmethod
-    def floodns(cls) -> "Semantics":
-        return cls(ring_sync="step", recompute="iterations", tail_step=True)
-
-    def as_dict(self) -> dict:
-        """As the YAML's `semantics:` section writes it."""
-        return {"ring_sync": self.ring_sync, "recompute": self.recompute,
-                "tail_step": self.tail_step}
-
-    def check(self) -> None:
-        if self.ring_sync not in RING_SYNCS:
-            raise PredictorError(f"ring_sync: {self.ring_sync!r}; choose from {RING_SYNCS}")
-        if self.recompute not in RECOMPUTES:
-            raise PredictorError(f"recompute: {self.recompute!r}; choose from {RECOMPUTES}")
-
-
-OURS = Semantics()
 
 
 class _Job:
@@ -393,33 +249,6 @@ def _conn_links(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | 
         for k, e in enumerate(zip(path, path[1:])):
             table[r, 1 + k] = li[e]
     return table, row_of
-
-
-class Router(Protocol):
-    """Routes that change while the jobs run: the controller's epochs and the fabric's events
-    (experiments/routes.py adapts routing/policy.py). Every call returns conn_id -> spine for
-    at least every connection of the active jobs."""
-
-    def jobs_started(self, jobs: list[str], t: float) -> dict[int, str | None]:
-        """`jobs` begin their first iteration at t (s)."""
-        ...
-
-    def job_finished(self, job: str, t: float) -> dict[int, str | None]:
-        """`job` ended its last iteration at t (s)."""
-        ...
-
-    def event_times(self) -> list[float]:
-        """When the fabric changes (s), in order."""
-        ...
-
-    def fire(self, k: int, t: float) -> tuple[Fabric, dict[int, str | None]]:
-        """Event k happens at t: the fabric after it and the routes the controller then sets."""
-        ...
-
-    def recompute(self, t: float) -> dict[int, str | None]:
-        """Only with Semantics(recompute="iterations"): an iteration began or ended at t and
-        the controller recomputes every active flow's route (floodns's central strategies)."""
-        ...
 
 
 class _Active:

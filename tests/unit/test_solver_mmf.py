@@ -76,7 +76,7 @@ def test_four_jobs_on_8x5_is_solved_to_optimality():
     assert level_vector(t, a) == [2, 2, 1, 1]
     assert sum(1 for v in load_vector(t, a) if v == 2) == 11
     # no routing beats those two counts: the bounds the rounds were proven with say so
-    from routing.mmf import Bounds
+    from routing.mmf_bounds import Bounds
     b = Bounds(t, 2, top_proven=True)
     assert b.jobs(2, {}) == 2
     assert b.links(2, {2: 2}) == 11
@@ -143,7 +143,7 @@ def test_mmf_is_the_lexicographic_optimum_of_brute_force(seed):
 
 
 def test_side_bounds_match_brute_force():
-    from routing.mmf import side_fits, side_hot_links
+    from routing.mmf_bounds import side_fits, side_hot_links
 
     rng = random.Random(0)
     for _ in range(300):
@@ -167,7 +167,7 @@ def test_side_bounds_match_brute_force():
 
 def test_symmetry_breaking_keeps_loads_and_is_met_by_the_renamed_start():
     from routing.ilp import flow_groups
-    from routing.mmf import first_appearance_limits, relabel_first_appearance, spine_classes
+    from routing.mmf_bounds import first_appearance_limits, relabel_first_appearance, spine_classes
 
     f, conns = four_jobs()
     t = flow_table(f, conns)
@@ -186,7 +186,7 @@ def test_symmetry_breaking_keeps_loads_and_is_met_by_the_renamed_start():
 
 
 def test_max_weight_matching_matches_brute_force():
-    from routing.mmf import max_weight_matching
+    from routing.mmf_bounds import max_weight_matching
 
     rng = random.Random(1)
     for _ in range(200):

@@ -7,7 +7,7 @@ from routing import STRATEGIES, RoutingError, route
 from routing.base import flow_table, link_flow_counts, lower_bound_link_flows, max_link_flows
 from routing.edge_coloring import proper_edge_colouring
 from routing.epochs import churn, recompute
-from routing.mmf import job_levels
+from routing.mmf_bounds import job_levels
 from testbed.fabric import FabricSpec, build_fabric
 from traffic.collectives import Connection
 

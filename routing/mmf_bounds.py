@@ -1,0 +1,365 @@
+"""mmf's combinatorics: the two layers' objective vectors, the per-side bounds on how many
+links must carry k flows (Bounds, side_fits, side_hot_links), the symmetry of spines with the
+same live links (classes, first-appearance limits and relabelling) and the assignment that
+renames spines towards a reference (max_weight_matching). Pure code; routing/mmf.py solves.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from .base import FlowTable, assignment_loads
+from .ilp import Groups
+
+
+def job_levels(t: FlowTable, assign: list[int]) -> dict[int, int]:
+    """L_j per job index: the most flows on any link one of its flows uses."""
+    S = t.n_spines
+    up, down = assignment_loads(t, assign)
+    out: dict[int, int] = defaultdict(int)
+    for a, b, j, s in zip(t.src, t.dst, t.job, assign):
+        m = max(up[a * S + s], down[b * S + s])
+        if m > out[j]:
+            out[j] = m
+    return dict(out)
+
+
+def level_vector(t: FlowTable, assign: list[int]) -> list[int]:
+    """Layer 1: the jobs' levels, sorted in decreasing order."""
+    return sorted(job_levels(t, assign).values(), reverse=True)
+
+
+def load_vector(t: FlowTable, assign: list[int]) -> list[int]:
+    """Layer 2: the loads of the links that carry flows, sorted in decreasing order."""
+    up, down = assignment_loads(t, assign)
+    return sorted((v for v in up + down if v), reverse=True)
+
+
+def _at_least(values, k: int) -> int:
+    return sum(1 for v in values if v >= k)
+
+
+def round_value(t: FlowTable, layer: str, k: int, assign: list[int]) -> int:
+    """n_k (layer "jobs": jobs at level >= k) or G_k ("links": links at >= k flows)."""
+    if layer == "jobs":
+        return _at_least(job_levels(t, assign).values(), k)
+    up, down = assignment_loads(t, assign)
+    return _at_least(up, k) + _at_least(down, k)
+
+
+# -- lower bounds --------------------------------------------------------------------------------
+def leaf_sides(t: FlowTable) -> list[tuple[dict[int, int], int]]:
+    """Per leaf side (uplinks of a source leaf, downlinks of a destination leaf):
+    (flows per job index, usable links)."""
+    out = []
+    for ends in (t.src, t.dst):
+        per_job: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+        links: dict[int, set[int]] = defaultdict(set)
+        for i, leaf in enumerate(ends):
+            per_job[leaf][t.job[i]] += 1
+            links[leaf].update(t.cand[i])
+        out += [(dict(per_job[leaf]), len(links[leaf])) for leaf in sorted(per_job)]
+    return out
+
+
+def restricted_sides(t: FlowTable) -> list[tuple[dict[int, int], int]]:
+    """Per leaf side and per set T of spines some of its leaf pairs are limited to (failed
+    links at the far end): (flows per job index of the pairs limited to T, |T|)."""
+    out = []
+    for ends in (t.src, t.dst):
+        by_leaf: dict[int, list[int]] = defaultdict(list)
+        for i, leaf in enumerate(ends):
+            by_leaf[leaf].append(i)
+        for leaf in sorted(by_leaf):
+            ids = by_leaf[leaf]
+            full = frozenset().union(*(t.cand[i] for i in ids))
+            for T in sorted({frozenset(t.cand[i]) for i in ids} - {full}, key=sorted):
+                dj: dict[int, int] = defaultdict(int)
+                for i in ids:
+                    if T.issuperset(t.cand[i]):
+                        dj[t.job[i]] += 1
+                out.append((dict(dj), len(T)))
+    return out
+
+
+def hot_links(d: int, U: int, A: int, k: int) -> int:
+    """m_k: the fewest of U links at >= k flows when they carry d flows, each at most A."""
+    if A < k:
+        return 0 if d <= A * U else U + 1          # (U + 1: impossible)
+    return max(0, math.ceil((d - (k - 1) * U) / (A - k + 1)))
+
+
+def clean_capacity(d: int, U: int, A: int, k: int) -> int:
+    """Most flows of jobs below level k that a side of d flows over U links can carry."""
+    return (k - 1) * (U - hot_links(d, U, A, k))
+
+
+def side_fits(demand: list[int], U: int) -> bool:
+    """Can U links carry demand[c] flows of jobs at level c (c = 1..A), each flow on a link
+    whose load is at most its job's level? Links are given the smallest loads that the
+    prefix demands need (Hall's condition on nested sets), the rest the top level."""
+    used = cap = total = 0
+    for c in range(1, len(demand)):
+        total += demand[c]
+        if total > cap:
+            x = -(-(total - cap) // c)
+            used += x
+            cap += c * x
+    return used <= U
+
+
+def side_hot_links(demand: list[int], U: int, k: int) -> int:
+    """The fewest of U links at >= k flows when demand[c] flows of jobs at level c
+    (c = 1..A) must each sit on a link no fuller than c (U + 1: impossible). Links below k
+    carry at most k - 1; links at >= k only flows of jobs at >= k."""
+    A = len(demand) - 1
+    for h in range(U + 1):
+        cool = U - h                 # links below k
+        spare = 0                    # room left on links opened so far
+        hot = 0
+        ok = True
+        for c in range(1, A + 1):
+            need = demand[c] - spare
+            if need <= 0:
+                spare = -need
+                continue
+            if c < k - 1:            # only links capped at c can take these flows
+                x = -(-need // c)
+                if x > cool:
+                    ok = False
+                    break
+                cool -= x
+                spare = c * x - need
+            else:
+                if c == k - 1 or cool:   # the remaining cool links, each at k - 1
+                    spare += (k - 1) * cool
+                    cool = 0
+                    need = demand[c] - spare
+                    if need <= 0:
+                        spare = -need
+                        continue
+                if c < k:
+                    ok = False
+                    break
+                x = -(-need // c)
+                hot += x
+                spare = c * x - need
+        if ok and hot <= h:
+            return h
+    return U + 1
+
+
+class Bounds:
+    """Lower bounds on n_k and G_k from a relaxation: each job gets a level, and every leaf
+    side (and every subset of its spines some pairs are limited to) must be able to carry its
+    flows on links no fuller than their jobs' levels, ignoring that a flow's uplink and
+    downlink share a spine. Searched exactly (depth first, jobs with the most flows first)
+    within a budget of `work` side checks; past it, the bounds fall back to the per-side
+    ones (a job alone over a side's clean capacity; the sum of the m_k). Deterministic:
+    nothing here depends on the clock."""
+
+    def __init__(self, t: FlowTable, A: int, top_proven: bool, work: int = 2_000_000):
+        self.A, self.top_proven = A, top_proven
+        self.full = leaf_sides(t)
+        self.sides = self.full + restricted_sides(t)
+        self.node_budget = max(100, work // max(1, len(self.sides)))
+        J = self.J = len(t.job_names)
+        flows = [0] * J
+        for j in t.job:
+            flows[j] += 1
+        self.order = sorted(range(J), key=lambda j: (-flows[j], j))
+        self.on_side = [[(j, n) for j, n in dj.items()] for dj, _ in self.sides]
+
+    def _floor(self, k: int) -> int:
+        return 1 if self.top_proven and k <= self.A else 0
+
+    def _fits(self, levels: list[int]) -> bool:
+        """Every side can carry its flows (unassigned jobs, level 0, count as level A)."""
+        A = self.A
+        for (dj, U), pairs in zip(self.sides, self.on_side):
+            demand = [0] * (A + 1)
+            for j, n in pairs:
+                demand[levels[j] or A] += n
+            if not side_fits(demand, U):
+                return False
+        return True
+
+    def _hot(self, levels: list[int], k: int) -> int:
+        """Sum over full sides of the fewest links at >= k flows (unassigned: level A)."""
+        A = self.A
+        total = 0
+        for (dj, U), pairs in zip(self.full, self.on_side):
+            demand = [0] * (A + 1)
+            for j, n in pairs:
+                demand[levels[j] or A] += n
+            total += side_hot_links(demand, U, k)
+        return total
+
+    def _search(self, objective, fixes: dict[int, int]) -> int | None:
+        """Min of `objective(levels)` over level assignments meeting `fixes` (level k ->
+        at most that many jobs at >= k) that fit; None when the budget runs out. On a
+        partial assignment (unassigned jobs: level 0) `objective` must not exceed its value
+        on any completion (it prunes the search)."""
+        A, J, order = self.A, self.J, self.order
+        levels = [0] * J
+        best = [None]
+        nodes = [0]
+
+        def dfs(idx: int) -> bool:
+            nodes[0] += 1
+            if nodes[0] > self.node_budget:
+                return False
+            if not self._fits(levels):
+                return True
+            value = objective(levels)
+            if best[0] is not None and value >= best[0]:
+                return True
+            if idx == J:
+                best[0] = value
+                return True
+            j = order[idx]
+            for lv in range(1, A + 1):
+                if any(lv >= k and sum(1 for x in levels if x >= k) + 1 > n
+                       for k, n in fixes.items()):
+                    continue
+                levels[j] = lv
+                ok = dfs(idx + 1)
+                levels[j] = 0
+                if not ok:
+                    return False
+            return True
+
+        return best[0] if dfs(0) else None
+
+    def jobs(self, k: int, fixes: dict[int, int]) -> int:
+        """Lower bound on n_k given the counts fixed so far."""
+        # unassigned jobs count as below k: the count can only rise as they are assigned
+        found = self._search(lambda lv: sum(1 for x in lv if x >= k), fixes)
+        if found is None:
+            found = self._clean_bound(k)
+        return max(found, self._floor(k))
+
+    def links(self, k: int, fixes: dict[int, int]) -> int:
+        """Lower bound on G_k given the job counts fixed by layer 1."""
+        found = self._search(lambda lv: self._hot(lv, k), fixes)
+        if found is None:
+            found = sum(hot_links(sum(dj.values()), U, self.A, k) for dj, U in self.full)
+        return max(found, self._floor(k))
+
+    def _clean_bound(self, k: int) -> int:
+        forced = set()
+        for dj, U in self.sides:
+            cap = clean_capacity(sum(dj.values()), U, self.A, k)
+            forced |= {j for j, n in dj.items() if n > cap}
+        return len(forced)
+
+
+# -- symmetry ------------------------------------------------------------------------------------
+def spine_classes(t: FlowTable) -> list[list[int]]:
+    """Spines with the same live links (interchangeable in every solution), ascending."""
+    by_sig: dict[tuple, list[int]] = defaultdict(list)
+    for s in range(t.n_spines):
+        sig = (tuple(row[s] for row in t.up_live), tuple(row[s] for row in t.down_live))
+        by_sig[sig].append(s)
+    return [c for c in by_sig.values() if len(c) > 1]
+
+
+def first_appearance_limits(t: FlowTable, groups: Groups, order: list[tuple],
+                            classes: list[list[int]]) -> dict[tuple, set[int]]:
+    """Usable spines per group once each class's spines are named in order of first use along
+    `order`: the m-th flow (0-based) that can use a class takes one of its first m + 1 spines,
+    so a group's flows use only the class's first (flows before it + its own) spines."""
+    allowed = {key: set(t.pair_cand[key[1], key[2]]) for key in groups}
+    for cls in classes:
+        members = set(cls)
+        before = 0
+        for key in order:
+            cand = allowed[key]
+            if not members & cand:
+                continue
+            n = len(groups[key])
+            for r in range(before + n, len(cls)):
+                cand.discard(cls[r])
+            before += n
+            if before >= len(cls):
+                break
+    return allowed
+
+
+def relabel_first_appearance(t: FlowTable, groups: Groups, order: list[tuple],
+                             classes: list[list[int]], assign: list[int]) -> list[int]:
+    """The same solution with each class's spines renamed in order of first use along
+    `order` (so that it meets `first_appearance_limits`); no load changes."""
+    perm = list(range(t.n_spines))
+    for cls in classes:
+        members = set(cls)
+        seen: list[int] = []
+        for key in order:
+            for i in groups[key]:
+                s = assign[i]
+                if s in members and s not in seen:
+                    seen.append(s)
+        rest = [s for s in cls if s not in seen]
+        for old, new in zip(seen + rest, cls):
+            perm[old] = new
+    return [perm[s] for s in assign]
+
+
+def max_weight_matching(w: list[list[int]]) -> list[int]:
+    """Square assignment problem: p[r] = column of row r maximizing sum w[r][p[r]]
+    (Hungarian algorithm, O(n^3))."""
+    n = len(w)
+    INF = float("inf")
+    u = [0.0] * (n + 1)
+    v = [0.0] * (n + 1)
+    p = [0] * (n + 1)          # p[col] = row matched to col (1-based, 0 = none)
+    way = [0] * (n + 1)
+    for r in range(1, n + 1):
+        p[0] = r
+        c0 = 0
+        minv = [INF] * (n + 1)
+        used = [False] * (n + 1)
+        while True:
+            used[c0] = True
+            r0, delta, c1 = p[c0], INF, 0
+            for c in range(1, n + 1):
+                if not used[c]:
+                    cur = -w[r0 - 1][c - 1] - u[r0] - v[c]
+                    if cur < minv[c]:
+                        minv[c], way[c] = cur, c0
+                    if minv[c] < delta:
+                        delta, c1 = minv[c], c
+            for c in range(n + 1):
+                if used[c]:
+                    u[p[c]] += delta
+                    v[c] -= delta
+                else:
+                    minv[c] -= delta
+            c0 = c1
+            if p[c0] == 0:
+                break
+        while c0:
+            c1 = way[c0]
+            p[c0] = p[c1]
+            c0 = c1
+    out = [0] * n
+    for c in range(1, n + 1):
+        if p[c]:
+            out[p[c] - 1] = c - 1
+    return out
+
+
+def rename_towards(t: FlowTable, classes: list[list[int]], assign: list[int],
+                   prefer: list[int]) -> list[int]:
+    """Rename spines within each class so that as many flows as possible are on their
+    `prefer` spine (loads are unchanged)."""
+    perm = list(range(t.n_spines))
+    for cls in classes:
+        pos = {s: r for r, s in enumerate(cls)}
+        w = [[0] * len(cls) for _ in cls]
+        for s, p in zip(assign, prefer):
+            if s in pos and p in pos:
+                w[pos[s]][pos[p]] += 1
+        for r, c in enumerate(max_weight_matching(w)):
+            perm[cls[r]] = cls[c]
+    return [perm[s] for s in assign]

@@ -1,0 +1,30 @@
+"""The max-min fair rates of a set of flows over link capacities: progressive filling,
+vectorized with numpy over an active-flows x links incidence given as index arrays (the
+reference; traffic/waterfill.py is the compiled kernel the predictor runs).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .prediction import PredictorError
+
+
+def max_min_rates(flow_links: np.ndarray, capacity_mbps: np.ndarray,
+                  rel_tol: float = 1e-9, out: np.ndarray | None = None) -> np.ndarray:
+    """Max-min fair rates (Mbit/s) by progressive filling (traffic/waterfill.py, compiled),
+    written into `out` when given (F floats).
+
+    flow_links: (F, K) int array, row f = indices into capacity_mbps of the links flow f
+    crosses (pad with the index of an entry whose capacity is inf). capacity_mbps: (L,) floats.
+    Every round raises all unfrozen flows equally until the tightest link saturates, then
+    freezes every flow crossing a link whose fair share is within rel_tol of that minimum.
+    """
+    from traffic import waterfill             # numba's import (~0.3 s) only when predicting
+    rates = np.zeros(flow_links.shape[0]) if out is None else out
+    if rates.size == 0:
+        return rates
+    links = np.ascontiguousarray(flow_links, dtype=np.int64)
+    cap = np.ascontiguousarray(capacity_mbps, dtype=np.float64)
+    if waterfill.fill(links, cap, float(rel_tol), rates) != waterfill.OK:
+        raise PredictorError("a flow crosses no link of finite capacity")
+    return rates
