@@ -102,6 +102,8 @@ class JobSpec:
     iterations: int = 1
     compute_s: float = 0.0
     start_s: float = 0.0
+    #: K > 1: every connection is K TCP connections and every transfer K parts (with_subflows)
+    subflows: int = 1
 
     @property
     def hosts(self) -> list[str]:
@@ -298,7 +300,7 @@ def plan_jobs(specs: list[JobSpec]) -> list[JobPlan]:
         planner = _PLANNERS.get(Collective(spec.collective))
         if planner is None:  # pragma: no cover - Collective is closed
             raise WorkloadError(f"jobs.{spec.name}.collective: unsupported {spec.collective}")
-        plan = planner(spec, index, next_conn)
+        plan = with_subflows(planner(spec, index, next_conn), spec.subflows, next_conn)
         for c in plan.connections:
             key = (c.src, c.dst, c.src_port, c.dst_port)
             if key in seen:
@@ -310,6 +312,35 @@ def plan_jobs(specs: list[JobSpec]) -> list[JobPlan]:
         next_conn += len(plan.connections)
         plans.append(plan)
     return plans
+
+
+def with_subflows(plan: JobPlan, k: int, first_conn_id: int) -> JobPlan:
+    """The job's DAG with K subflows (NCCL's sockets per connection, RoCE's queue pairs):
+    every connection becomes K connections (consecutive ids from `first_conn_id`, so each its
+    own source port), every transfer of S bytes K parts of split_bytes(S, K) sent at once, one
+    on each, and whatever depended on the transfer waits for all K parts. Part p of a transfer
+    follows part p of the connection's previous transfer. K = 1 returns `plan` itself."""
+    if k == 1:
+        return plan
+    conns, sub = [], {}
+    for c in plan.connections:
+        for part in range(k):
+            cid = first_conn_id + len(conns)
+            conns.append(dataclasses.replace(c, conn_id=cid, src_port=source_port(cid)))
+            sub[c.conn_id, part] = cid
+    transfers: list[Transfer] = []
+    parts_of: dict[int, tuple[int, ...]] = {}
+    for t in plan.transfers:
+        if t.size_bytes < k:
+            raise WorkloadError(f"jobs.{plan.spec.name}.subflows: a transfer of {t.size_bytes} "
+                                f"bytes cannot be split into {k} parts of at least one byte; "
+                                "use fewer subflows or more bytes")
+        deps = tuple(d for dep in t.deps for d in parts_of[dep])
+        first = len(transfers)
+        for part, size in enumerate(split_bytes(t.size_bytes, k)):
+            transfers.append(Transfer(first + part, sub[t.conn_id, part], size, t.step, deps))
+        parts_of[t.tid] = tuple(range(first, first + k))
+    return dataclasses.replace(plan, connections=conns, transfers=transfers)
 
 
 def group_counts(collective: Collective, n: int) -> tuple[int, int, int]:

@@ -3,14 +3,15 @@ patterns (traffic/patterns.py), and the size of what they plan, counted before i
 """
 from __future__ import annotations
 
+import dataclasses
 import random
 from typing import Any
 
 from testbed.fabric import Fabric
 from traffic.collectives import SOURCE_PORT_SPAN, Collective, JobSpec, WorkloadError, group_counts
 
-from .limits import (MAX_DP, MAX_ITERATIONS, MAX_JOBS, MAX_SCALE_BYTES, MAX_SEED, MAX_SIZE_BYTES,
-                     MAX_TRANSFER_RUNS, MAX_TRANSFERS)
+from .limits import (MAX_DP, MAX_ITERATIONS, MAX_JOBS, MAX_SCALE_BYTES, MAX_SEED,
+                     MAX_SIZE_BYTES, MAX_SUBFLOWS, MAX_TRANSFER_RUNS, MAX_TRANSFERS)
 from .keys import EXPLICIT_JOB_KEYS, MODEL_JOB_KEYS, PATTERN_JOB_KEYS
 from .readers import ConfigError, quote, _check_keys, _int, _num, _fmt, _name, _choice
 
@@ -170,6 +171,22 @@ def _jobs(v: Any, fabric: Fabric, seed: int) -> list[JobSpec]:
     return jobs
 
 
+def with_subflows(jobs: list[JobSpec], doc: dict) -> tuple[list[JobSpec], int]:
+    """Each job's `subflows` (its own key, else the config's top-level one, default 1;
+    1..MAX_SUBFLOWS), and the top-level value. traffic/collectives.py's with_subflows turns
+    them into connections and parts when the jobs are planned."""
+    top = _int(doc, "subflows", "config", 1, maximum=MAX_SUBFLOWS,
+               why="NCCL's sockets per connection")
+    raw = doc.get("jobs") if isinstance(doc.get("jobs"), list) else []
+    out = []
+    for i, j in enumerate(jobs):
+        d = raw[i] if i < len(raw) and isinstance(raw[i], dict) else {}
+        k = _int(d, "subflows", f"jobs[{i}]", top, maximum=MAX_SUBFLOWS,
+                 why="NCCL's sockets per connection")
+        out.append(dataclasses.replace(j, subflows=k) if k != j.subflows else j)
+    return out, top
+
+
 def _check_size(jobs: list[JobSpec], routing: list[str]) -> None:
     """Connections and transfers, counted before they are built."""
     conns = transfers = runs = 0
@@ -177,7 +194,7 @@ def _check_size(jobs: list[JobSpec], routing: list[str]) -> None:
         c = t = 0
         for g in j.groups:
             gc, gt, _ = group_counts(j.collective, len(g))
-            c, t = c + gc, t + gt
+            c, t = c + gc * j.subflows, t + gt * j.subflows
         conns, transfers, runs = conns + c, transfers + t, runs + t * j.iterations
         if transfers > MAX_TRANSFERS:
             raise ConfigError(f"jobs[{i}]: the jobs up to here send {transfers:,} transfers per "

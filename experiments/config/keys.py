@@ -6,7 +6,7 @@ from testbed import topologies
 
 
 TOP_KEYS = {"name", "seed", "fabric", "jobs", "routing", "emulation", "events",
-            "jobs_from", "semantics", "replay_log", "solver_time_limit_s"}
+            "jobs_from", "semantics", "replay_log", "solver_time_limit_s", "subflows"}
 
 
 EVENT_KINDS = ("fail_spine", "restore_spine", "fail_switch", "restore_switch", "fail_link",
@@ -18,15 +18,16 @@ FABRIC_KEYS = set().union(*(k.keys for k in topologies.KINDS.values()))
 
 
 EXPLICIT_JOB_KEYS = {"name", "collective", "hosts", "groups", "size_bytes", "iterations",
-                     "compute_s", "start_s"}
+                     "compute_s", "start_s", "subflows"}
 
 
 MODEL_JOB_KEYS = {"name", "model", "dp", "placement", "iterations", "compute_s",
-                  "start_s", "scale_bytes"}
+                  "start_s", "scale_bytes", "subflows"}
 
 
 PATTERN_JOB_KEYS = {"name", "pattern", "hosts", "stride", "p_leaf", "p_pod", "hotspots",
-                    "flows_per_host", "seed", "size_bytes", "iterations", "compute_s", "start_s"}
+                    "flows_per_host", "seed", "size_bytes", "iterations", "compute_s", "start_s",
+                    "subflows"}
 
 
 EMULATION_KEYS = {"datapath", "port_type", "tcp_cc", "mtu_bytes", "queue_packets",

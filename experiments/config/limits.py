@@ -49,6 +49,9 @@ MAX_DURATION_S = 7 * 86_400.0
 
 
 MAX_SEED = 2 ** 32 - 1
+#: Subflows per connection (`subflows`): NCCL opens at most 64 sockets per connection
+#: (NCCL_NSOCKS_PERTHREAD x NCCL_SOCKET_NTHREADS).
+MAX_SUBFLOWS = 64
 
 
 #: Per-link drop-tail queue (frames): 10,000 x 64,000 B = 640 MB, still a C int for the

@@ -13,7 +13,7 @@ from .readers import ConfigError, _check_keys, _section, _int, _num, _name
 from .yamlio import read_yaml, _check_tree
 from .records import Experiment
 from .fabric import _fabric, host_pairs, _check_reachable
-from .jobs import _job_key, _jobs, _check_size
+from .jobs import _check_size, _job_key, _jobs, with_subflows
 from .timing import _check_timing
 from .strategies import _replay_flows, _routing_replay
 from .events import _events
@@ -36,6 +36,7 @@ def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
     routing, replay_log = _routing_replay(d, base_dir)
     jobs = (_jobs(d.get("jobs"), fabric, seed) if imported is None
             else _imported_jobs(imported[1](fabric), fabric, _source_kind(d)))
+    jobs, subflows = with_subflows(jobs, d)
     _check_size(jobs, routing)
     try:
         plans = plan_jobs(jobs)  # rings, bytes, unique 5-tuples
@@ -55,7 +56,7 @@ def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
                       semantics=_semantics(d.get("semantics")), replay_log=replay_log,
                       solver_time_limit_s=limit,
                       jobs_from=_jobs_source(d, base_dir) if imported is not None else None,
-                      replay_flows=flows)
+                      replay_flows=flows, subflows=subflows)
 
 
 def load(path: str | Path) -> Experiment:

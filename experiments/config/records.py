@@ -89,6 +89,7 @@ class Experiment:
     jobs_from: dict | None = None             # the jobs' source files (absolute paths)
     #: replay_log's flows as read (routing/replay.py ReplayLog), checked against the jobs
     replay_flows: Any = field(default=None, repr=False, compare=False)
+    subflows: int = 1                         # the config's top-level default (jobs keep theirs)
     #: `routing` parsed once, entry by entry (experiments/routing_entry.py)
     routings: list[RoutingEntry] = field(init=False, repr=False, compare=False)
 
@@ -105,11 +106,13 @@ class Experiment:
              **({"hosts": list(j.groups[0])} if len(j.groups) == 1
                 else {"groups": [list(g) for g in j.groups]}),
              "size_bytes": j.size_bytes, "iterations": j.iterations, "compute_s": j.compute_s,
-             "start_s": j.start_s} for j in self.jobs]})
+             "start_s": j.start_s, **({"subflows": j.subflows} if j.subflows != 1 else {})}
+            for j in self.jobs]})
         return {
             "name": self.name, "seed": self.seed,
             "fabric": topologies.resolved(self.fabric.spec),
             **jobs,
+            **({"subflows": self.subflows} if self.jobs_from and self.subflows != 1 else {}),
             "routing": list(self.routing),
             "emulation": self.emulation.resolved(),
             "events": [e.as_dict() for e in self.events],
