@@ -379,7 +379,7 @@ def dask_client(scheduler: str | None, mode: str, workers: int | None) -> Iterat
                     client.scheduler_info().get("workers", {}).values()):
                 raise ConfigError(f"--scheduler: no worker of {scheduler} offers the "
                                   f"{EMULATOR} resource; start workers with --nworkers 1 "
-                                  f"--resources {EMULATOR}=1 (README, Sweeps and reports)")
+                                  f"--resources {EMULATOR}=1 (docs/sweeps.md)")
             yield client
         finally:
             client.close()

@@ -30,11 +30,11 @@ Why a half for the thread: it busy-polls every port while any packet is about, s
 touches 95% in bursts at rates it carries faithfully (quickstart ILP at 80 Mbit/s of host
 traffic: 15% of samples, +1.3% against the model; 640 Mbit/s: 10-35%, +2.3% to +3.1%), and
 stays there where the emulation drifts (1,280 Mbit/s: 84-92%, +4.4% to +7.0%; 64 hosts at
-128 Mbit/s: 69%, +12.0%). One quiet machine, 14 runs (README, "Fidelity guard").
+128 Mbit/s: 69%, +12.0%). One quiet machine, 14 runs (docs/emulation.md, "Fidelity guard").
 
 Why not the whole cores' mean alone (as before): on a machine where another user's niced job
 held one core, a quickstart whose forwarding thread never passed 62% of a core was flagged
-with 14.25 of 15.0 s "saturated", the cores at 99% (see README, "Fidelity guard").
+with 14.25 of 15.0 s "saturated", the cores at 99% (see docs/emulation.md, "Fidelity guard").
 """
 from __future__ import annotations
 
@@ -434,7 +434,7 @@ def advice(summary: dict, host_traffic_mbps: float, mtu_bytes: int, hosts: int,
                    f"{host_traffic_mbps / f:.0f} Mbit/s)")
         if mtu > mtu_bytes:
             out.append(f"  or raise emulation.mtu_bytes from {mtu_bytes} to {mtu} "
-                       "(coarser sharing on slow links; see README, MTU)")
+                       "(coarser sharing on slow links; see docs/emulation.md, MTU)")
         out.append(f"  or emulate fewer hosts: at most {int(hosts / f)} of {hosts} at these "
                    "rates")
     else:

@@ -1,5 +1,5 @@
 """One fabric over several machines: which machine emulates what, and the VXLAN tunnels between
-them (pure: no mininet, no root; the design is in README, "Past one machine").
+them (pure: no mininet, no root; the design is in docs/multi-machine.md).
 
 The unit of placement is a pod: in a clos3 / fat-tree a pod (its leaves, aggs and hosts), in a
 leaf-spine a group of consecutive leaves with their hosts. Pods never straddle machines, so

@@ -12,7 +12,7 @@ The veth and its shaper are the same as with `system` ports (an AF_PACKET socket
 the veth itself); only the way packets reach ovs-vswitchd changes. Why: before every
 `recvmmsg` on a `system` port OVS allocates 32 MTU-sized buffers and frees the unused ones,
 and its one forwarding thread polls every port on each wake-up, so each port costs the thread
-even when idle; a tap port allocates one buffer per packet read (README, "Datapath options").
+even when idle; a tap port allocates one buffer per packet read (docs/emulation.md, "Datapath options").
 
 Why nftables and not `tc ... action mirred`: ovs-vswitchd deletes the ingress qdisc of every
 port it (re)configures (its ingress policing), which took a mirred rule off a tap in testing;

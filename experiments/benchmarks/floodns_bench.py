@@ -5,8 +5,8 @@
 
 A case J-F-R is concurrent_jobs_J, F failed cores, ring size R (floodns's folders). For each:
 
-* floodns: with --floodns (the authors' floodns folder, built with javac: README "Replaying
-  floodns inputs") and --classpath, its ECMP and mcvlc runs are made here (one run each, wall
+* floodns: with --floodns (the authors' floodns folder, built with javac: docs/interop.md)
+  and --classpath, its ECMP and mcvlc runs are made here (one run each, wall
   time of the whole `java` process) and its per-job mean all-reduce time read from
   logs_floodns/job_info.csv; without, the figures its authors' code printed (the notes:
   single-job cases only, no wall times).

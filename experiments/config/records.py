@@ -18,7 +18,7 @@ from ..routing_entry import RoutingEntry, parse_entries
 
 @dataclass
 class EmulationConfig:
-    """How the emulator runs; each default is explained in the README (datapath tuning)."""
+    """How the emulator runs; each default is explained in docs/emulation.md."""
 
     datapath: str = DEFAULTS.datapath          # auto | kernel | user
     port_type: str = DEFAULTS.port_type        # system | tap: how the userspace datapath

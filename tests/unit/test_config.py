@@ -211,10 +211,10 @@ def test_switch_burst_defaults_to_four_frames_and_fits_its_queue():
             parse(with_("emulation", bad))
 
 
-def test_the_readme_yaml_example_parses():
+def test_the_documented_yaml_example_parses():
     from pathlib import Path
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    block = text[text.index("## The experiment YAML"):].split("```yaml\n", 1)[1].split("```")[0]
+    text = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    block = text[text.index("## An example"):].split("```yaml\n", 1)[1].split("```")[0]
     exp = parse(yaml.safe_load(block))
     assert exp.routing and exp.events and exp.emulation.link_scheduler == "fair"
 
@@ -300,12 +300,12 @@ def test_yaml_errors_keep_line_and_column(tmp_path):
         load(p)
 
 
-def test_the_readme_limits_table_matches_the_code():
+def test_the_documented_limits_table_matches_the_code():
     import experiments.config as c
     from experiments.__main__ import MAX_CALIBRATE_S
     from experiments.outdir import MIN_FREE_BYTES
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("## The experiment YAML"):text.index("## Reading the results")]
+    text = (ROOT / "docs" / "configuration.md").read_text()
+    section = text[text.index("## Bad input and limits"):]
     for expected in (f"{c.MAX_CONFIG_BYTES:,} bytes, nesting {c.MAX_DEPTH} levels",
                      "0 .. 2^32-1", f"1 .. {c.MAX_SPINES}", f"1 .. {c.MAX_LEAVES} each",
                      f"{c.MIN_RATE_MBPS:g} .. {c.MAX_RATE_MBPS:,.0f}",
