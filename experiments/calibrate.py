@@ -165,18 +165,8 @@ def calibrate(exp: Experiment, out_dir: Path, duration_s: float = 8.0,
         if emu.malloc_tuned is False:
             log(MALLOC_WARNING)
     factor = agent_one[0] / rate
-    result = {
-        "link_rate_mbps": rate, "duration_s": duration_s, "environment": env,
-        "one_flow": {"iperf3_mbps": iperf_one[0], "agent_mbps": agent_one[0],
-                     "iperf3_fraction": iperf_one[0] / rate, "agent_fraction": factor},
-        "shared_link": {"flows": k, "iperf3_mbps": iperf_k, "agent_mbps": agent_k,
-                        "iperf3_jain": jain_index(iperf_k), "agent_jain": jain_index(agent_k),
-                        "iperf3_aggregate_fraction": sum(iperf_k) / rate,
-                        "agent_aggregate_fraction": sum(agent_k) / rate},
-        "goodput_factor": factor,
-        "theoretical_goodput_factor": theoretical_goodput_factor(em.mtu_bytes),
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
+    result = _record(rate, duration_s, env, iperf_one[0], agent_one[0], iperf_k, agent_k,
+                     em.mtu_bytes)
     plausible = plausible_factor(factor, em.mtu_bytes)
     result["stored"] = bool(store and plausible)
     write_json(out_dir / "calibration.json", result)
@@ -200,3 +190,20 @@ def calibrate(exp: Experiment, out_dir: Path, duration_s: float = 8.0,
     if store:
         log(f"goodput factor {factor:.4f} stored for {key} in {store_path}")
     return result
+
+
+def _record(rate: float, duration_s: float, env: dict, iperf_one: float, agent_one: float,
+            iperf_k: list[float], agent_k: list[float], mtu_bytes: int) -> dict:
+    """calibration.json's record (rates in Mbit/s, fractions of `rate`)."""
+    return {
+        "link_rate_mbps": rate, "duration_s": duration_s, "environment": env,
+        "one_flow": {"iperf3_mbps": iperf_one, "agent_mbps": agent_one,
+                     "iperf3_fraction": iperf_one / rate, "agent_fraction": agent_one / rate},
+        "shared_link": {"flows": len(agent_k), "iperf3_mbps": iperf_k, "agent_mbps": agent_k,
+                        "iperf3_jain": jain_index(iperf_k), "agent_jain": jain_index(agent_k),
+                        "iperf3_aggregate_fraction": sum(iperf_k) / rate,
+                        "agent_aggregate_fraction": sum(agent_k) / rate},
+        "goodput_factor": agent_one / rate,
+        "theoretical_goodput_factor": theoretical_goodput_factor(mtu_bytes),
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }

@@ -96,6 +96,46 @@ def load_histogram(loads: list[int], n: int) -> tuple[list[int], int]:
     return hist, top
 
 
+def _pick_spine(rand, randrange, focus: float, movable: list[int], t, assign: list[int],
+                up: list[int], down: list[int], M: int) -> tuple[int, int, int, int, int]:
+    """One move of the spine search: a flow (with probability `focus` one on a link at the
+    maximum M) and its new spine (with probability `focus` the one whose worse link is least
+    loaded, else any candidate). Returns (flow, src leaf, dst leaf, spine, new spine)."""
+    src, dst, cand, S = t.src, t.dst, t.cand, t.n_spines
+    n_mov = len(movable)
+    i = movable[randrange(n_mov)]
+    if rand() < focus:
+        for _ in range(64):
+            a, b, s = src[i], dst[i], assign[i]
+            if up[a * S + s] == M or down[b * S + s] == M:
+                break
+            i = movable[randrange(n_mov)]
+    a, b, s = src[i], dst[i], assign[i]
+    c = cand[i]
+    if rand() < focus:
+        s2, bestv = s, None
+        ao, bo = a * S, b * S
+        for x in c:
+            if x != s:
+                u, d = up[ao + x], down[bo + x]
+                v = u if u > d else d
+                if bestv is None or v < bestv or (v == bestv and rand() < 0.5):
+                    s2, bestv = x, v
+    else:
+        s2 = c[randrange(len(c))]
+    return i, a, b, s, s2
+
+
+def _move(hist: list[int], up: list[int], down: list[int], ua: int, ub: int, va: int,
+          vb: int) -> None:
+    """One flow off uplink ua and downlink ub onto va and vb, the load histogram kept."""
+    for arr, idx, d in ((up, ua, -1), (down, ub, -1), (up, va, 1), (down, vb, 1)):
+        v = arr[idx]
+        hist[v] -= 1
+        arr[idx] = v + d
+        hist[v + d] += 1
+
+
 def route_annealing(fabric: Fabric, conns: list[Connection], seed: int = 0,
                     previous: dict[int, str | None] | None = None, *,
                     init: str = "random", energy: str = "lex", max_iters: int | None = None,
@@ -118,8 +158,7 @@ def route_annealing(fabric: Fabric, conns: list[Connection], seed: int = 0,
     sticky = bool(previous)   # low-churn mode: strict descent from the previous assignment
     best_key = (M, hist[M])
     best = list(assign)
-    src, dst, cand = t.src, t.dst, t.cand
-    movable = [i for i in range(n) if len(cand[i]) > 1]
+    movable = [i for i in range(n) if len(t.cand[i]) > 1]
     if M <= 1:
         movable = []          # one flow per link at most: nothing to improve
     if max_iters is None:
@@ -130,43 +169,17 @@ def route_annealing(fabric: Fabric, conns: list[Connection], seed: int = 0,
     it = 0
     rand = rng.random
     randrange = rng.randrange
-    n_mov = len(movable)
     if best_key <= target:
         movable = []
     while movable and it < max_iters:
         it += 1
-        # pick a flow, preferably one on a link at the maximum
-        i = movable[randrange(n_mov)]
-        if rand() < focus:
-            for _ in range(64):
-                a, b, s = src[i], dst[i], assign[i]
-                if up[a * S + s] == M or down[b * S + s] == M:
-                    break
-                i = movable[randrange(n_mov)]
-        a, b, s = src[i], dst[i], assign[i]
-        c = cand[i]
-        if rand() < focus:  # directed move: the other spine whose worse link is least loaded
-            s2, bestv = s, None
-            ao, bo = a * S, b * S
-            for x in c:
-                if x != s:
-                    u, d = up[ao + x], down[bo + x]
-                    v = u if u > d else d
-                    if bestv is None or v < bestv or (v == bestv and rand() < 0.5):
-                        s2, bestv = x, v
-        else:
-            s2 = c[randrange(len(c))]
+        i, a, b, s, s2 = _pick_spine(rand, randrange, focus, movable, t, assign, up, down, M)
         if s2 == s:
             continue
         old_e = M * K1 + hist[M] if lexi else M * hist[M]
         ua, ub = a * S + s, b * S + s
         va, vb = a * S + s2, b * S + s2
-        # apply the move on the histogram
-        for arr, idx, d in ((up, ua, -1), (down, ub, -1), (up, va, 1), (down, vb, 1)):
-            v = arr[idx]
-            hist[v] -= 1
-            arr[idx] = v + d
-            hist[v + d] += 1
+        _move(hist, up, down, ua, ub, va, vb)
         newM = M
         if up[va] > newM:
             newM = up[va]
@@ -186,17 +199,53 @@ def route_annealing(fabric: Fabric, conns: list[Connection], seed: int = 0,
                 if key <= target:
                     break
         else:  # undo
-            for arr, idx, d in ((up, va, -1), (down, vb, -1), (up, ua, 1), (down, ub, 1)):
-                v = arr[idx]
-                hist[v] -= 1
-                arr[idx] = v + d
-                hist[v + d] += 1
+            _move(hist, up, down, va, vb, ua, ub)
         T *= alpha
     stats = SolveStats(time.perf_counter() - start, "heuristic", None, lb)
     return RoutingPlan("annealing", spine_of_from_assignment(t, best), stats)
 
 
 # -- three tiers: the same search over paths ----------------------------------------------------
+def _start_paths(t, previous: dict | None, init: str, rng: random.Random,
+                 seed: int) -> list[int]:
+    """The path search's first assignment: the previous plan filled greedily, or greedy, or
+    random."""
+    n = len(t.flows)
+    if previous:
+        assign = assignment_of_paths(t, previous)
+        greedy_fill_paths(t, assign, loads_of(t, assign), seed)
+        return assign
+    if init == "greedy":
+        return greedy_fill_paths(t, [-1] * n, [0] * t.n_links, seed)
+    if init == "random":
+        return [rng.choice(c) for c in t.cand]
+    raise ValueError(f"annealing: init must be 'random' or 'greedy', not {init!r}")
+
+
+def _pick_path(rand, randrange, focus: float, movable: list[int], pl, cand, assign: list[int],
+               load: list[int], M: int) -> tuple[int, int, int]:
+    """One move of the path search: a flow (with probability `focus` one on a link at the
+    maximum M) and its new path (with probability `focus` the one whose busiest link is least
+    loaded). Returns (flow, path, new path)."""
+    i = movable[randrange(len(movable))]
+    if rand() < focus:
+        for _ in range(64):
+            if any(load[e] == M for e in pl[assign[i]]):
+                break
+            i = movable[randrange(len(movable))]
+    p, c = assign[i], cand[i]
+    if rand() < focus:
+        q, bestv = p, None
+        for x in c:
+            if x != p:
+                v = max(load[e] + (e not in pl[p]) for e in pl[x])
+                if bestv is None or v < bestv or (v == bestv and rand() < 0.5):
+                    q, bestv = x, v
+    else:
+        q = c[randrange(len(c))]
+    return i, p, q
+
+
 def route_annealing_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,
                           previous: dict[int, Path | None] | None = None, *,
                           init: str = "random", max_iters: int | None = None,
@@ -210,15 +259,7 @@ def route_annealing_paths(fabric: Fabric, conns: list[Connection], seed: int = 0
     rng = random.Random(seed)
     n = len(t.flows)
     lb = path_lower_bound(t, fabric)
-    if previous:
-        assign = assignment_of_paths(t, previous)
-        greedy_fill_paths(t, assign, loads_of(t, assign), seed)
-    elif init == "greedy":
-        assign = greedy_fill_paths(t, [-1] * n, [0] * t.n_links, seed)
-    elif init == "random":
-        assign = [rng.choice(c) for c in t.cand]
-    else:
-        raise ValueError(f"annealing: init must be 'random' or 'greedy', not {init!r}")
+    assign = _start_paths(t, previous, init, rng, seed)
     load = loads_of(t, assign)
     if n == 0:
         return RoutingPlan("annealing", path_of_assignment(t, assign),
@@ -253,22 +294,7 @@ def route_annealing_paths(fabric: Fabric, conns: list[Connection], seed: int = 0
 
     while movable and it < max_iters:
         it += 1
-        i = movable[randrange(len(movable))]
-        if rand() < focus:
-            for _ in range(64):
-                if any(load[e] == M for e in pl[assign[i]]):
-                    break
-                i = movable[randrange(len(movable))]
-        p, c = assign[i], cand[i]
-        if rand() < focus:   # the other path whose busiest link is least loaded
-            q, bestv = p, None
-            for x in c:
-                if x != p:
-                    v = max(load[e] + (e not in pl[p]) for e in pl[x])
-                    if bestv is None or v < bestv or (v == bestv and rand() < 0.5):
-                        q, bestv = x, v
-        else:
-            q = c[randrange(len(c))]
+        i, p, q = _pick_path(rand, randrange, focus, movable, pl, cand, assign, load, M)
         if q == p:
             continue
         old_e = M * K1 + hist[M]
