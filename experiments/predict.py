@@ -19,6 +19,7 @@ from routing.base import RoutingError, max_link_flows
 from routing.replay import read_flow_log, route_replay
 from traffic.collectives import JobPlan, plan_jobs, with_port_offset
 from traffic.predictor import Prediction, ideal, predict
+from traffic.metrics import link_load_imbalance
 
 from .config import ConfigError, Experiment
 from .outdir import writing
@@ -89,6 +90,7 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
     if port_offset:
         plans = with_port_offset(plans, port_offset)
     conns = [c for p in plans for c in p.connections]
+    pairs = {(exp.fabric.leaf_of(c.src), exp.fabric.leaf_of(c.dst)) for c in conns}
     ideal_pred = ideal(exp.fabric, plans)
     results = {"schema_version": SCHEMA_VERSION, "name": exp.name, "seed": exp.seed,
                "goodput_factor": goodput_factor, "repetition": repetition,
@@ -123,6 +125,7 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
         run = run_result(name, "predicted", jobs, peak,
                          solve_block(rp.stats.as_dict() if rp else {}, routes.policy.solves),
                          fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),
+                         link_load_imbalance=link_load_imbalance(pred, exp.fabric, pairs),
                          predict_wall_s=pred.wall_s)
         write_prediction_csvs(out_dir / entry.run_dir, plans, pred)
         results["runs"].append(run)

@@ -10,6 +10,11 @@ traffic.predictor.ideal, where only the hosts' own links limit).
   counts once, whatever its size). Our choice: each job is a tenant whose iteration time is its
   slowest ring, and a routing that slows a small job down must not hide behind a big one that
   runs well (a byte- or time-weighted mean would let it).
+* **Link-load imbalance** = the most bytes on one fabric link / the mean over the links routing
+  could use (every switch link on a live shortest path between the leaves the flows connect).
+  1.0: every usable link carried the same; ECMP piling 3 of 16 equal flows on one of 16
+  uplinks gives 3.0. Links no path offers are left out, so a link a failure took away does not
+  count as idle.
 * **2-layered max-min fairness vector** -- OUR READING of the paper's objective, not its
   published definition: layer 1 = the jobs' efficiencies sorted ascending (max-min across
   jobs: each job is as fast as its slowest ring); layer 2 = within each job, its flows'
@@ -20,8 +25,10 @@ traffic.predictor.ideal, where only the hosts' own links limit).
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from testbed.fabric import Fabric
 from traffic.predictor import Prediction
 
 
@@ -104,3 +111,20 @@ def summary(pred: Prediction, ideal_pred: Prediction) -> dict:
         "ideal_cct_s": {n: j.mean_cct_s for n, j in ideal_pred.jobs.items()},
         "fairness": fairness_vector(pred, ideal_pred).as_dict(),
     }
+
+
+def link_load_imbalance(pred: Prediction, fabric: Fabric,
+                        leaf_pairs: Iterable[tuple[str, str]]) -> float | None:
+    """Max / mean bytes over the switch links on the live shortest paths between `leaf_pairs`
+    (the links routing could use; see the module docstring). None when no flow leaves its leaf
+    or no such link carried a byte."""
+    usable = sorted({(p[i], p[i + 1]) for a, b in set(leaf_pairs)
+                     for p in fabric.switch_paths(a, b) for i in range(len(p) - 1)})
+    if not usable:
+        return None
+    index = fabric.link_index
+    # bytes on a link = its time-weighted mean utilization x capacity x the makespan
+    loads = [float(pred.link_mean_util[index[e]] * pred.link_capacity_mbps[index[e]])
+             for e in usable]
+    mean = sum(loads) / len(loads)
+    return max(loads) / mean if mean > 0 else None
