@@ -17,6 +17,7 @@ from .greedy import route_greedy, route_greedy_paths, warm_kernels
 from .ilp import route_ilp, route_ilp_paths
 from .mmf import route_mmf, route_mmf_paths
 from .paths import Path
+from .spray import route_spray
 
 Strategy = Callable[..., RoutingPlan]
 
@@ -36,6 +37,7 @@ KERNELS: dict[str, tuple[Strategy, Strategy]] = {
     "ilp": (route_ilp, route_ilp_paths),
     "mmf": (route_mmf, route_mmf_paths),
     "gff": (route_gff, route_gff),
+    "spray": (route_spray, route_spray),
 }
 STRATEGIES = sorted(KERNELS)
 _WARM: list[bool] = []     # greedy's compiled loops are ready

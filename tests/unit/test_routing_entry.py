@@ -89,11 +89,13 @@ def test_bad_entries_are_refused_as_before(routing, key):
 
 
 _TIMING = {"predict_wall_s", "time_s", "time_s_max", "time_s_mean", "solve_time_s", "wall_s"}
+#: keys results.json gained after the digests below were written (new figures, nothing moved)
+_ADDED = {"link_load_imbalance"}
 
 
 
 def _scrub(o):
-    return scrubbed(o, _TIMING)
+    return scrubbed(o, _TIMING | _ADDED)
 
 
 def predicted_digest(config: Path, out: Path) -> str:

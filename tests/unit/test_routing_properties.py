@@ -128,4 +128,5 @@ def test_ilp_matches_brute_force(case) -> None:
 
 
 def test_every_strategy_is_registered() -> None:
-    assert set(STRATEGIES) == {"ecmp", "greedy", "edge-coloring", "annealing", "ilp", "mmf", "gff"}
+    assert set(STRATEGIES) == {"ecmp", "greedy", "edge-coloring", "annealing", "ilp", "mmf", "gff",
+                               "spray"}
