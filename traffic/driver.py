@@ -107,7 +107,8 @@ class TrafficDriver:
         for plan in self.plans:
             for host, aplan in agent_plans(self.emu.fabric, plan, self.seed, self.tcp_cc,
                                            self.timeout_s,
-                                           self.emu.settings.window_clamp_bytes).items():
+                                           self.emu.settings.subflow_window_clamp_bytes(
+                                               plan.spec.subflows)).items():
                 # absolute: the agent runs in the repository's folder, not the caller's
                 path = (self.log_dir / f"plan-{plan.name}-{host}.json").resolve()
                 path.write_text(json.dumps(aplan))

@@ -116,3 +116,13 @@ def test_bad_subflows(where, value, names):
            {**BASE, "jobs": [dict(BASE["jobs"][0], subflows=value)]})
     with pytest.raises(ConfigError, match=names.replace(".", r"\.").replace("[", r"\[")):
         parse(doc)
+
+
+def test_a_connections_window_is_shared_by_its_subflows():
+    """K subflows split the connection's window (16 frames: 8 each for K = 2, 4 for K = 4),
+    never below 4 frames each; K = 1 and unbounded windows are left alone."""
+    from testbed.settings import EmulationSettings
+    s = EmulationSettings(mtu_bytes=9000, window_frames=16)
+    assert [s.subflow_window_clamp_bytes(k) // 9000 for k in (1, 2, 4, 8, 64)] == [16, 8, 4, 4, 4]
+    assert EmulationSettings(window_frames=0).subflow_window_clamp_bytes(4) == 0
+    assert EmulationSettings(window_frames=6).subflow_window_clamp_bytes(2) == 4 * 9000
