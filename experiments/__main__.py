@@ -247,9 +247,10 @@ def _cmd_validate(args) -> int:
     except ConfigError as e:
         emulable = f"no: {e}"
     from testbed.topologies import title
-    print(f"{args.config}: ok: {exp.name}, {title(exp.fabric)}, {len(exp.jobs)} jobs, "
-          f"routing {', '.join(exp.routing)}, {len(exp.events)} events; `run` can emulate "
-          f"it: {emulable}")
+    jobs, events = len(exp.jobs), len(exp.events)
+    print(f"{args.config}: ok: {exp.name}, {title(exp.fabric)}, {jobs} job{'s' * (jobs != 1)}, "
+          f"routing {', '.join(exp.routing)}, {events} event{'s' * (events != 1)}; `run` can "
+          f"emulate it: {emulable}")
     return 0
 
 
