@@ -160,6 +160,14 @@ class Agent:
         errors: list[str] = []
         lock = threading.Lock()
 
+        def count_in(n: int) -> None:
+            with lock:
+                counters["received"] += n
+
+        def count_out(n: int) -> None:
+            with lock:
+                counters["sent"] += n
+
         def fail(msg: str) -> None:
             with lock:
                 errors.append(msg)
@@ -172,31 +180,7 @@ class Agent:
             view = memoryview(buf)
             try:
                 for r in expected:
-                    magic, job, it, tid, size, crc = HEADER.unpack(_recv_exact(sock, HEADER.size))
-                    first = time.monotonic()
-                    if (magic, job, it, tid, size) != (MAGIC, p.job_index, iteration, r["tid"],
-                                                       r["size_bytes"]):
-                        raise AgentError(
-                            f"conn {conn_id}: expected transfer {r['tid']} of iteration "
-                            f"{iteration} ({r['size_bytes']} B), got {tid} of {it} ({size} B)")
-                    # the expected checksum advances with the bytes received, so that none
-                    # of it is left after the last byte (a pass over the whole payload there
-                    # delayed the transfers that depend on this one)
-                    want = ExpectedCrc(p.seed, p.job_index, iteration, tid, size)
-                    left, got_crc = size, 0
-                    while left:
-                        n = sock.recv_into(view, min(left, RECV_BUFFER_BYTES))
-                        if n == 0:
-                            raise AgentError(f"conn {conn_id}: closed with {left} B missing")
-                        got_crc = zlib.crc32(view[:n], got_crc)
-                        left -= n
-                        want.advance(size - left)
-                        with lock:
-                            counters["received"] += n
-                    want = want.advance(size)
-                    if got_crc != crc or got_crc != want:
-                        raise AgentError(f"conn {conn_id}: transfer {tid} checksum mismatch "
-                                         f"(got {got_crc:#x}, header {crc:#x}, want {want:#x})")
+                    tid, first = _receive_one(sock, view, p, iteration, conn_id, r, count_in)
                     recv_times[tid] = (first, time.monotonic())
                     received[tid].set()
             except Exception as e:  # noqa: BLE001 - any failure ends the iteration, reported
@@ -216,12 +200,7 @@ class Agent:
                                              f"{p.timeout_s:g} s for transfer {dep}")
                     if errors:
                         return
-                    sock.sendall(header(p.job_index, iteration, s["tid"], s["size_bytes"], crc))
-                    for piece in payload_pieces(p.seed, p.job_index, iteration, s["tid"],
-                                                s["size_bytes"]):
-                        sock.sendall(piece)
-                        with lock:
-                            counters["sent"] += len(piece)
+                    _send_one(sock, p, iteration, s, crc, count_out)
             except Exception as e:  # noqa: BLE001 - any failure ends the iteration, reported
                 fail(f"send on conn {conn_id}: {type(e).__name__}: {e}")
 
@@ -245,6 +224,43 @@ class Agent:
                 "bytes_received": counters["received"], "bytes_sent": counters["sent"],
                 "retrans_segments": sum(total_retrans(s) for s in self.out_socks.values()),
                 "verified": True}
+
+
+def _receive_one(sock: socket.socket, view: memoryview, p, iteration: int, conn_id: int,
+                 r: dict, count) -> tuple[int, float]:
+    """Receive and verify transfer `r` on `sock`: its header, then its payload, whose
+    expected checksum advances with the bytes received, so that none of it is left after the
+    last byte (a pass over the whole payload there delayed the transfers that depend on this
+    one). `count(n)` is told of every n bytes. Returns (tid, time of the header)."""
+    magic, job, it, tid, size, crc = HEADER.unpack(_recv_exact(sock, HEADER.size))
+    first = time.monotonic()
+    if (magic, job, it, tid, size) != (MAGIC, p.job_index, iteration, r["tid"], r["size_bytes"]):
+        raise AgentError(f"conn {conn_id}: expected transfer {r['tid']} of iteration "
+                         f"{iteration} ({r['size_bytes']} B), got {tid} of {it} ({size} B)")
+    want = ExpectedCrc(p.seed, p.job_index, iteration, tid, size)
+    left, got_crc = size, 0
+    while left:
+        n = sock.recv_into(view, min(left, RECV_BUFFER_BYTES))
+        if n == 0:
+            raise AgentError(f"conn {conn_id}: closed with {left} B missing")
+        got_crc = zlib.crc32(view[:n], got_crc)
+        left -= n
+        want.advance(size - left)
+        count(n)
+    want = want.advance(size)
+    if got_crc != crc or got_crc != want:
+        raise AgentError(f"conn {conn_id}: transfer {tid} checksum mismatch "
+                         f"(got {got_crc:#x}, header {crc:#x}, want {want:#x})")
+    return tid, first
+
+
+def _send_one(sock: socket.socket, p, iteration: int, s: dict, crc: int, count) -> None:
+    """Send transfer `s` (header with its checksum `crc`, then the payload) on `sock`;
+    `count(n)` is told of every n bytes."""
+    sock.sendall(header(p.job_index, iteration, s["tid"], s["size_bytes"], crc))
+    for piece in payload_pieces(p.seed, p.job_index, iteration, s["tid"], s["size_bytes"]):
+        sock.sendall(piece)
+        count(len(piece))
 
 
 def main(argv: list[str]) -> int:

@@ -296,6 +296,32 @@ def _int_attr(path: Path, n: Node, key: str, lo: int, hi: int) -> int:
     return v
 
 
+def _collective_jobs(colls: dict[tuple[str, int], list], members, coll_kind,
+                     hosts: list[str]) -> list[JobSpec]:
+    """One job per (process group, k-th collective) seen on every rank of its group, in
+    order of first start; the ranks must agree on its kind and size. `members(path, node)`
+    gives a node's group ranks, `coll_kind(path, node)` its collective."""
+    specs: list[JobSpec] = []
+    for (pg, k), got in sorted(colls.items(), key=lambda kv: min(x[3] for x in kv[1])):
+        rank0, path0, n0, _ = got[0]
+        want = members(path0, n0)
+        kind, size = coll_kind(path0, n0), _int_attr(path0, n0, "comm_size", 1, MAX_COMM_BYTES)
+        for rank, path, n, _ in got:
+            if coll_kind(path, n) != kind or n.comm("comm_size") != size:
+                raise ChakraError(f"{path}: record {n.record}: collective {k} of group "
+                                  f"{pg!r} differs from rank {rank0}'s ({kind.value}, {size} B)")
+        if sorted(r for r, *_ in got) != sorted(want):
+            raise ChakraError(f"{path0}: record {n0.record}: collective {k} of group {pg!r} "
+                              f"is missing on ranks "
+                              f"{sorted(set(want) - {r for r, *_ in got})[:5]}")
+        if len(want) < 2:
+            continue                       # a group of one moves nothing over the network
+        specs.append(JobSpec(f"r{rank0}n{n0.id}-{kind.value}"[:64], kind,
+                             [[hosts[r] for r in want]], size,
+                             start_s=max(x[3] for x in got)))
+    return specs
+
+
 def job_specs(traces: dict[int, tuple[Path, list[Node]]], hosts: list[str],
               host_link_mbps: float, groups: dict[str, list[int]] | None = None
               ) -> list[JobSpec]:
@@ -362,23 +388,7 @@ def job_specs(traces: dict[int, tuple[Path, list[Node]]], hosts: list[str],
                     sends.setdefault((rank, peer, tag), []).append((path, n, times[n.id][0]))
                 else:
                     recvs[(peer, rank, tag)] = recvs.get((peer, rank, tag), 0) + 1
-    for (pg, k), got in sorted(colls.items(), key=lambda kv: min(x[3] for x in kv[1])):
-        rank0, path0, n0, _ = got[0]
-        want = members(path0, n0)
-        kind, size = coll_kind(path0, n0), _int_attr(path0, n0, "comm_size", 1, MAX_COMM_BYTES)
-        for rank, path, n, _ in got:
-            if coll_kind(path, n) != kind or n.comm("comm_size") != size:
-                raise ChakraError(f"{path}: record {n.record}: collective {k} of group "
-                                  f"{pg!r} differs from rank {rank0}'s ({kind.value}, {size} B)")
-        if sorted(r for r, *_ in got) != sorted(want):
-            raise ChakraError(f"{path0}: record {n0.record}: collective {k} of group {pg!r} "
-                              f"is missing on ranks "
-                              f"{sorted(set(want) - {r for r, *_ in got})[:5]}")
-        if len(want) < 2:
-            continue                       # a group of one moves nothing over the network
-        specs.append(JobSpec(f"r{rank0}n{n0.id}-{kind.value}"[:64], kind,
-                             [[hosts[r] for r in want]], size,
-                             start_s=max(x[3] for x in got)))
+    specs.extend(_collective_jobs(colls, members, coll_kind, hosts))
     for (src, dst, tag), sent in sends.items():
         if recvs.get((src, dst, tag), 0) < len(sent):
             path, n, _ = sent[-1]

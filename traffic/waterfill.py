@@ -34,13 +34,10 @@ def _freeze(flows: np.ndarray, m: float, frozen: np.ndarray, rates: np.ndarray,
 
 
 @numba.njit(cache=True, error_model="numpy")
-def fill(flow_links: np.ndarray, capacity_mbps: np.ndarray, rel_tol: float,
-         rates: np.ndarray) -> int:
-    """Write max-min rates (Mbit/s) into rates[F]; flow_links (F, K) indexes capacity_mbps.
-
-    A link only one flow crosses (most host links) is that flow's own cap; the rounds scan
-    the shared links and the caps in ascending order. Returns OK, or NO_FINITE_LINK when an
-    unfrozen flow crosses only infinite links."""
+def _shared_links(flow_links: np.ndarray, capacity_mbps: np.ndarray):
+    """fill()'s start: each flow's cap from its private links (those only it crosses), the
+    shared links as dense ids (fl, -1: private) with their remaining capacity, flow count and
+    fair share, and each shared link's flows (by_link[ptr[d]:ptr[d + 1]])."""
     n_flows, width = flow_links.shape
     on = np.zeros(capacity_mbps.size, np.int64)          # flows per link
     for f in range(n_flows):
@@ -80,6 +77,20 @@ def fill(flow_links: np.ndarray, capacity_mbps: np.ndarray, rel_tol: float,
             if d >= 0:
                 by_link[fill_at[d]] = f
                 fill_at[d] += 1
+    return own_cap, fl, remaining, count, ptr, share, by_link
+
+
+@numba.njit(cache=True, error_model="numpy")
+def fill(flow_links: np.ndarray, capacity_mbps: np.ndarray, rel_tol: float,
+         rates: np.ndarray) -> int:
+    """Write max-min rates (Mbit/s) into rates[F]; flow_links (F, K) indexes capacity_mbps.
+
+    A link only one flow crosses (most host links) is that flow's own cap; the rounds scan
+    the shared links and the caps in ascending order. Returns OK, or NO_FINITE_LINK when an
+    unfrozen flow crosses only infinite links."""
+    n_flows, width = flow_links.shape
+    own_cap, fl, remaining, count, ptr, share, by_link = _shared_links(flow_links, capacity_mbps)
+    n_links = remaining.size
     by_cap = np.argsort(own_cap)
     cap_head = 0                                          # by_cap[:cap_head] are frozen
     frozen = np.zeros(n_flows, np.bool_)
