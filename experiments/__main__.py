@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 
-from testbed.signals import Terminated, deferred, raise_terminated
+from testbed.signals import PENDING, Terminated, deferred, raise_interrupt, raise_terminated
 
 
 class _Parser(argparse.ArgumentParser):
@@ -313,18 +313,29 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM handled from the first moment: a signal while the modules below import (a
     # second or more on a loaded machine) ends the command like one at any later moment
     signal.signal(signal.SIGTERM, raise_terminated)
+    PENDING.clear()                  # a command of its own (main() also runs in tests)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:   # not when ignored
+        signal.signal(signal.SIGINT, raise_interrupt)
     _open_std_fds()
     args = _parser().parse_args(argv)
     args.command_line = [sys.executable, "-m", "experiments",
                          *(sys.argv[1:] if argv is None else argv)]
     try:
-        return _dispatch(args)
+        code = _dispatch(args)
     except KeyboardInterrupt:
+        code = -signal.SIGINT
+    except Terminated:
+        code = -signal.SIGTERM
+    if code >= 0 and PENDING:        # a handler's exception was lost in a finalizer
+        code = -PENDING[0]
+    PENDING.clear()
+    if code == -signal.SIGINT:
         print(f"interrupted{_AFTER[args.command]}", file=sys.stderr)
         return 130
-    except Terminated:
+    if code == -signal.SIGTERM:
         print(f"terminated{_AFTER[args.command]}", file=sys.stderr)
         return 143
+    return code
 
 
 def _dispatch(args: argparse.Namespace) -> int:

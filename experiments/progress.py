@@ -39,8 +39,10 @@ def open_cli(emu: Any, log: Callable[[str], None]) -> None:
         "`exit` or Ctrl-D tears it down")
     quiet = lg.level            # the build silences Mininet; its CLI prints at "output"
     setLogLevel("output")
+    from testbed.signals import PENDING
     try:
         CLI(emu.net)
+        PENDING.clear()         # Ctrl-C at the CLI's prompt interrupts a command, not the run
     finally:
         lg.setLevel(quiet)
 

@@ -392,7 +392,7 @@ def dask_client(scheduler: str | None, mode: str, workers: int | None) -> Iterat
     old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                               dashboard_address=":0", silence_logs=logging.ERROR,
+                               dashboard_address=":0", silence_logs=logging.CRITICAL,
                                preload=[__name__])
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)

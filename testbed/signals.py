@@ -22,8 +22,22 @@ class Terminated(BaseException):
     """SIGTERM arrived: unwind like Ctrl-C so that every `with`/`finally` tears down."""
 
 
+#: Signals turned into exceptions and not yet caught at the top (experiments/__main__.py).
+#: An exception raised by a handler that runs inside a finalizer (a weakref callback, a
+#: __del__) is printed as "Exception ignored" and lost: a sweep then ran on and exited 0 after a
+#: SIGTERM. The command checks this list when it ends and exits as the signal asked.
+PENDING: list[int] = []
+
+
 def raise_terminated(signum, frame) -> None:  # noqa: ARG001 - signal handler signature
+    PENDING.append(signum)
     raise Terminated()
+
+
+def raise_interrupt(signum, frame) -> None:  # noqa: ARG001 - signal handler signature
+    """SIGINT as Python's own handler turns it (KeyboardInterrupt), remembered in PENDING."""
+    PENDING.append(signum)
+    raise KeyboardInterrupt()
 
 
 @contextmanager
