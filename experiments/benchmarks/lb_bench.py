@@ -27,6 +27,7 @@ from pathlib import Path
 from experiments.config import ConfigError, parse
 from experiments.config.yamlio import read_yaml
 from experiments.predict import predict_experiment
+from traffic.collectives import plan_jobs
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 DEFAULT = ["quickstart", "fat-tree-rings", "fidelity-mixed", "hedera-k4", "paper-3jobs-d4",
@@ -51,7 +52,7 @@ def experiment(name: str, routing: str, k: int, seed: int | None):
 
 def predicted(name: str, routing: str, k: int, seeds: list[int | None]) -> dict:
     """One row: the scheme predicted once per seed (ECMP) or once (planners)."""
-    runs, walls, conns = [], [], 0
+    runs, walls = [], []
     for seed in seeds:
         exp = experiment(name, routing, k, seed)
         with tempfile.TemporaryDirectory() as out:
@@ -59,7 +60,7 @@ def predicted(name: str, routing: str, k: int, seeds: list[int | None]) -> dict:
             res = predict_experiment(exp, Path(out), log=lambda s: None)
             walls.append(time.perf_counter() - t0)
         runs.append(res["runs"][0])
-        conns = _connections(exp)
+    conns = sum(len(p.connections) for p in plan_jobs(exp.jobs))   # the same for every seed
     effs = sorted(r["efficiency"] for r in runs)
     run = sorted(runs, key=lambda r: r["network_efficiency"])[len(runs) // 2]  # the median
     return {"config": name, "routing": routing, "subflows": k, "seeds": len(seeds),
@@ -68,11 +69,6 @@ def predicted(name: str, routing: str, k: int, seeds: list[int | None]) -> dict:
             "network_efficiency": statistics.median(r["network_efficiency"] for r in runs),
             "link_load_imbalance": run.get("link_load_imbalance"),
             "max_link_flows": run["max_link_flows"], "predict_wall_s": statistics.median(walls)}
-
-
-def _connections(exp) -> int:
-    from traffic.collectives import plan_jobs
-    return sum(len(p.connections) for p in plan_jobs(exp.jobs))
 
 
 def emulated(row: dict, seed: int | None) -> None:
