@@ -112,7 +112,7 @@ def _agents(emu, pairs: list[tuple[str, str]], size_bytes: int, tcp_cc: str, see
         driver.stop_agents()
     rates = []
     for p in plans:
-        (_, first, last), = records[p.name].iterations[0].transfers
+        (_, first, last, _), = records[p.name].iterations[0].transfers
         rates.append(size_bytes * 8 / (last - first) / 1e6)
     return rates
 

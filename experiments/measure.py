@@ -78,13 +78,12 @@ def phase_paths(fabric: Fabric, conns: list[Connection], readings: list[Counts]
 def measured_conn_rates(plan: JobPlan, record: JobRecord) -> dict[int, float]:
     """Per connection: bytes received / time a transfer was in flight (Mbit/s), all iterations."""
     conn_of = {t.tid: t.conn_id for t in plan.transfers}
-    size_of = {t.tid: t.size_bytes for t in plan.transfers}
     bits: dict[int, float] = {}
     busy: dict[int, float] = {}
     for it in record.iterations:
-        for tid, first, last in it.transfers:
+        for tid, first, last, carried in it.transfers:
             c = conn_of[tid]
-            bits[c] = bits.get(c, 0.0) + size_of[tid] * 8
+            bits[c] = bits.get(c, 0.0) + carried * 8
             busy[c] = busy.get(c, 0.0) + (last - first)
     return {c: bits[c] / busy[c] / 1e6 for c in bits if busy[c] > 0}
 
@@ -98,7 +97,7 @@ def write_transfers_csv(path: Path, plans: list[JobPlan], records: dict[str, Job
         for p in plans:
             by_tid = {t.tid: t for t in p.transfers}
             for it in records[p.name].iterations:
-                for tid, first, last in it.transfers:
+                for tid, first, last, carried in it.transfers:
                     t = by_tid[tid]
-                    w.writerow([p.name, it.iteration, tid, t.step, t.conn_id, t.size_bytes,
+                    w.writerow([p.name, it.iteration, tid, t.step, t.conn_id, carried,
                                 f"{first - it.start_s:.6f}", f"{last - it.start_s:.6f}"])

@@ -29,6 +29,11 @@ from .results import (SCHEMA_VERSION, add_nonblocking_fraction, fairness, host_l
                       job_result, run_result, solve_block, table, write_json)
 
 
+def _bytes(x: float) -> str:
+    """A part's bytes: whole for fixed parts, to 0.1 B for an adaptive split's fluid share."""
+    return f"{x:.0f}" if x == int(x) else f"{x:.1f}"
+
+
 def write_prediction_csvs(run_dir: Path, plans: list[JobPlan], pred: Prediction) -> None:
     """Per transfer FCTs (fct.csv), per directed link utilization (links.csv) and, when the
     prediction was binned, each used link's utilization over time (links_over_time.csv)."""
@@ -39,7 +44,7 @@ def write_prediction_csvs(run_dir: Path, plans: list[JobPlan], pred: Prediction)
         for p in plans:
             jr = pred.jobs[p.name]
             for i, t in enumerate(p.transfers):
-                w.writerow([p.name, t.tid, t.step, t.conn_id, t.size_bytes,
+                w.writerow([p.name, t.tid, t.step, t.conn_id, _bytes(jr.transfer_bytes[i]),
                             f"{jr.fct_mean_s[i]:.9f}", f"{jr.fct_max_s[i]:.9f}"])
     with writing(run_dir / "links.csv"), (run_dir / "links.csv").open("w", newline="") as f:
         w = csv.writer(f)

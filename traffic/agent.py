@@ -8,7 +8,7 @@ talks to the runner by JSON lines: commands on stdin, events on stdout.
     {"cmd": "connect"}         {"event": "connected"}
     {"cmd": "iterate", "iteration": t}
                                {"event": "done", "iteration": t, "start_s", "recv": [[tid,
-                                first_byte_s, last_byte_s], ...], "bytes_received",
+                                first_byte_s, last_byte_s, bytes], ...], "bytes_received",
                                 "bytes_sent", "verified": true}
     {"cmd": "exit"}            (exits 0)
     any failure                {"event": "error", "message": "..."} and exit 1
@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from .wire import HEADER, MAGIC, ExpectedCrc, header, payload_crc, payload_pieces
 
 RECV_BUFFER_BYTES = 256 * 1024
+#: An adaptive subflow's bound on bytes written but not yet sent (TCP_NOTSENT_LOWAT)
+NOTSENT_LOWAT_BYTES = 16 * 1024
 
 
 class AgentError(RuntimeError):
@@ -48,8 +50,9 @@ class Plan:
     tcp_cc: str
     outgoing: list[dict]   # {conn_id, dst_ip, dst_port, src_port}
     incoming: list[dict]   # {conn_id, src_ip, src_port}
-    sends: list[dict]      # {tid, conn_id, size_bytes, deps}
-    recvs: list[dict]      # {tid, conn_id, size_bytes}, in order per connection
+    sends: list[dict]      # {tid, conn_id, size_bytes, deps[, pool, pool_bytes, piece_bytes]}
+    recvs: list[dict]      # {tid, conn_id, size_bytes[, pool, pool_bytes, pool_parts]}, in
+                           # order per connection; pool: an adaptive split's part
     window_clamp_bytes: int = 0   # receive window bound per connection; 0: kernel autotuning
 
 
@@ -125,6 +128,7 @@ class Agent:
             except OSError as e:
                 self.failure = f"accept on {p.ip}:{p.listen_port}: {e}"
 
+        adaptive = {s["conn_id"] for s in p.sends if s.get("pool", -1) >= 0}
         acceptor = threading.Thread(target=accept_all, daemon=True)
         acceptor.start()
         deadline = time.monotonic() + p.timeout_s
@@ -142,6 +146,11 @@ class Agent:
                     if time.monotonic() > deadline:
                         raise AgentError(f"connect {c['dst_ip']}:{c['dst_port']}: {e}")
                     time.sleep(0.05)
+            if c["conn_id"] in adaptive:
+                # a piece counts as sent once (nearly) all of it is on the wire, not queued
+                # in the socket: a subflow on a slow path must not hoard pieces there
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NOTSENT_LOWAT,
+                                NOTSENT_LOWAT_BYTES)
             self.out_socks[c["conn_id"]] = sock
         acceptor.join(timeout=max(0.0, deadline - time.monotonic()))
         if self.failure or len(accepted) < len(expected):
@@ -155,7 +164,10 @@ class Agent:
         p = self.plan
         start_s = time.monotonic()
         received = {r["tid"]: threading.Event() for r in p.recvs}
-        recv_times: dict[int, tuple[float, float]] = {}
+        recv_times: dict[int, tuple[float, float, int]] = {}
+        shared = {s["pool"]: SharedBytes(s["pool_bytes"]) for s in p.sends
+                  if s.get("pool", -1) >= 0}
+        pools_in = {r["pool"]: [r["pool_parts"], 0] for r in p.recvs if r.get("pool", -1) >= 0}
         counters = {"received": 0, "sent": 0}
         errors: list[str] = []
         lock = threading.Lock()
@@ -180,9 +192,12 @@ class Agent:
             view = memoryview(buf)
             try:
                 for r in expected:
-                    tid, first = _receive_one(sock, view, p, iteration, conn_id, r, count_in)
-                    recv_times[tid] = (first, time.monotonic())
-                    received[tid].set()
+                    first, carried = _receive_one(sock, view, p, iteration, conn_id, r,
+                                                  count_in)
+                    recv_times[r["tid"]] = (first, time.monotonic(), carried)
+                    if r.get("pool", -1) >= 0:
+                        _pool_part_done(pools_in, r, carried, lock)
+                    received[r["tid"]].set()
             except Exception as e:  # noqa: BLE001 - any failure ends the iteration, reported
                 fail(f"receive on conn {conn_id}: {type(e).__name__}: {e}")
 
@@ -192,7 +207,9 @@ class Agent:
                 for s in sends:
                     # the header's checksum before the wait: off the path from the deps'
                     # arrival to this transfer's first byte
-                    crc = payload_crc(p.seed, p.job_index, iteration, s["tid"], s["size_bytes"])
+                    pool = shared.get(s.get("pool", -1))
+                    crc = 0 if pool is not None else payload_crc(p.seed, p.job_index, iteration, s["tid"],
+                                                     s["size_bytes"])
                     for dep in s["deps"]:
                         left = p.timeout_s - (time.monotonic() - start_s)
                         if not received[dep].wait(timeout=max(left, 0.0)):
@@ -200,7 +217,7 @@ class Agent:
                                              f"{p.timeout_s:g} s for transfer {dep}")
                     if errors:
                         return
-                    _send_one(sock, p, iteration, s, crc, count_out)
+                    _send_one(sock, p, iteration, s, crc, count_out, pool)
             except Exception as e:  # noqa: BLE001 - any failure ends the iteration, reported
                 fail(f"send on conn {conn_id}: {type(e).__name__}: {e}")
 
@@ -220,24 +237,51 @@ class Agent:
         if errors:
             raise AgentError("; ".join(errors))
         return {"event": "done", "iteration": iteration, "start_s": start_s,
-                "recv": [[tid, a, b] for tid, (a, b) in sorted(recv_times.items())],
+                "recv": [[tid, a, b, n] for tid, (a, b, n) in sorted(recv_times.items())],
                 "bytes_received": counters["received"], "bytes_sent": counters["sent"],
                 "retrans_segments": sum(total_retrans(s) for s in self.out_socks.values()),
                 "verified": True}
 
 
 def _receive_one(sock: socket.socket, view: memoryview, p, iteration: int, conn_id: int,
-                 r: dict, count) -> tuple[int, float]:
-    """Receive and verify transfer `r` on `sock`: its header, then its payload, whose
-    expected checksum advances with the bytes received, so that none of it is left after the
-    last byte (a pass over the whole payload there delayed the transfers that depend on this
-    one). `count(n)` is told of every n bytes. Returns (tid, time of the header)."""
+                 r: dict, count) -> tuple[float, int]:
+    """Receive and verify transfer `r` on `sock` (an adaptive part: its pieces up to the
+    empty one). `count(n)` is told of every n bytes. Returns (time of the first header,
+    payload bytes)."""
+    if r.get("pool", -1) < 0:
+        first, size, crc = _header(sock, p, iteration, conn_id, r, exact=True)
+        _receive_payload(sock, view, p, iteration, conn_id, r["tid"], size, crc, count)
+        return first, size
+    first, carried, k = 0.0, 0, 0
+    while True:
+        t, size, crc = _header(sock, p, iteration, conn_id, r, exact=False)
+        first = first or t
+        if size == 0:
+            return first, carried
+        _receive_payload(sock, view, p, iteration, conn_id, f"{r['tid']}/{k}", size, crc, count)
+        carried, k = carried + size, k + 1
+
+
+def _header(sock: socket.socket, p, iteration: int, conn_id: int, r: dict,
+            exact: bool) -> tuple[float, int, int]:
+    """Read the next header, which must be transfer r's (of r's size when `exact`); returns
+    (its arrival time, size in bytes, CRC)."""
     magic, job, it, tid, size, crc = HEADER.unpack(_recv_exact(sock, HEADER.size))
-    first = time.monotonic()
-    if (magic, job, it, tid, size) != (MAGIC, p.job_index, iteration, r["tid"], r["size_bytes"]):
+    at = time.monotonic()
+    if (magic, job, it, tid) != (MAGIC, p.job_index, iteration, r["tid"]) or (
+            exact and size != r["size_bytes"]):
         raise AgentError(f"conn {conn_id}: expected transfer {r['tid']} of iteration "
                          f"{iteration} ({r['size_bytes']} B), got {tid} of {it} ({size} B)")
-    want = ExpectedCrc(p.seed, p.job_index, iteration, tid, size)
+    return at, size, crc
+
+
+def _receive_payload(sock: socket.socket, view: memoryview, p, iteration: int, conn_id: int,
+                     key: int | str, size: int, crc: int, count) -> None:
+    """Receive `size` payload bytes and check them against the header's `crc` and the
+    deterministic payload of `key`, whose checksum advances with the bytes received, so that
+    none of it is left after the last byte (a pass over the whole payload there delayed the
+    transfers that depend on this one)."""
+    want = ExpectedCrc(p.seed, p.job_index, iteration, key, size)
     left, got_crc = size, 0
     while left:
         n = sock.recv_into(view, min(left, RECV_BUFFER_BYTES))
@@ -249,18 +293,60 @@ def _receive_one(sock: socket.socket, view: memoryview, p, iteration: int, conn_
         count(n)
     want = want.advance(size)
     if got_crc != crc or got_crc != want:
-        raise AgentError(f"conn {conn_id}: transfer {tid} checksum mismatch "
+        raise AgentError(f"conn {conn_id}: transfer {key} checksum mismatch "
                          f"(got {got_crc:#x}, header {crc:#x}, want {want:#x})")
-    return tid, first
 
 
-def _send_one(sock: socket.socket, p, iteration: int, s: dict, crc: int, count) -> None:
-    """Send transfer `s` (header with its checksum `crc`, then the payload) on `sock`;
+class SharedBytes:
+    """The bytes of one adaptively split transfer that no subflow has taken yet."""
+
+    def __init__(self, size_bytes: int):
+        self.left = size_bytes
+        self.lock = threading.Lock()
+
+    def take(self, piece_bytes: int) -> int:
+        """The next piece's size (0: nothing left)."""
+        with self.lock:
+            n = min(piece_bytes, self.left)
+            self.left -= n
+            return n
+
+
+def _send_one(sock: socket.socket, p, iteration: int, s: dict, crc: int, count,
+              shared: SharedBytes | None = None) -> None:
+    """Send transfer `s` (header with its checksum `crc`, then the payload) on `sock`, or with
+    `shared` the pieces this subflow takes of its transfer and the empty piece that ends them;
     `count(n)` is told of every n bytes."""
-    sock.sendall(header(p.job_index, iteration, s["tid"], s["size_bytes"], crc))
-    for piece in payload_pieces(p.seed, p.job_index, iteration, s["tid"], s["size_bytes"]):
+    if shared is None:
+        _send_payload(sock, p, iteration, s["tid"], s["tid"], s["size_bytes"], crc, count)
+        return
+    k = 0
+    while n := shared.take(s["piece_bytes"]):
+        key = f"{s['tid']}/{k}"
+        crc = payload_crc(p.seed, p.job_index, iteration, key, n)
+        _send_payload(sock, p, iteration, s["tid"], key, n, crc, count)
+        k += 1
+    sock.sendall(header(p.job_index, iteration, s["tid"], 0, 0))
+
+
+def _send_payload(sock: socket.socket, p, iteration: int, tid: int, key: int | str, size: int,
+                  crc: int, count) -> None:
+    sock.sendall(header(p.job_index, iteration, tid, size, crc))
+    for piece in payload_pieces(p.seed, p.job_index, iteration, key, size):
         sock.sendall(piece)
         count(len(piece))
+
+
+def _pool_part_done(pools_in: dict, r: dict, carried: int, lock: threading.Lock) -> None:
+    """One part of an adaptive split arrived with `carried` bytes; once all have, their sum
+    must be the transfer's."""
+    with lock:
+        left = pools_in[r["pool"]]
+        left[0] -= 1
+        left[1] += carried
+        if left[0] == 0 and left[1] != r["pool_bytes"]:
+            raise AgentError(f"transfer {r['pool']}: its parts carried {left[1]} B, "
+                             f"expected {r['pool_bytes']} B")
 
 
 def main(argv: list[str]) -> int:

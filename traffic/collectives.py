@@ -87,6 +87,13 @@ class Transfer:
     size_bytes: int
     step: int
     deps: tuple[int, ...] = ()
+    #: split "adaptive": the tid of the transfer's first part; the parts of one transfer
+    #: share its bytes (each subflow takes the next piece when it has sent its last)
+    pool: int = -1
+
+
+#: How a transfer's K subflows share its bytes (JobSpec.split).
+SPLITS = ("even", "adaptive")
 
 
 @dataclass
@@ -104,6 +111,10 @@ class JobSpec:
     start_s: float = 0.0
     #: K > 1: every connection is K TCP connections and every transfer K parts (with_subflows)
     subflows: int = 1
+    #: how the K parts share a transfer's bytes: "even" (fixed parts) or "adaptive" (pieces of
+    #: split_piece_bytes, taken by whichever subflow is free; see with_subflows)
+    split: str = "even"
+    split_piece_bytes: int = 1 << 20
 
     @property
     def hosts(self) -> list[str]:
@@ -319,9 +330,13 @@ def with_subflows(plan: JobPlan, k: int, first_conn_id: int) -> JobPlan:
     every connection becomes K connections (consecutive ids from `first_conn_id`, so each its
     own source port), every transfer of S bytes K parts of split_bytes(S, K) sent at once, one
     on each, and whatever depended on the transfer waits for all K parts. Part p of a transfer
-    follows part p of the connection's previous transfer. K = 1 returns `plan` itself."""
+    follows part p of the connection's previous transfer. With split "adaptive" the parts
+    name their transfer's first part as their `pool`: their sizes are then only where they
+    start, the agents and the predictor share the pool's bytes among them as they go.
+    K = 1 returns `plan` itself."""
     if k == 1:
         return plan
+    adaptive = plan.spec.split == "adaptive"
     conns, sub = [], {}
     for c in plan.connections:
         for part in range(k):
@@ -338,7 +353,8 @@ def with_subflows(plan: JobPlan, k: int, first_conn_id: int) -> JobPlan:
         deps = tuple(d for dep in t.deps for d in parts_of[dep])
         first = len(transfers)
         for part, size in enumerate(split_bytes(t.size_bytes, k)):
-            transfers.append(Transfer(first + part, sub[t.conn_id, part], size, t.step, deps))
+            transfers.append(Transfer(first + part, sub[t.conn_id, part], size, t.step, deps,
+                                      first if adaptive else -1))
         parts_of[t.tid] = tuple(range(first, first + k))
     return dataclasses.replace(plan, connections=conns, transfers=transfers)
 

@@ -35,7 +35,9 @@ class IterationRecord:
     start_s: float          # time.monotonic() of the first rank's start
     end_s: float            # last byte verified by any rank
     bytes_received: int
-    transfers: list[list] = field(default_factory=list)   # [tid, first_byte_s, last_byte_s]
+    #: [tid, first_byte_s, last_byte_s, bytes] (bytes: what the part carried; adaptive parts
+    #: carry a share of their transfer that only the run decides)
+    transfers: list[list] = field(default_factory=list)
     retrans_segments: int = 0   # TCP retransmissions of the job's connections since they opened
 
     @property
@@ -54,6 +56,7 @@ def agent_plans(fabric: Fabric, plan: JobPlan, seed: int, tcp_cc: str,
                 timeout_s: float, window_clamp_bytes: int = 0) -> dict[str, dict]:
     """The JSON plan of every rank of one job, keyed by host."""
     conns = {c.conn_id: c for c in plan.connections}
+    pools = _pool_keys(plan)
     out: dict[str, dict] = {}
     for h in dict.fromkeys(plan.spec.hosts):
         out[h] = {
@@ -67,12 +70,27 @@ def agent_plans(fabric: Fabric, plan: JobPlan, seed: int, tcp_cc: str,
                           "src_port": c.src_port}
                          for c in plan.connections if c.dst == h],
             "sends": [{"tid": t.tid, "conn_id": t.conn_id, "size_bytes": t.size_bytes,
-                       "deps": list(t.deps)}
+                       "deps": list(t.deps), **pools.get(t.tid, {})}
                       for t in plan.transfers if conns[t.conn_id].src == h],
-            "recvs": [{"tid": t.tid, "conn_id": t.conn_id, "size_bytes": t.size_bytes}
+            "recvs": [{"tid": t.tid, "conn_id": t.conn_id, "size_bytes": t.size_bytes,
+                       **pools.get(t.tid, {})}
                       for t in plan.transfers if conns[t.conn_id].dst == h],
         }
     return out
+
+
+def _pool_keys(plan: JobPlan) -> dict[int, dict]:
+    """Per part of an adaptive split (traffic/collectives.py `pool`): its pool, the pool's
+    bytes and parts, and the piece size its subflows take."""
+    size: dict[int, int] = {}
+    parts: dict[int, int] = {}
+    for t in plan.transfers:
+        if t.pool >= 0:
+            size[t.pool] = size.get(t.pool, 0) + t.size_bytes
+            parts[t.pool] = parts.get(t.pool, 0) + 1
+    return {t.tid: {"pool": t.pool, "pool_bytes": size[t.pool], "pool_parts": parts[t.pool],
+                    "piece_bytes": plan.spec.split_piece_bytes}
+            for t in plan.transfers if t.pool >= 0}
 
 
 class _AgentProc:

@@ -81,6 +81,11 @@ class _Job:
             self.row = np.array([row_of_conn[t.conn_id] for t in ts], dtype=np.int64)
         except KeyError as e:
             raise PredictorError(f"jobs.{self.name}: transfer on unknown connection {e}") from None
+        #: split "adaptive": the position of each transfer's pool (its first part), else -1
+        self.pool = np.array([pos.get(t.pool, -1) for t in ts], dtype=np.int64)
+        self.pooled = bool((self.pool >= 0).any())
+        self.carried = self.size.copy()       # bytes each part carried this iteration
+        self.carried_sum = np.zeros(n)
         preds_of: list[set[int]] = []
         last_on_conn: dict[int, int] = {}
         for i, t in enumerate(ts):
@@ -167,6 +172,8 @@ class _Job:
         self.iter_start = t
         self.started_at[:] = t
         self.communicating = True
+        if self.pooled:
+            self.carried[:] = self.size
 
     def release(self, i: int) -> list[int]:
         """Transfer i completed: the transfers that may start now."""
@@ -192,6 +199,7 @@ class _Job:
         self.starts.append(self.iter_start)
         self.ends.append(t)
         self.fct_sum += self.fct_cur
+        self.carried_sum += self.carried
         np.maximum(self.fct_max, self.fct_cur, out=self.fct_max)
         if self.fct_all is not None:
             self.fct_all[self.iteration] = self.fct_cur
@@ -202,7 +210,8 @@ class _Job:
         runs = max(self.iteration, 1)
         return JobResult(
             name=self.name, cct_s=self.ccts, iteration_start_s=self.starts,
-            iteration_end_s=self.ends, transfer_bytes=self.size.copy(),
+            iteration_end_s=self.ends,
+            transfer_bytes=self.carried_sum / runs if self.pooled else self.size.copy(),
             transfer_conn=np.array([t.conn_id for t in self.plan.transfers], dtype=np.int64),
             fct_mean_s=self.fct_sum / runs, fct_max_s=self.fct_max.copy(), fct_s=self.fct_all)
 
@@ -334,6 +343,8 @@ class _Simulation:
         self.conn_table, row_of = _conn_links(fabric, plans, spine_of, nonblocking,
                                               allow_unrouted=router is not None)
         self.jobs = [_Job(p, row_of, keep_fcts, semantics.ring_sync) for p in plans]
+        self.pooled = any(job.pooled for job in self.jobs)
+        self.job_offset = np.cumsum([0] + [job.n for job in self.jobs])[:-1]
         self.fabric_now = fabric
         self.last_routes: dict | None = None       # the router's latest routes
         self.n_reroutes = 0
@@ -525,8 +536,33 @@ class _Simulation:
             self._admit(new)
         self._check_routed()
         max_min_rates(a.links, self.cap, out=a.rates)
+        if self.pooled:
+            self._share_pools()
         self.n_rounds += 1
         return True
+
+    def _share_pools(self) -> None:
+        """split "adaptive": the parts of one transfer in flight hold its bytes in proportion
+        to their rates, so they end together, when their summed rates have moved the transfer
+        (the fluid limit of taking pieces as each subflow is free; a part with no rate keeps
+        what it holds)."""
+        a = self.active
+        pool = np.full(a.n, -1, dtype=np.int64)
+        mine = {j: a.job == j for j, job in enumerate(self.jobs) if job.pooled}
+        for j, m in mine.items():
+            p = self.jobs[j].pool[a.tid[m]]
+            pool[m] = np.where(p >= 0, self.job_offset[j] + p, -1)
+        m = (pool >= 0) & (a.rates > 0)
+        if not m.any():
+            return
+        _, inv = np.unique(pool[m], return_inverse=True)
+        rem, rate = a.rem[m], a.rates[m]
+        share = np.bincount(inv, rem)[inv] * rate / np.bincount(inv, rate)[inv]
+        moved = np.zeros(a.n)
+        moved[m] = share - rem
+        a.rem[m] = share
+        for j, mj in mine.items():
+            self.jobs[j].carried[a.tid[mj]] += moved[mj]
 
     # -- results -------------------------------------------------------------------------------
     def result(self) -> Prediction:

@@ -4,6 +4,10 @@ Each transfer is a 28-byte header (magic, job index, iteration, tid, size in byt
 CRC-32 of the payload) followed by the payload. The payload is a deterministic function of (seed, job,
 iteration, tid), so the receiver recomputes exactly what it should have received: a byte out of
 place, a short or long message, or a message out of order is a mismatch.
+
+A part of an adaptive split (traffic/collectives.py `pool`) is a sequence of pieces, each a
+header and payload of its own, keyed "tid/k" for the subflow's k-th piece, ended by a header of
+size 0: the receiver does not know in advance how many bytes a subflow will carry.
 """
 from __future__ import annotations
 
@@ -31,9 +35,9 @@ class _Pool:
         return cls.cache[seed]
 
 
-def payload_pieces(seed: int, job_index: int, iteration: int, tid: int,
+def payload_pieces(seed: int, job_index: int, iteration: int, tid: int | str,
                    size_bytes: int) -> Iterator[bytes]:
-    """The payload of one transfer, in pieces of at most BLOCK_BYTES."""
+    """The payload of one transfer (or of piece "tid/k"), in pieces of at most BLOCK_BYTES."""
     blocks = _Pool.blocks(seed)
     walk = random.Random(f"{seed}/{job_index}/{iteration}/{tid}")
     left = size_bytes
@@ -45,7 +49,8 @@ def payload_pieces(seed: int, job_index: int, iteration: int, tid: int,
         left -= n
 
 
-def payload_crc(seed: int, job_index: int, iteration: int, tid: int, size_bytes: int) -> int:
+def payload_crc(seed: int, job_index: int, iteration: int, tid: int | str,
+                size_bytes: int) -> int:
     crc = 0
     for piece in payload_pieces(seed, job_index, iteration, tid, size_bytes):
         crc = zlib.crc32(piece, crc)
@@ -55,7 +60,8 @@ def payload_crc(seed: int, job_index: int, iteration: int, tid: int, size_bytes:
 class ExpectedCrc:
     """payload_crc, computed piece by piece as the bytes it checks arrive."""
 
-    def __init__(self, seed: int, job_index: int, iteration: int, tid: int, size_bytes: int):
+    def __init__(self, seed: int, job_index: int, iteration: int, tid: int | str,
+                 size_bytes: int):
         self._pieces = payload_pieces(seed, job_index, iteration, tid, size_bytes)
         self._done = 0
         self.crc = 0

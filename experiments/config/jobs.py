@@ -8,12 +8,15 @@ import random
 from typing import Any
 
 from testbed.fabric import Fabric
-from traffic.collectives import SOURCE_PORT_SPAN, Collective, JobSpec, WorkloadError, group_counts
+from traffic.collectives import (SOURCE_PORT_SPAN, SPLITS, Collective, JobSpec, WorkloadError,
+                                 group_counts)
 
-from .limits import (MAX_DP, MAX_ITERATIONS, MAX_JOBS, MAX_SCALE_BYTES, MAX_SEED,
-                     MAX_SIZE_BYTES, MAX_SUBFLOWS, MAX_TRANSFER_RUNS, MAX_TRANSFERS)
+from .limits import (MAX_DP, MAX_ITERATIONS, MAX_JOBS, MAX_PIECE_BYTES, MAX_SCALE_BYTES,
+                     MAX_SEED, MAX_SIZE_BYTES, MAX_SUBFLOWS, MAX_TRANSFER_RUNS, MAX_TRANSFERS,
+                     MIN_PIECE_BYTES, PIECE_WHY)
 from .keys import EXPLICIT_JOB_KEYS, MODEL_JOB_KEYS, PATTERN_JOB_KEYS
 from .readers import ConfigError, quote, _check_keys, _int, _num, _fmt, _name, _choice
+from .records import SubflowDefaults
 
 
 def _hosts(v: Any, where: str, fabric: Fabric) -> list[str]:
@@ -171,19 +174,28 @@ def _jobs(v: Any, fabric: Fabric, seed: int) -> list[JobSpec]:
     return jobs
 
 
-def with_subflows(jobs: list[JobSpec], doc: dict) -> tuple[list[JobSpec], int]:
-    """Each job's `subflows` (its own key, else the config's top-level one, default 1;
-    1..MAX_SUBFLOWS), and the top-level value. traffic/collectives.py's with_subflows turns
-    them into connections and parts when the jobs are planned."""
-    top = _int(doc, "subflows", "config", 1, maximum=MAX_SUBFLOWS,
-               why="NCCL's sockets per connection")
+def with_subflows(jobs: list[JobSpec], doc: dict) -> tuple[list[JobSpec], SubflowDefaults]:
+    """Each job's `subflows` (1..MAX_SUBFLOWS), `split` and `split_piece_bytes`: its own keys,
+    else the config's top-level ones, and the top-level values. traffic/collectives.py's
+    with_subflows turns them into connections and parts when the jobs are planned."""
+    top = SubflowDefaults(
+        _int(doc, "subflows", "config", 1, maximum=MAX_SUBFLOWS,
+             why="NCCL's sockets per connection"),
+        _choice(doc, "split", "config", SPLITS, "even"),
+        _int(doc, "split_piece_bytes", "config", 1 << 20, minimum=MIN_PIECE_BYTES,
+             maximum=MAX_PIECE_BYTES, why=PIECE_WHY))
     raw = doc.get("jobs") if isinstance(doc.get("jobs"), list) else []
     out = []
     for i, j in enumerate(jobs):
         d = raw[i] if i < len(raw) and isinstance(raw[i], dict) else {}
-        k = _int(d, "subflows", f"jobs[{i}]", top, maximum=MAX_SUBFLOWS,
+        where = f"jobs[{i}]"
+        k = _int(d, "subflows", where, top.subflows, maximum=MAX_SUBFLOWS,
                  why="NCCL's sockets per connection")
-        out.append(dataclasses.replace(j, subflows=k) if k != j.subflows else j)
+        split = _choice(d, "split", where, SPLITS, top.split)
+        piece = _int(d, "split_piece_bytes", where, top.split_piece_bytes,
+                     minimum=MIN_PIECE_BYTES, maximum=MAX_PIECE_BYTES, why=PIECE_WHY)
+        new = dataclasses.replace(j, subflows=k, split=split, split_piece_bytes=piece)
+        out.append(j if new == j else new)
     return out, top
 
 

@@ -6,7 +6,8 @@ from testbed import topologies
 
 
 TOP_KEYS = {"name", "seed", "fabric", "jobs", "routing", "emulation", "events",
-            "jobs_from", "semantics", "replay_log", "solver_time_limit_s", "subflows"}
+            "jobs_from", "semantics", "replay_log", "solver_time_limit_s", "subflows",
+            "split", "split_piece_bytes"}
 
 
 EVENT_KINDS = ("fail_spine", "restore_spine", "fail_switch", "restore_switch", "fail_link",
@@ -18,16 +19,16 @@ FABRIC_KEYS = set().union(*(k.keys for k in topologies.KINDS.values()))
 
 
 EXPLICIT_JOB_KEYS = {"name", "collective", "hosts", "groups", "size_bytes", "iterations",
-                     "compute_s", "start_s", "subflows"}
+                     "compute_s", "start_s", "subflows", "split", "split_piece_bytes"}
 
 
 MODEL_JOB_KEYS = {"name", "model", "dp", "placement", "iterations", "compute_s",
-                  "start_s", "scale_bytes", "subflows"}
+                  "start_s", "scale_bytes", "subflows", "split", "split_piece_bytes"}
 
 
 PATTERN_JOB_KEYS = {"name", "pattern", "hosts", "stride", "p_leaf", "p_pod", "hotspots",
                     "flows_per_host", "seed", "size_bytes", "iterations", "compute_s", "start_s",
-                    "subflows"}
+                    "subflows", "split", "split_piece_bytes"}
 
 
 EMULATION_KEYS = {"datapath", "port_type", "tcp_cc", "mtu_bytes", "queue_packets",

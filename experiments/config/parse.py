@@ -36,7 +36,7 @@ def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
     routing, replay_log = _routing_replay(d, base_dir)
     jobs = (_jobs(d.get("jobs"), fabric, seed) if imported is None
             else _imported_jobs(imported[1](fabric), fabric, _source_kind(d)))
-    jobs, subflows = with_subflows(jobs, d)
+    jobs, subflow_defaults = with_subflows(jobs, d)
     _check_size(jobs, routing)
     try:
         plans = plan_jobs(jobs)  # rings, bytes, unique 5-tuples
@@ -56,7 +56,7 @@ def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
                       semantics=_semantics(d.get("semantics")), replay_log=replay_log,
                       solver_time_limit_s=limit,
                       jobs_from=_jobs_source(d, base_dir) if imported is not None else None,
-                      replay_flows=flows, subflows=subflows)
+                      replay_flows=flows, subflow_defaults=subflow_defaults)
 
 
 def load(path: str | Path) -> Experiment:

@@ -16,6 +16,19 @@ from traffic.predictor import Semantics
 from ..routing_entry import RoutingEntry, parse_entries
 
 
+@dataclass(frozen=True)
+class SubflowDefaults:
+    """The top-level `subflows`, `split` and `split_piece_bytes` (each job may set its own)."""
+
+    subflows: int = 1
+    split: str = "even"
+    split_piece_bytes: int = 1 << 20
+
+    def as_dict(self) -> dict:
+        """The keys that differ from the defaults."""
+        return {k: v for k, v in vars(self).items() if v != getattr(SubflowDefaults, k)}
+
+
 @dataclass
 class EmulationConfig:
     """How the emulator runs; each default is explained in docs/emulation.md."""
@@ -89,7 +102,8 @@ class Experiment:
     jobs_from: dict | None = None             # the jobs' source files (absolute paths)
     #: replay_log's flows as read (routing/replay.py ReplayLog), checked against the jobs
     replay_flows: Any = field(default=None, repr=False, compare=False)
-    subflows: int = 1                         # the config's top-level default (jobs keep theirs)
+    #: the config's top-level subflows / split keys (jobs keep their own)
+    subflow_defaults: SubflowDefaults = field(default_factory=SubflowDefaults)
     #: `routing` parsed once, entry by entry (experiments/routing_entry.py)
     routings: list[RoutingEntry] = field(init=False, repr=False, compare=False)
 
@@ -106,13 +120,13 @@ class Experiment:
              **({"hosts": list(j.groups[0])} if len(j.groups) == 1
                 else {"groups": [list(g) for g in j.groups]}),
              "size_bytes": j.size_bytes, "iterations": j.iterations, "compute_s": j.compute_s,
-             "start_s": j.start_s, **({"subflows": j.subflows} if j.subflows != 1 else {})}
+             "start_s": j.start_s, **_subflow_keys(j)}
             for j in self.jobs]})
         return {
             "name": self.name, "seed": self.seed,
             "fabric": topologies.resolved(self.fabric.spec),
             **jobs,
-            **({"subflows": self.subflows} if self.jobs_from and self.subflows != 1 else {}),
+            **(self.subflow_defaults.as_dict() if self.jobs_from else {}),
             "routing": list(self.routing),
             "emulation": self.emulation.resolved(),
             "events": [e.as_dict() for e in self.events],
@@ -121,3 +135,8 @@ class Experiment:
             **({"solver_time_limit_s": self.solver_time_limit_s}
                if self.solver_time_limit_s is not None else {}),
         }
+
+
+def _subflow_keys(j: JobSpec) -> dict:
+    """A job's subflows / split keys where they differ from the defaults."""
+    return SubflowDefaults(j.subflows, j.split, j.split_piece_bytes).as_dict()

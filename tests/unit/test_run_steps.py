@@ -51,7 +51,7 @@ class _Driver:
             for k in range(p.spec.iterations):
                 t0 = t + p.spec.compute_s
                 rec = IterationRecord(k, self.t0 + t0, self.t0 + t0 + d, p.bytes_per_iteration(),
-                                      [[x.tid, self.t0 + t0 + d / 4, self.t0 + t0 + d]
+                                      [[x.tid, self.t0 + t0 + d / 4, self.t0 + t0 + d, x.size_bytes]
                                        for x in p.transfers], retrans_segments=k)
                 records[p.name].iterations.append(rec)
                 t = t0 + d
