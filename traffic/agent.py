@@ -28,11 +28,12 @@ import time
 import zlib
 from dataclasses import dataclass
 
+from .collectives import ADAPTIVE_UNSENT_BYTES
 from .wire import HEADER, MAGIC, ExpectedCrc, header, payload_crc, payload_pieces
 
 RECV_BUFFER_BYTES = 256 * 1024
 #: An adaptive subflow's bound on bytes written but not yet sent (TCP_NOTSENT_LOWAT)
-NOTSENT_LOWAT_BYTES = 16 * 1024
+NOTSENT_LOWAT_BYTES = ADAPTIVE_UNSENT_BYTES
 
 
 class AgentError(RuntimeError):

@@ -94,6 +94,10 @@ class Transfer:
 
 #: How a transfer's K subflows share its bytes (JobSpec.split).
 SPLITS = ("even", "adaptive")
+#: An adaptive subflow's bytes written but not yet sent, at most (the agents' TCP_NOTSENT_LOWAT;
+#: without it a subflow on a slow path hoards pieces in its socket). The model's tail of each
+#: part is half a piece plus this.
+ADAPTIVE_UNSENT_BYTES = 16 * 1024
 
 
 @dataclass

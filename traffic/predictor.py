@@ -39,7 +39,7 @@ import time
 import numpy as np
 
 from testbed.fabric import Fabric
-from traffic.collectives import JobPlan
+from traffic.collectives import ADAPTIVE_UNSENT_BYTES, JobPlan
 from .prediction import (OURS, RECOMPUTES, RING_SYNCS, JobResult, Prediction,  # noqa: F401
                          PredictorError, Router, Semantics)
 from .rates import max_min_rates  # noqa: F401
@@ -81,9 +81,7 @@ class _Job:
             self.row = np.array([row_of_conn[t.conn_id] for t in ts], dtype=np.int64)
         except KeyError as e:
             raise PredictorError(f"jobs.{self.name}: transfer on unknown connection {e}") from None
-        #: split "adaptive": the position of each transfer's pool (its first part), else -1
-        self.pool = np.array([pos.get(t.pool, -1) for t in ts], dtype=np.int64)
-        self.pooled = bool((self.pool >= 0).any())
+        self._pools(ts, pos, spec.split_piece_bytes)
         self.carried = self.size.copy()       # bytes each part carried this iteration
         self.carried_sum = np.zeros(n)
         preds_of: list[set[int]] = []
@@ -136,6 +134,24 @@ class _Job:
         self.fct_cur = np.zeros(n)
         self.fct_all = np.zeros((self.iterations, n)) if keep_fcts else None
 
+    def _pools(self, ts: list, pos: dict[int, int], piece_bytes: int) -> None:
+        """split "adaptive": `pool`, the position of each part's first part (-1: a fixed part),
+        and `held`, the tail (bytes) each part keeps back: half a piece, the mean of what a
+        subflow is still sending when the last piece is taken, plus what its socket may hold
+        unsent (ADAPTIVE_UNSENT_BYTES). A pool of S bytes in K parts is shared only while more
+        than K tails are left; a pool too small for that stays K even parts."""
+        pool = np.array([pos.get(t.pool, -1) for t in ts], dtype=np.int64)
+        total = np.bincount(pool[pool >= 0], self.size[pool >= 0], minlength=len(ts))
+        parts = np.bincount(pool[pool >= 0], minlength=len(ts))
+        tail = piece_bytes / 2 + ADAPTIVE_UNSENT_BYTES
+        small = (pool >= 0) & (total[np.maximum(pool, 0)] < parts[np.maximum(pool, 0)]
+                               * (tail + 1))
+        pool[small] = -1
+        self.pool = pool
+        self.pooled = bool((pool >= 0).any())
+        self.held = np.where(pool >= 0, tail, 0.0)
+        self.in_tail = np.zeros(len(ts), dtype=np.bool_)   # sending only its tail
+
     def _barriers(self, ts: list, preds_of: list[set[int]]) -> None:
         """Step sync: one barrier per (component, step); preds in the previous step of the
         same component are replaced by that step's barrier."""
@@ -174,6 +190,7 @@ class _Job:
         self.communicating = True
         if self.pooled:
             self.carried[:] = self.size
+            self.in_tail[:] = False
 
     def release(self, i: int) -> list[int]:
         """Transfer i completed: the transfers that may start now."""
@@ -456,9 +473,23 @@ class _Simulation:
     def _complete(self, new: list[tuple[int, int]]) -> None:
         """The flows marked done complete now, in admission order."""
         a = self.active
+        if self.pooled:
+            self._enter_tails()
         for f in np.flatnonzero(a.done).tolist():
             self.finish(int(a.job[f]), int(a.tid[f]), self.now, new)
         a.drop_done()
+
+    def _enter_tails(self) -> None:
+        """split "adaptive": parts whose shared bytes are gone go on with the tail each held
+        back, at its own rate: what every subflow is still sending when the last piece has
+        been taken (on average half a piece whatever the subflow's rate, and its unsent
+        bytes)."""
+        a = self.active
+        for f in np.flatnonzero(a.done).tolist():
+            job, i = self.jobs[int(a.job[f])], int(a.tid[f])
+            if job.pooled and job.pool[i] >= 0 and not job.in_tail[i]:
+                job.in_tail[i] = True
+                a.rem[f], a.done[f] = job.held[i], False
 
     def _fire_timers(self, new: list[tuple[int, int]]) -> None:
         """Iteration starts and fabric events due now."""
@@ -493,7 +524,7 @@ class _Simulation:
         rows = np.empty(len(new), dtype=np.int64)
         for k, (j, i) in enumerate(new):
             job = self.jobs[j]
-            sizes[k] = job.size[i]
+            sizes[k] = job.size[i] - job.held[i] if job.pooled else job.size[i]
             rows[k] = job.row[i]
         self.active.add(pairs[:, 0], pairs[:, 1], sizes, rows, self.conn_table[rows])
 
@@ -542,15 +573,16 @@ class _Simulation:
         return True
 
     def _share_pools(self) -> None:
-        """split "adaptive": the parts of one transfer in flight hold its bytes in proportion
-        to their rates, so they end together, when their summed rates have moved the transfer
-        (the fluid limit of taking pieces as each subflow is free; a part with no rate keeps
-        what it holds)."""
+        """split "adaptive": the parts of one transfer in flight hold its shared bytes in
+        proportion to their rates, so they reach their tails together, when their summed rates
+        have moved those bytes (the fluid limit of taking pieces as each subflow is free; a
+        part with no rate keeps what it holds)."""
         a = self.active
         pool = np.full(a.n, -1, dtype=np.int64)
         mine = {j: a.job == j for j, job in enumerate(self.jobs) if job.pooled}
         for j, m in mine.items():
-            p = self.jobs[j].pool[a.tid[m]]
+            job = self.jobs[j]
+            p = np.where(job.in_tail[a.tid[m]], -1, job.pool[a.tid[m]])
             pool[m] = np.where(p >= 0, self.job_offset[j] + p, -1)
         m = (pool >= 0) & (a.rates > 0)
         if not m.any():

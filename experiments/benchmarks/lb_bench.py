@@ -2,17 +2,21 @@
 connection comes to planning, per shipped config, predicted (and emulated with --emulate, root).
 
     .venv/bin/python experiments/benchmarks/lb_bench.py [--configs quickstart fat-tree-rings ...]
-        [--seeds 5] [--subflows 1 2 4 8] [--emulate] [--csv PATH]
+        [--seeds 5] [--subflows 1 2 4 8] [--splits even adaptive] [--emulate] [--csv PATH]
 
 Schemes: ecmp with K = 1, 2, 4, 8 subflows (median over --seeds hash seeds, with the min and
 max); spray (subflows dealt round-robin over the live paths), greedy and ilp with K = 1, 2,
-4. Per config and scheme it prints the efficiency (the lowest job's ideal / mean CCT), the
-network efficiency (mean over jobs), the link-load
-imbalance (max / mean bytes over the usable fabric links), the most flows on one link, the
-connections and the prediction's wall time; then, per config, the smallest K at which ECMP's
-median network efficiency reaches 90% of the better planner's at K = 1. --emulate also runs
-each scheme once on the emulator (ecmp with the first seed) and prints the emulated
-efficiency, the model's error and the CPU monitor's verdict.
+4; and with `split: adaptive` (the subflows share each transfer's bytes as they go) ecmp with
+K = 4, 8 and spray with K = 4, in pieces of --piece-bytes (default 64 KiB: the shipped
+configs' ring chunks are a few hundred kB, so a subflow takes several pieces of each).
+
+Per config and scheme it prints the efficiency (the lowest job's ideal / mean CCT), the
+network efficiency (mean over jobs), the link-load imbalance (max / mean bytes over the
+usable fabric links), the most flows on one link, the connections and the prediction's wall
+time; then, per config, the smallest K at which ECMP's median network efficiency reaches 90%
+of the better planner's at K = 1. --emulate also runs each scheme once on the emulator (ecmp
+with the first seed) and prints the emulated efficiency, the model's error and the CPU
+monitor's verdict.
 """
 from __future__ import annotations
 
@@ -32,29 +36,35 @@ from traffic.collectives import plan_jobs
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 DEFAULT = ["quickstart", "fat-tree-rings", "fidelity-mixed", "hedera-k4", "paper-3jobs-d4",
            "paper-3jobs-d4-fail4", "paper-5jobs-d4", "floodns-2jobs-d4", "clos3-2048-5jobs"]
-SCHEMES = [("ecmp", k) for k in (1, 2, 4, 8)] + [(s, k) for s in ("spray", "greedy", "ilp")
-                                                 for k in (1, 2, 4)]
-COLUMNS = ["config", "routing", "subflows", "seeds", "connections", "efficiency",
+SCHEMES = ([("ecmp", k, "even") for k in (1, 2, 4, 8)]
+           + [(s, k, "even") for s in ("spray", "greedy", "ilp") for k in (1, 2, 4)]
+           + [("ecmp", 4, "adaptive"), ("ecmp", 8, "adaptive"), ("spray", 4, "adaptive")])
+PIECE_BYTES = 64 * 1024          # --piece-bytes
+COLUMNS = ["config", "routing", "subflows", "split", "piece_bytes", "seeds", "connections", "efficiency",
            "efficiency_min", "efficiency_max", "network_efficiency", "link_load_imbalance",
            "max_link_flows", "predict_wall_s", "emulated_efficiency",
            "prediction_error_fraction", "emulator_ok"]
 
 
-def experiment(name: str, routing: str, k: int, seed: int | None):
-    """The shipped config `name` with one routing, K subflows and (if given) another seed."""
+def experiment(name: str, routing: str, k: int, split: str, seed: int | None,
+               piece_bytes: int = PIECE_BYTES):
+    """The shipped config `name` with one routing, K subflows split `split` (pieces of
+    piece_bytes) and (if given) another seed."""
     path = CONFIGS / f"{name}.yaml"
     doc = read_yaml(path)
-    doc = {**doc, "routing": [routing], "subflows": k}
+    doc = {**doc, "routing": [routing], "subflows": k, "split": split,
+           "split_piece_bytes": piece_bytes}
     if seed is not None:
         doc["seed"] = seed
     return parse(doc, base_dir=path.parent)
 
 
-def predicted(name: str, routing: str, k: int, seeds: list[int | None]) -> dict:
+def predicted(name: str, routing: str, k: int, split: str, seeds: list[int | None],
+              piece_bytes: int) -> dict:
     """One row: the scheme predicted once per seed (ECMP) or once (planners)."""
     runs, walls = [], []
     for seed in seeds:
-        exp = experiment(name, routing, k, seed)
+        exp = experiment(name, routing, k, split, seed, piece_bytes)
         with tempfile.TemporaryDirectory() as out:
             t0 = time.perf_counter()
             res = predict_experiment(exp, Path(out), log=lambda s: None)
@@ -63,7 +73,8 @@ def predicted(name: str, routing: str, k: int, seeds: list[int | None]) -> dict:
     conns = sum(len(p.connections) for p in plan_jobs(exp.jobs))   # the same for every seed
     effs = sorted(r["efficiency"] for r in runs)
     run = sorted(runs, key=lambda r: r["network_efficiency"])[len(runs) // 2]  # the median
-    return {"config": name, "routing": routing, "subflows": k, "seeds": len(seeds),
+    return {"config": name, "routing": routing, "subflows": k, "split": split,
+            "piece_bytes": piece_bytes, "seeds": len(seeds),
             "connections": conns, "efficiency": statistics.median(effs),
             "efficiency_min": effs[0], "efficiency_max": effs[-1],
             "network_efficiency": statistics.median(r["network_efficiency"] for r in runs),
@@ -74,7 +85,8 @@ def predicted(name: str, routing: str, k: int, seeds: list[int | None]) -> dict:
 def emulated(row: dict, seed: int | None) -> None:
     """Run the row's scheme once on the emulator; add its efficiency, error and verdict."""
     from experiments.runner import run_experiment
-    exp = experiment(row["config"], row["routing"], row["subflows"], seed)
+    exp = experiment(row["config"], row["routing"], row["subflows"], row["split"], seed,
+                     row["piece_bytes"])
     with tempfile.TemporaryDirectory() as out:
         run = run_experiment(exp, Path(out), log=lambda s: None)["runs"][0]
     row.update(emulated_efficiency=run["efficiency"],
@@ -83,14 +95,15 @@ def emulated(row: dict, seed: int | None) -> None:
 
 
 def print_table(rows: list[dict]) -> None:
-    print(f"{'config':22} {'routing':8} {'K':>2} {'conns':>6} {'eff':>6} {'(min-max)':>13} "
+    print(f"{'config':22} {'routing':8} {'K':>2} {'split':8} {'conns':>6} {'eff':>6} {'(min-max)':>13} "
           f"{'net eff':>7} {'imbal':>6} {'maxfl':>5} {'wall s':>7} {'emu eff':>7} {'err':>7}")
     for r in rows:
         spread = (f"{r['efficiency_min']:.3f}-{r['efficiency_max']:.3f}"
                   if r["seeds"] > 1 else "")
         imb = r["link_load_imbalance"]
         emu = r.get("emulated_efficiency")
-        print(f"{r['config']:22} {r['routing']:8} {r['subflows']:>2} {r['connections']:>6} "
+        print(f"{r['config']:22} {r['routing']:8} {r['subflows']:>2} {r['split']:8} "
+              f"{r['connections']:>6} "
               f"{r['efficiency']:6.3f} {spread:>13} {r['network_efficiency']:7.3f} "
               f"{imb if imb is None else f'{imb:6.2f}'!s:>6} {r['max_link_flows']:>5} "
               f"{r['predict_wall_s']:7.2f} "
@@ -108,7 +121,7 @@ def subflows_needed(rows: list[dict]) -> None:
                     if r["routing"] != "ecmp" and r["subflows"] == 1), default=None)
         if plan is None:
             continue
-        ks = [r["subflows"] for r in mine if r["routing"] == "ecmp"
+        ks = [r["subflows"] for r in mine if r["routing"] == "ecmp" and r["split"] == "even"
               and r["network_efficiency"] >= 0.9 * plan]
         tried = max((r["subflows"] for r in mine if r["routing"] == "ecmp"), default=0)
         print(f"  {name:22} planner {plan:.3f}: "
@@ -122,6 +135,10 @@ def main() -> int:
     ap.add_argument("--emulate", action="store_true", help="also run each scheme (root)")
     ap.add_argument("--subflows", type=int, nargs="+", default=[1, 2, 4, 8],
                     help="the K values to run (default 1 2 4 8; planners stop at 4)")
+    ap.add_argument("--splits", nargs="+", default=["even", "adaptive"],
+                    choices=["even", "adaptive"], help="the splits to run (default both)")
+    ap.add_argument("--piece-bytes", type=int, default=PIECE_BYTES,
+                    help="split_piece_bytes of the adaptive schemes (65536 .. 2^30)")
     ap.add_argument("--csv", type=Path)
     args = ap.parse_args()
     if not 1 <= args.seeds <= 100:
@@ -129,12 +146,12 @@ def main() -> int:
         return 2
     rows = []
     for name in args.configs:
-        for routing, k in SCHEMES:
-            if k not in args.subflows:
+        for routing, k, split in SCHEMES:
+            if k not in args.subflows or split not in args.splits:
                 continue
             seeds = list(range(1, args.seeds + 1)) if routing == "ecmp" else [None]
             try:
-                row = predicted(name, routing, k, seeds)
+                row = predicted(name, routing, k, split, seeds, args.piece_bytes)
             except ConfigError as e:        # e.g. K x connections past the source ports
                 print(f"{name} {routing} K={k}: {e}", file=sys.stderr)
                 continue

@@ -11,7 +11,7 @@ import pytest
 from experiments.config import ConfigError, parse
 from testbed.fabric import FabricSpec, build_fabric
 from traffic.agent import Agent, AgentError, Plan, _pool_part_done
-from traffic.collectives import Collective, JobSpec, plan_jobs
+from traffic.collectives import ADAPTIVE_UNSENT_BYTES, Collective, JobSpec, plan_jobs
 from traffic.driver import agent_plans
 from traffic.predictor import predict
 
@@ -19,7 +19,7 @@ S = 3_000_000          # bytes of the transfer split over two subflows
 MBPS = 100.0
 
 
-def hand_case(split: str):
+def hand_case(split: str, piece: int = 1 << 20):
     """h1 -> h4 in 2 subflows, part 0 via spine1, part 1 via spine2, while h2 -> h5 and
     h3 -> h6 also cross spine2 (they last longer)::
 
@@ -30,7 +30,8 @@ def hand_case(split: str):
              h1 h2 h3       h4 h5 h6
     """
     f = build_fabric(FabricSpec(2, 2, 3, MBPS, MBPS))
-    a = JobSpec("a", Collective.FLOWS, [["h1", "h4"]], S, subflows=2, split=split)
+    a = JobSpec("a", Collective.FLOWS, [["h1", "h4"]], S, subflows=2, split=split,
+                split_piece_bytes=piece)
     b = JobSpec("b", Collective.FLOWS, [["h2", "h5"], ["h3", "h6"]], 10 * S)
     plans = plan_jobs([a, b])
     spine_of = {c.conn_id: ("spine1" if c.conn_id == 0 else "spine2")
@@ -52,20 +53,32 @@ def test_adaptive_parts_share_one_pool_per_transfer():
         [(t.conn_id, t.size_bytes, t.deps) for t in even.transfers]
 
 
-def test_adaptive_moves_bytes_in_proportion_to_the_rates():
+@pytest.mark.parametrize("piece", [65536, 1 << 20])
+def test_adaptive_moves_bytes_in_proportion_to_the_rates(piece):
     """Hand computed: A0 runs at 66.7 and A1 at 33.3 Mbit/s. Even parts: A1's S/2 at 33.3 sets
-    the time, 1.5 x S / 100 Mbit/s. Adaptive: the pool drains at 100 Mbit/s, S / 100, with 2/3
-    of the bytes on spine1."""
-    line_s = S * 8 / (MBPS * 1e6)
+    the time, 1.5 x S / 100 Mbit/s. Adaptive: the shared bytes, S less each part's tail (half
+    a piece and the unsent allowance), drain at 100 Mbit/s, 2/3 of them via spine1; then each
+    part sends its tail at its own rate, and A1's (at 33.3) ends the transfer."""
+    tail = piece / 2 + ADAPTIVE_UNSENT_BYTES
+    shared = S - 2 * tail
+    want_s = shared * 8 / (MBPS * 1e6) + tail * 8 / (MBPS / 3 * 1e6)
     _, even = hand_case("even")
-    plans, adaptive = hand_case("adaptive")
-    assert even.jobs["a"].cct_s[0] == pytest.approx(1.5 * line_s, rel=1e-9)
-    assert adaptive.jobs["a"].cct_s[0] == pytest.approx(line_s, rel=1e-9)
+    plans, adaptive = hand_case("adaptive", piece)
+    assert even.jobs["a"].cct_s[0] == pytest.approx(1.5 * S * 8 / (MBPS * 1e6), rel=1e-9)
+    assert adaptive.jobs["a"].cct_s[0] == pytest.approx(want_s, rel=1e-9)
     carried = adaptive.jobs["a"].transfer_bytes
-    assert carried.tolist() == pytest.approx([2 * S / 3, S / 3], rel=1e-9)
+    assert carried.tolist() == pytest.approx([shared * 2 / 3 + tail, shared / 3 + tail],
+                                             rel=1e-9)
     assert even.jobs["a"].transfer_bytes.tolist() == [S / 2, S / 2]
     # the background flows saw A1 leave spine2 sooner: they end no later than with even parts
     assert adaptive.jobs["b"].cct_s[0] <= even.jobs["b"].cct_s[0] + 1e-9
+
+
+def test_a_pool_of_at_most_k_half_pieces_is_the_even_split():
+    """S = 3 MB in 2 parts with 4 MiB pieces: both pieces are taken at once, as even parts."""
+    _, even = hand_case("even")
+    _, adaptive = hand_case("adaptive", 4 << 20)
+    assert adaptive.jobs["a"].cct_s == even.jobs["a"].cct_s
 
 
 def test_adaptive_on_equal_paths_is_the_even_split():
