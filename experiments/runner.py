@@ -395,6 +395,11 @@ def assemble(exp: Experiment, entry: RoutingEntry, rp, inst: Installed, jobs: li
     fidelity = driven.fidelity
     predicted_cct = slowest_per_iteration([j["predicted_cct_s"] for j in jobs])
     fidelity["tcp_retrans_segments"] = sum(j["tcp_retrans_segments"] for j in jobs)
+    tcp = {cid: c for rec in driven.records.values() if rec.iterations
+           for cid, c in rec.iterations[-1].tcp.items()}
+    for key in ("out_of_order_packets", "reordering_seen"):
+        counts = [c[key] for c in tcp.values() if c.get(key) is not None]
+        fidelity[f"tcp_{key}"] = sum(counts) if counts else None
     loads = link_flow_counts(exp.fabric, conns, measured.observed)
     run = run_result(
         entry.name, "emulated", jobs,
@@ -413,7 +418,7 @@ def assemble(exp: Experiment, entry: RoutingEntry, rp, inst: Installed, jobs: li
                "peak_per_switch": controller.peak_rules_per_switch},
         epochs=controller.epochs, events=controller.events,
         unfired_events=unfired_events(exp, controller),
-        paths=path_records(entry, controller, conns, measured),
+        paths=path_records(entry, controller, conns, measured, tcp),
         link_flows=[{"link": list(k), "flows": v} for k, v in sorted(loads.items())])
     run["prediction_error_fraction"] = run["cct_mean_s"] / run["predicted_cct_mean_s"] - 1
     if entry.reference:           # no switch-to-switch links: the busiest is a host link
@@ -435,15 +440,17 @@ def unfired_events(exp: Experiment, controller: Controller) -> list[dict]:
 
 
 def path_records(entry: RoutingEntry, controller: Controller, conns: list[Connection],
-                 measured: Measured) -> list[dict]:
-    """Per connection: its 5-tuple, the paths it was given, the path its bytes took."""
+                 measured: Measured, tcp: dict[int, dict]) -> list[dict]:
+    """Per connection: its 5-tuple, the paths it was given, the path its bytes took, and its
+    TCP counters over the run (the agents' TCP_INFO: the cost of reordering and loss)."""
     return [{"conn_id": c.conn_id, "job": c.job, "src": c.src, "dst": c.dst,
              "src_port": c.src_port, "dst_port": c.dst_port,
              "planned_paths": [list(p) for p in sorted(controller.history.get(c.conn_id, ()))],
              "final_path": _listed(controller.final_path(c.conn_id)
                                    if entry.paths_given else None),
              "observed_path": _listed(measured.observed.get(c.conn_id)),
-             "switch_bytes": _nonzero(measured.flows.get(c.conn_id, {}).get("bytes", {})) or None}
+             "switch_bytes": _nonzero(measured.flows.get(c.conn_id, {}).get("bytes", {})) or None,
+             **{f"tcp_{k}": v for k, v in tcp.get(c.conn_id, {}).items()}}
             for c in conns]
 
 
@@ -457,7 +464,9 @@ def log_run(name: str, run: dict, controller: Controller, log: Callable[[str], N
         f"{fidelity['forwarding_max_pct'] or 0:.0f}% of a core"
         + (f", it dropped {fidelity['vswitchd_rx_drops']} packets"
            if fidelity.get("vswitchd_rx_drops") else "")
-        + f"), {fidelity['tcp_retrans_segments']} TCP segments retransmitted")
+        + f"), {fidelity['tcp_retrans_segments']} TCP segments retransmitted"
+        + (f", {fidelity['tcp_out_of_order_packets']} received out of order"
+           if fidelity.get("tcp_out_of_order_packets") else ""))
     for line in fidelity["advice"]:
         log(f"[{name}] {line}")
     for ev in controller.events:

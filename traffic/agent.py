@@ -9,7 +9,9 @@ talks to the runner by JSON lines: commands on stdin, events on stdout.
     {"cmd": "iterate", "iteration": t}
                                {"event": "done", "iteration": t, "start_s", "recv": [[tid,
                                 first_byte_s, last_byte_s, bytes], ...], "bytes_received",
-                                "bytes_sent", "verified": true}
+                                "bytes_sent", "retrans_segments", "tcp": {conn_id:
+                                {retrans_segments, reordering_seen, out_of_order_packets}},
+                                "verified": true}
     {"cmd": "exit"}            (exits 0)
     any failure                {"event": "error", "message": "..."} and exit 1
 
@@ -70,14 +72,26 @@ def _configure(sock: socket.socket, plan: Plan) -> None:
     sock.settimeout(plan.timeout_s)
 
 
-TCP_INFO_TOTAL_RETRANS_OFFSET = 100   # struct tcp_info.tcpi_total_retrans (u32), linux/tcp.h
+#: Offsets in struct tcp_info (linux/tcp.h) of the u32 counters the agents report:
+#: tcpi_total_retrans, tcpi_reord_seen (Linux 4.19+) and tcpi_rcv_ooopack (5.4+).
+TCP_INFO_OFFSETS = {"retrans_segments": 100, "reordering_seen": 220, "out_of_order_packets": 224}
+TCP_INFO_BYTES = 232
+
+
+def tcp_counters(sock: socket.socket, *names: str) -> dict[str, int | None]:
+    """The socket's TCP_INFO counters `names` since it opened (None: the kernel has none)."""
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_BYTES)
+    out: dict[str, int | None] = {}
+    for name in names:
+        off = TCP_INFO_OFFSETS[name]
+        out[name] = (int.from_bytes(info[off:off + 4], sys.byteorder)
+                     if len(info) >= off + 4 else None)
+    return out
 
 
 def total_retrans(sock: socket.socket) -> int:
     """Segments this socket has retransmitted since it opened (TCP_INFO)."""
-    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
-    off = TCP_INFO_TOTAL_RETRANS_OFFSET
-    return int.from_bytes(info[off:off + 4], sys.byteorder) if len(info) >= off + 4 else 0
+    return tcp_counters(sock, "retrans_segments")["retrans_segments"] or 0
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
@@ -241,7 +255,17 @@ class Agent:
                 "recv": [[tid, a, b, n] for tid, (a, b, n) in sorted(recv_times.items())],
                 "bytes_received": counters["received"], "bytes_sent": counters["sent"],
                 "retrans_segments": sum(total_retrans(s) for s in self.out_socks.values()),
-                "verified": True}
+                "tcp": self.tcp_counters(), "verified": True}
+
+    def tcp_counters(self) -> dict[str, dict]:
+        """Per connection (its id as a string): the sender's retransmitted segments and
+        reorderings seen, the receiver's out-of-order packets, since it opened."""
+        out: dict[str, dict] = {}
+        for cid, sock in self.out_socks.items():
+            out[str(cid)] = tcp_counters(sock, "retrans_segments", "reordering_seen")
+        for cid, sock in self.in_socks.items():
+            out.setdefault(str(cid), {}).update(tcp_counters(sock, "out_of_order_packets"))
+        return out
 
 
 def _receive_one(sock: socket.socket, view: memoryview, p, iteration: int, conn_id: int,

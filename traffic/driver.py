@@ -39,6 +39,9 @@ class IterationRecord:
     #: carry a share of their transfer that only the run decides)
     transfers: list[list] = field(default_factory=list)
     retrans_segments: int = 0   # TCP retransmissions of the job's connections since they opened
+    #: per conn_id, since it opened: retrans_segments, reordering_seen (sender),
+    #: out_of_order_packets (receiver); None where the kernel does not count one
+    tcp: dict[int, dict] = field(default_factory=dict)
 
     @property
     def cct_s(self) -> float:
@@ -76,6 +79,15 @@ def agent_plans(fabric: Fabric, plan: JobPlan, seed: int, tcp_cc: str,
                        **pools.get(t.tid, {})}
                       for t in plan.transfers if conns[t.conn_id].dst == h],
         }
+    return out
+
+
+def _tcp_counters(events: list[dict]) -> dict[int, dict]:
+    """The ranks' per-connection TCP counters (the sender's and the receiver's halves)."""
+    out: dict[int, dict] = {}
+    for e in events:
+        for cid, counters in e.get("tcp", {}).items():
+            out.setdefault(int(cid), {}).update(counters)
     return out
 
 
@@ -271,7 +283,8 @@ class TrafficDriver:
                         end_s=max(t[2] for t in transfers),
                         bytes_received=sum(e["bytes_received"] for e in evs),
                         transfers=transfers,
-                        retrans_segments=sum(e.get("retrans_segments", 0) for e in evs))
+                        retrans_segments=sum(e.get("retrans_segments", 0) for e in evs),
+                        tcp=_tcp_counters(evs))
                     if rec.bytes_received != expected_bytes[agent.job] or not all(
                             e["verified"] for e in evs):
                         raise TrafficError(

@@ -7,7 +7,7 @@ connection comes to planning, per shipped config, predicted (and emulated with -
 Schemes: ecmp with K = 1, 2, 4, 8 subflows (median over --seeds hash seeds, with the min and
 max); spray (subflows dealt round-robin over the live paths), greedy and ilp with K = 1, 2,
 4; and with `split: adaptive` (the subflows share each transfer's bytes as they go) ecmp with
-K = 4, 8 and spray with K = 4, in pieces of --piece-bytes (default 64 KiB: the shipped
+K = 4, 8 and spray with K = 4, in pieces of --piece-bytes (default 16 KiB: the shipped
 configs' ring chunks are a few hundred kB, so a subflow takes several pieces of each).
 
 Per config and scheme it prints the efficiency (the lowest job's ideal / mean CCT), the
@@ -39,7 +39,7 @@ DEFAULT = ["quickstart", "fat-tree-rings", "fidelity-mixed", "hedera-k4", "paper
 SCHEMES = ([("ecmp", k, "even") for k in (1, 2, 4, 8)]
            + [(s, k, "even") for s in ("spray", "greedy", "ilp") for k in (1, 2, 4)]
            + [("ecmp", 4, "adaptive"), ("ecmp", 8, "adaptive"), ("spray", 4, "adaptive")])
-PIECE_BYTES = 64 * 1024          # --piece-bytes
+PIECE_BYTES = 16 * 1024          # --piece-bytes
 COLUMNS = ["config", "routing", "subflows", "split", "piece_bytes", "seeds", "connections", "efficiency",
            "efficiency_min", "efficiency_max", "network_efficiency", "link_load_imbalance",
            "max_link_flows", "predict_wall_s", "emulated_efficiency",
@@ -138,7 +138,7 @@ def main() -> int:
     ap.add_argument("--splits", nargs="+", default=["even", "adaptive"],
                     choices=["even", "adaptive"], help="the splits to run (default both)")
     ap.add_argument("--piece-bytes", type=int, default=PIECE_BYTES,
-                    help="split_piece_bytes of the adaptive schemes (65536 .. 2^30)")
+                    help="split_piece_bytes of the adaptive schemes (16384 .. 2^30)")
     ap.add_argument("--csv", type=Path)
     args = ap.parse_args()
     if not 1 <= args.seeds <= 100:

@@ -52,10 +52,10 @@ MAX_SEED = 2 ** 32 - 1
 #: Subflows per connection (`subflows`): NCCL opens at most 64 sockets per connection
 #: (NCCL_NSOCKS_PERTHREAD x NCCL_SOCKET_NTHREADS).
 MAX_SUBFLOWS = 64
-#: `split_piece_bytes` (split: adaptive): below 64 KiB an agent spends more on each piece's
-#: header and hand-off than the fabric does on its bytes; above 1 GiB the split is no longer
-#: adaptive at any size a collective sends.
-MIN_PIECE_BYTES = 64 * 1024
+#: `split_piece_bytes` (split: adaptive): below 16 KiB the agents' work per piece (a header,
+#: a checksum, a hand-off between threads, tens of us) nears the piece's time on a 1 Gbit/s
+#: link (131 us); above 1 GiB the split is no longer adaptive at any size a collective sends.
+MIN_PIECE_BYTES = 16 * 1024
 MAX_PIECE_BYTES = 1 << 30
 PIECE_WHY = "an agent's per-piece cost below, no adaptation above"
 

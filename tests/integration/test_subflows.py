@@ -30,6 +30,9 @@ def test_k_subflows_per_connection_carry_the_bytes_on_their_own_paths(tmp_path):
         assert len(paths) == 2 * K                     # two ring connections, K subflows each
         assert len({p["src_port"] for p in paths}) == 2 * K
         assert all(sum((p["switch_bytes"] or {}).values()) > 0 for p in paths)
+        for key in ("retrans_segments", "out_of_order_packets", "reordering_seen"):
+            assert all(isinstance(p[f"tcp_{key}"], int) for p in paths), key   # kernel >= 5.4
+            assert sum(p[f"tcp_{key}"] for p in paths) == run["fidelity"][f"tcp_{key}"]
         if run["routing"] != "ecmp":                   # K subflows of leaf1 -> leaf2: K/2 a spine
             spines = Counter(tuple(p["observed_path"])[1] for p in paths
                              if p["observed_path"][0] == "leaf1")

@@ -110,7 +110,7 @@ def test_config_keys_per_job_top_level_and_the_resolved_config():
 
 @pytest.mark.parametrize("doc, names", [
     ({"split": "packet"}, "config.split: unknown 'packet'; choose from even, adaptive"),
-    ({"split_piece_bytes": 1000}, "config.split_piece_bytes: must be from 65,536"),
+    ({"split_piece_bytes": 1000}, "config.split_piece_bytes: must be from 16,384"),
     ({"jobs": [{**JOB, "split_piece_bytes": 2 ** 31}]}, "jobs[0].split_piece_bytes"),
     ({"jobs": [{**JOB, "split": 1}]}, "jobs[0].split")])
 def test_bad_split_keys(doc, names):
@@ -160,6 +160,8 @@ def test_agents_split_adaptively_over_loopback_and_verify_every_piece():
         parts = [t for t in plan.transfers if t.pool == pool]
         assert sum(carried[t.tid] for t in parts) == sum(t.size_bytes for t in parts)
     assert sum(ev["bytes_received"] for ev in out.values()) == plan.bytes_per_iteration()
+    tcp = {cid: c for ev in out.values() for cid, c in ev["tcp"].items()}   # per connection
+    assert sorted(map(int, tcp)) == [c.conn_id for c in plan.connections]
     for a in agents:
         for s in (*a.out_socks.values(), *a.in_socks.values()):
             s.close()
