@@ -34,8 +34,6 @@ from .collectives import ADAPTIVE_UNSENT_BYTES
 from .wire import HEADER, MAGIC, ExpectedCrc, header, payload_crc, payload_pieces
 
 RECV_BUFFER_BYTES = 256 * 1024
-#: An adaptive subflow's bound on bytes written but not yet sent (TCP_NOTSENT_LOWAT)
-NOTSENT_LOWAT_BYTES = ADAPTIVE_UNSENT_BYTES
 
 
 class AgentError(RuntimeError):
@@ -87,11 +85,6 @@ def tcp_counters(sock: socket.socket, *names: str) -> dict[str, int | None]:
         out[name] = (int.from_bytes(info[off:off + 4], sys.byteorder)
                      if len(info) >= off + 4 else None)
     return out
-
-
-def total_retrans(sock: socket.socket) -> int:
-    """Segments this socket has retransmitted since it opened (TCP_INFO)."""
-    return tcp_counters(sock, "retrans_segments")["retrans_segments"] or 0
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
@@ -165,7 +158,7 @@ class Agent:
                 # a piece counts as sent once (nearly) all of it is on the wire, not queued
                 # in the socket: a subflow on a slow path must not hoard pieces there
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NOTSENT_LOWAT,
-                                NOTSENT_LOWAT_BYTES)
+                                ADAPTIVE_UNSENT_BYTES)
             self.out_socks[c["conn_id"]] = sock
         acceptor.join(timeout=max(0.0, deadline - time.monotonic()))
         if self.failure or len(accepted) < len(expected):
@@ -251,11 +244,12 @@ class Agent:
             errors.append(f"iteration {iteration} exceeded {p.timeout_s:g} s")
         if errors:
             raise AgentError("; ".join(errors))
+        tcp = self.tcp_counters()
         return {"event": "done", "iteration": iteration, "start_s": start_s,
                 "recv": [[tid, a, b, n] for tid, (a, b, n) in sorted(recv_times.items())],
                 "bytes_received": counters["received"], "bytes_sent": counters["sent"],
-                "retrans_segments": sum(total_retrans(s) for s in self.out_socks.values()),
-                "tcp": self.tcp_counters(), "verified": True}
+                "retrans_segments": sum(c.get("retrans_segments") or 0 for c in tcp.values()),
+                "tcp": tcp, "verified": True}
 
     def tcp_counters(self) -> dict[str, dict]:
         """Per connection (its id as a string): the sender's retransmitted segments and
