@@ -12,7 +12,13 @@ The paper's controller does not route once. Here, during `run`:
   the event and those rules, ECMP buckets that watch a dead local uplink stop being used by the
   switch itself.
 
-Every epoch and event is recorded with its timing (seconds since the jobs' clock started).
+- with the epoch policy `recompute: flows` (`FlowReplanner`), also whenever the flows in
+  flight change: the agents report every transfer as it lands, and the controller re-plans
+  the connections then carrying a transfer, at most once per replan_min_interval_s
+  (EMULATED_REPLAN_INTERVAL_S unless the config says), moving flows in flight.
+
+Every epoch and event is recorded with its timing (seconds since the jobs' clock started);
+a re-plan of the flows in flight is recorded as an epoch when it moved a flow.
 """
 from __future__ import annotations
 
@@ -26,10 +32,17 @@ from routing.paths import Path as SwitchPath
 from testbed.fabric import Fabric, build_fabric, link_key
 from testbed.installer import apply_lines, flow_bytes_by_cookie, install
 from traffic.collectives import Connection, JobPlan
+from traffic.inflight import InFlight
 
 from .config import Event, apply_event
 from .measure import switch_counts
 from .routing_entry import RoutingEntry
+
+
+#: The emulator's hold between two re-plans of the flows in flight (recompute: flows), s:
+#: about what one re-plan's solve and rule bundles take on the quickstart, so re-plans do not
+#: queue behind each other while a step's transfers land one after another.
+EMULATED_REPLAN_INTERVAL_S = 0.05
 
 
 class Controller:
@@ -124,6 +137,12 @@ class Controller:
     def job_finished(self, job: str, at_s: float) -> None:
         self._epoch(at_s, f"finish {job}", self.policy.finish(job))
 
+    def replan_flows(self, in_flight: list[int], at_s: float) -> None:
+        """recompute="flows": re-plan the connections `in_flight`; an epoch if a flow moved."""
+        decision = self.policy.replan(in_flight, f"flows at {at_s:.3f} s")
+        if decision.moved:
+            self._epoch(at_s, "flows", decision)
+
     def iteration_bound(self, at_s: float) -> None:
         """floodns's epoch policy (Semantics recompute="iterations"): every active flow is
         rerouted at an iteration's start or end. The traffic driver does not call this yet."""
@@ -182,3 +201,33 @@ class Controller:
             return [link_key(s, n) for n in self.fabric0.graph.successors(s)
                     if self.fabric0.role(n) != "host"]
         return [tuple(event.target)]
+
+
+class FlowReplanner:
+    """The traffic driver's watch (traffic/driver.py FlowWatch) under recompute="flows": keeps
+    the transfers in flight from the agents' reports and has the controller re-plan their
+    connections after each batch of reports, at most once per `gap_s` seconds."""
+
+    def __init__(self, controller: Controller, plans: list[JobPlan], gap_s: float):
+        self.controller, self.gap_s = controller, gap_s
+        self.flying = InFlight(plans)
+        self.dirty = False
+        self.last_s = -float("inf")
+
+    def iteration_started(self, job: str, t: float) -> None:
+        self.flying.begin(job)
+        self.dirty = True
+
+    def transfer_received(self, job: str, tid: int, t: float) -> None:
+        self.flying.received(job, tid)
+        self.dirty = True
+
+    def due_s(self) -> float | None:
+        return self.last_s + self.gap_s if self.dirty else None
+
+    def tick(self, t: float) -> None:
+        if not self.dirty or t < self.last_s + self.gap_s:
+            return
+        self.dirty = False
+        self.last_s = t
+        self.controller.replan_flows(self.flying.conns(), t)

@@ -70,6 +70,11 @@ class ControllerRoutes:
         self.policy.recompute(f"iteration bound at {t:.6g} s")
         return self._routes()
 
+    def flows_changed(self, in_flight: list[int], t: float) -> dict[int, Path | None]:
+        """recompute="flows": the flows in flight changed at t; the policy re-plans them."""
+        self.policy.replan(in_flight, f"flows at {t:.6g} s")
+        return self._routes()
+
     def event_times(self) -> list[float]:
         return [e.at_s for e in self.events]
 

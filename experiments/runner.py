@@ -40,10 +40,10 @@ from testbed.shaping import BUCKETS, Shaping
 from traffic.collectives import Connection, JobPlan, plan_jobs, with_port_offset
 from traffic.driver import JobRecord, TrafficDriver
 from traffic.goodput import goodput_factor
-from traffic.predictor import Prediction, ideal, predict
+from traffic.predictor import Prediction, Semantics, ideal, predict
 
 from .config import ConfigError, Experiment, iteration_timeout_s
-from .controller import Controller
+from .controller import EMULATED_REPLAN_INTERVAL_S, Controller, FlowReplanner
 from .measure import (measured_conn_rates, observed_paths, phase_paths, switch_counts,
                       write_transfers_csv)
 from .routes import ControllerRoutes
@@ -69,7 +69,13 @@ def _listed(path: tuple[str, ...] | None) -> list[str] | None:
 
 
 def check_emulable(exp: Experiment) -> None:
-    """Raise ConfigError (before anything is built) for a fabric the emulator cannot shape."""
+    """Raise ConfigError (before anything is built) for a fabric the emulator cannot shape,
+    or semantics its agents and controller do not run."""
+    sem = exp.semantics
+    if sem.ring_sync != "rank" or sem.tail_step or sem.recompute == "iterations":
+        raise ConfigError("semantics: the emulator runs ring_sync: rank, recompute: epochs or "
+                          "flows and no tail step (floodns's semantics are the model's: use "
+                          "`predict`)")
     keys = topologies.rate_keys(exp.fabric.spec)      # the kind's YAML key per link tier
     for tier, rate in exp.fabric.spec.rates_mbps().items():
         key = keys[tier]
@@ -292,8 +298,10 @@ def drive(exp: Experiment, emu, entry: RoutingEntry, inst: Installed, timeout_s:
     """The jobs' traffic under the controller (its epochs and the config's events), watched
     by the CPU monitor and, when asked, a capture; writes cpu_samples.csv."""
     controller = inst.controller
+    watch = (FlowReplanner(controller, inst.plans, emulated_semantics(exp).replan_min_interval_s)
+             if exp.semantics.recompute == "flows" and entry.places_flows else None)
     driver = TrafficDriver(emu, inst.plans, exp.seed, exp.emulation.tcp_cc, timeout_s,
-                           run_dir / "logs")
+                           run_dir / "logs", watch=watch)
     timers = [(e.at_s, lambda t, e=e: controller.fire(e, t)) for e in exp.events]
     capture = _capture(exp, run_dir)
     try:
@@ -367,7 +375,18 @@ def predict_policy(exp: Experiment, entry: RoutingEntry, rp, inst: Installed, go
         observed_phases=(phase_paths(measured.every, conns, readings)
                          if not entry.paths_given else None),
         time_limit_s=exp.solver_time_limit_s)
-    return predict(exp.fabric, inst.plans, None, goodput, router=routes)
+    return predict(exp.fabric, inst.plans, None, goodput, router=routes,
+                   semantics=emulated_semantics(exp))
+
+
+def emulated_semantics(exp: Experiment) -> Semantics:
+    """The semantics the emulator runs (check_emulable refuses others): ours, with the
+    config's recompute policy; recompute="flows" holds the emulator's interval unless the
+    config gives one."""
+    sem = exp.semantics
+    if sem.recompute == "flows" and sem.replan_min_interval_s is None:
+        return dataclasses.replace(sem, replan_min_interval_s=EMULATED_REPLAN_INTERVAL_S)
+    return sem
 
 
 def job_results(plans: list[JobPlan], driven: Driven, pred: Prediction, ideal_pred) -> list[dict]:

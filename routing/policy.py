@@ -7,7 +7,10 @@ active flow's path, routing/paths.py) and answers three calls:
 - `start(jobs)`: jobs begin their first iteration, an epoch;
 - `finish(job)`: a job ended its last iteration, an epoch;
 - `change_fabric(fabric)`: an element failed or came back; flows on a dead path are lost and
-  rerouted with the rest.
+  rerouted with the rest;
+- `replan(in_flight)` (epoch policy recompute="flows"): the set of flows in flight changed;
+  only those are re-planned, as if they were the only flows, and the idle ones keep their
+  paths (they carry nothing until their next transfer starts).
 
 Each call recomputes the active flows' paths with the configured strategy, starting from the
 previous assignment (low churn, routing/epochs.py). ECMP decides nothing here (the switches
@@ -55,6 +58,7 @@ class EpochPolicy:
         self.peak_link_flows = 0                      # busiest link over all epochs so far
         self.solves: list[dict] = []                  # one per recomputation (results' solve)
         self._scratch: tuple | None = None            # flows and fabric of the last scratch solve
+        self._replanned: tuple | None = None          # flows and fabric of the last replan
         if static is not None:
             self.assignment = dict(static)
             for cid, s in static.items():
@@ -91,6 +95,20 @@ class EpochPolicy:
         self._scratch = None if low_churn else key
         return decision
 
+    def replan(self, in_flight: list[int], reason: str = "flows") -> Decision:
+        """Re-plan the connections `in_flight` (conn ids of active jobs carrying a transfer),
+        starting from their paths now (low churn: the strategy moves a flow only where that
+        lowers the busiest link); the other active connections keep theirs. The same set on
+        the same fabric as the last re-plan is not solved again."""
+        if not self.places_flows:
+            return Decision(0.0, None)
+        conns = [self._by_id[cid] for cid in in_flight if self._by_id[cid].job in self.active]
+        key = (frozenset(c.conn_id for c in conns), self.fabric)
+        if key == self._replanned or not conns:
+            return Decision(0.0, 0)
+        self._replanned = key
+        return self._solve(conns, set(), reason, low_churn=True, partial=True)
+
     def change_fabric(self, fabric: Fabric, reason: str = "fabric change") -> Decision:
         """The fabric after a failure or repair: flows whose path died are rerouted
         (a fixed host-enforced plan cannot be: RoutingError)."""
@@ -118,23 +136,31 @@ class EpochPolicy:
 
     def _reroute(self, lost: set[int], reason: str, low_churn: bool = True) -> Decision:
         self._scratch = None
+        self._replanned = None
         if not self.places_flows:
             return Decision(0.0, None)
         active = [c for c in self.conns if c.job in self.active]
-        previous = dict(self.assignment)
+        return self._solve(active, lost, reason, low_churn)
+
+    def _solve(self, conns: list[Connection], lost: set[int], reason: str, low_churn: bool,
+               partial: bool = False) -> Decision:
+        """Route `conns` with the strategy from their previous paths; with `partial` the
+        other active flows keep theirs, else `conns` are every active flow."""
+        ids = {c.conn_id for c in conns} if partial else None
+        previous = {cid: s for cid, s in self.assignment.items() if ids is None or cid in ids}
         from . import TIME_LIMITED
-        result = recompute(self.strategy, self.fabric, active, previous, seed=self.seed,
+        result = recompute(self.strategy, self.fabric, conns, previous, seed=self.seed,
                            low_churn=low_churn,
                            **(self.options if self.strategy in TIME_LIMITED else {}))
-        self.assignment = {c.conn_id: result.plan.path_of[c.conn_id] for c in active}
-        for cid, s in self.assignment.items():
+        paths = {c.conn_id: result.plan.path_of[c.conn_id] for c in conns}
+        self.assignment = {**self.assignment, **paths} if partial else paths
+        for cid, s in paths.items():
             if s is not None:
                 self.history.setdefault(cid, set()).add(s)
-        moved = sum(1 for c in active if c.conn_id in previous
-                    and previous[c.conn_id] != self.assignment[c.conn_id])
+        moved = sum(1 for cid, s in paths.items() if cid in previous and previous[cid] != s)
         moved += sum(1 for cid in lost if self.assignment.get(cid) is not None)
         self.peak_link_flows = max(self.peak_link_flows, result.max_link_flows)
-        self.solves.append({"reason": reason, "flows": len(active),
+        self.solves.append({"reason": reason, "flows": len(conns),
                             "max_link_flows": result.max_link_flows,
                             **result.plan.stats.as_dict()})
         return Decision(result.plan.stats.time_s, moved)

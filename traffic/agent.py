@@ -12,6 +12,8 @@ talks to the runner by JSON lines: commands on stdin, events on stdout.
                                 "bytes_sent", "retrans_segments", "tcp": {conn_id:
                                 {retrans_segments, reordering_seen, out_of_order_packets}},
                                 "verified": true}
+                               with "report_transfers" in the plan, also as each arrives:
+                               {"event": "received", "iteration": t, "tid", "t"}
     {"cmd": "exit"}            (exits 0)
     any failure                {"event": "error", "message": "..."} and exit 1
 
@@ -55,11 +57,18 @@ class Plan:
     recvs: list[dict]      # {tid, conn_id, size_bytes[, pool, pool_bytes, pool_parts]}, in
                            # order per connection; pool: an adaptive split's part
     window_clamp_bytes: int = 0   # receive window bound per connection; 0: kernel autotuning
+    report_transfers: bool = False   # a "received" event per transfer as it arrives
+
+
+_EMIT_LOCK = threading.Lock()
 
 
 def emit(event: dict) -> None:
-    sys.stdout.write(json.dumps(event) + "\n")
-    sys.stdout.flush()
+    """One JSON line to the runner (whole lines, whichever thread writes)."""
+    line = json.dumps(event) + "\n"
+    with _EMIT_LOCK:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def _configure(sock: socket.socket, plan: Plan) -> None:
@@ -202,10 +211,14 @@ class Agent:
                 for r in expected:
                     first, carried = _receive_one(sock, view, p, iteration, conn_id, r,
                                                   count_in)
-                    recv_times[r["tid"]] = (first, time.monotonic(), carried)
+                    last = time.monotonic()
+                    recv_times[r["tid"]] = (first, last, carried)
                     if r.get("pool", -1) >= 0:
                         _pool_part_done(pools_in, r, carried, lock)
                     received[r["tid"]].set()
+                    if p.report_transfers:   # after the set(): a dependent send goes first
+                        emit({"event": "received", "iteration": iteration, "tid": r["tid"],
+                              "t": last})
             except Exception as e:  # noqa: BLE001 - any failure ends the iteration, reported
                 fail(f"receive on conn {conn_id}: {type(e).__name__}: {e}")
 

@@ -16,7 +16,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Protocol
 
 from testbed.fabric import Fabric
 
@@ -55,8 +55,27 @@ class JobRecord:
     verified: bool = False
 
 
+class FlowWatch(Protocol):
+    """A controller that follows the transfers in flight (recompute="flows"): told when an
+    iteration starts and when each transfer arrives, then ticked once per batch of agent
+    events and when it asks (times: seconds since the jobs' clock started)."""
+
+    def iteration_started(self, job: str, t: float) -> None: ...
+
+    def transfer_received(self, job: str, tid: int, t: float) -> None: ...
+
+    def due_s(self) -> float | None:
+        """When the watch wants a tick (a re-plan held back), or None."""
+        ...
+
+    def tick(self, t: float) -> None:
+        """Act on what changed since the last tick (e.g. re-plan the flows in flight)."""
+        ...
+
+
 def agent_plans(fabric: Fabric, plan: JobPlan, seed: int, tcp_cc: str,
-                timeout_s: float, window_clamp_bytes: int = 0) -> dict[str, dict]:
+                timeout_s: float, window_clamp_bytes: int = 0,
+                report_transfers: bool = False) -> dict[str, dict]:
     """The JSON plan of every rank of one job, keyed by host."""
     conns = {c.conn_id: c for c in plan.connections}
     pools = _pool_keys(plan)
@@ -66,6 +85,7 @@ def agent_plans(fabric: Fabric, plan: JobPlan, seed: int, tcp_cc: str,
             "host": h, "job_index": plan.index, "ip": fabric.ip_of(h),
             "listen_port": plan.listen_port, "seed": seed, "timeout_s": timeout_s,
             "tcp_cc": tcp_cc, "window_clamp_bytes": window_clamp_bytes,
+            "report_transfers": report_transfers,
             "outgoing": [{"conn_id": c.conn_id, "dst_ip": fabric.ip_of(c.dst),
                           "dst_port": c.dst_port, "src_port": c.src_port}
                          for c in plan.connections if c.src == h],
@@ -122,10 +142,12 @@ class TrafficDriver:
     """Starts agents in the emulated hosts and runs every job to completion."""
 
     def __init__(self, emu, plans: list[JobPlan], seed: int, tcp_cc: str,
-                 iteration_timeout_s: float, log_dir: Path):
+                 iteration_timeout_s: float, log_dir: Path, watch: FlowWatch | None = None):
+        """`watch`: told of every transfer as it arrives (the agents report each)."""
         self.emu, self.plans, self.seed, self.tcp_cc = emu, plans, seed, tcp_cc
         self.timeout_s = iteration_timeout_s
         self.log_dir = log_dir
+        self.watch = watch
         self.agents: list[_AgentProc] = []
         self.t0 = 0.0   # time.monotonic() when the jobs' clock started (run_jobs)
         self.sel = selectors.DefaultSelector()
@@ -138,7 +160,8 @@ class TrafficDriver:
             for host, aplan in agent_plans(self.emu.fabric, plan, self.seed, self.tcp_cc,
                                            self.timeout_s,
                                            self.emu.settings.subflow_window_clamp_bytes(
-                                               plan.spec.subflows)).items():
+                                               plan.spec.subflows),
+                                           report_transfers=self.watch is not None).items():
                 # absolute: the agent runs in the repository's folder, not the caller's
                 path = (self.log_dir / f"plan-{plan.name}-{host}.json").resolve()
                 path.write_text(json.dumps(aplan))
@@ -235,71 +258,104 @@ class TrafficDriver:
         (`self.t0`): on_start(jobs, t) just before jobs send their first byte (jobs that
         start together come in one call), on_finish(job, t) after a job's last iteration,
         and each timer (at_s, fn) once at at_s; on_iteration(job, record) after each verified
-        iteration (progress lines). They run synchronously: traffic waits."""
-        by_job = {p.name: [a for a in self.agents if a.job == p.name] for p in self.plans}
-        pending_timers = sorted(timers, key=lambda t: t[0])
-        specs = {p.name: p.spec for p in self.plans}
-        expected_bytes = {p.name: p.bytes_per_iteration() for p in self.plans}
-        records = {p.name: JobRecord(p.name) for p in self.plans}
-        t0 = self.t0 = time.monotonic()
-        next_go = {p.name: t0 + p.spec.start_s for p in self.plans}   # job -> when to start
-        running: dict[str, dict] = {}   # job -> {"iteration", "deadline", "done": {host: ev}}
-        while next_go or running:
+        iteration (progress lines); the driver's `watch`, of iterations and transfers. They
+        run synchronously: traffic waits."""
+        run = _JobsRun(self, on_start, on_finish, timers, on_iteration)
+        while run.next_go or run.running:
+            run.start_due()
             now = time.monotonic()
-            while pending_timers and t0 + pending_timers[0][0] <= now:
-                _, fn = pending_timers.pop(0)
-                fn(now - t0)
-                now = time.monotonic()
-            due = [j for j, at in next_go.items() if at <= now]
-            first = [j for j in due if not records[j].iterations]
-            if first and on_start:
-                on_start(first, now - t0)   # rules first; only the jobs it saw start now
-                now = time.monotonic()
-            for job in due:
-                it = len(records[job].iterations)
-                for a in by_job[job]:
-                    a.send({"cmd": "iterate", "iteration": it})
-                running[job] = {"iteration": it, "deadline": now + self.timeout_s, "done": {}}
-                del next_go[job]
-            for job, st in running.items():
+            for job, st in run.running.items():
                 if now > st["deadline"]:
                     raise TrafficError(f"job {job} iteration {st['iteration']} did not finish "
                                        f"within {self.timeout_s:g} s")
-            wake = min([*next_go.values(), *(s["deadline"] for s in running.values()),
-                        *(t0 + at for at, _ in pending_timers[:1])], default=now)
-            for agent, event in self._events(min(wake - now, 1.0)):
-                if event.get("event") != "done":
-                    continue
-                st = running.get(agent.job)
-                if st is None or event["iteration"] != st["iteration"]:
-                    raise TrafficError(f"agent {agent.job}/{agent.host}: unexpected {event}")
-                st["done"][agent.host] = event
-                if len(st["done"]) == len(by_job[agent.job]):
-                    evs = list(st["done"].values())
-                    transfers = sorted(t for e in evs for t in e["recv"])
-                    rec = IterationRecord(
-                        iteration=st["iteration"],
-                        start_s=min(e["start_s"] for e in evs),
-                        end_s=max(t[2] for t in transfers),
-                        bytes_received=sum(e["bytes_received"] for e in evs),
-                        transfers=transfers,
-                        retrans_segments=sum(e.get("retrans_segments", 0) for e in evs),
-                        tcp=_tcp_counters(evs))
-                    if rec.bytes_received != expected_bytes[agent.job] or not all(
-                            e["verified"] for e in evs):
-                        raise TrafficError(
-                            f"job {agent.job} iteration {rec.iteration}: received "
-                            f"{rec.bytes_received} B, expected {expected_bytes[agent.job]} B")
-                    job_rec = records[agent.job]
-                    job_rec.iterations.append(rec)
-                    del running[agent.job]
-                    if on_iteration:
-                        on_iteration(agent.job, rec)
-                    spec = specs[agent.job]
-                    if len(job_rec.iterations) < spec.iterations:
-                        next_go[agent.job] = time.monotonic() + spec.compute_s
-                    else:
-                        job_rec.verified = True  # every iteration's bytes checked above
-                        if on_finish:
-                            on_finish(agent.job, time.monotonic() - t0)
-        return records
+            for agent, event in self._events(min(run.wake() - now, 1.0)):
+                kind = event.get("event")
+                if kind == "received" and self.watch is not None:
+                    self.watch.transfer_received(agent.job, int(event["tid"]),
+                                                 time.monotonic() - self.t0)
+                elif kind == "done":
+                    run.agent_done(agent, event)
+            if self.watch is not None:
+                self.watch.tick(time.monotonic() - self.t0)
+        return run.records
+
+
+class _JobsRun:
+    """The state of TrafficDriver.run_jobs: which job runs which iteration, and what is due."""
+
+    def __init__(self, driver: TrafficDriver, on_start, on_finish, timers, on_iteration):
+        self.d = driver
+        self.on_start, self.on_finish, self.on_iteration = on_start, on_finish, on_iteration
+        plans = driver.plans
+        self.by_job = {p.name: [a for a in driver.agents if a.job == p.name] for p in plans}
+        self.timers = sorted(timers, key=lambda t: t[0])
+        self.specs = {p.name: p.spec for p in plans}
+        self.expected_bytes = {p.name: p.bytes_per_iteration() for p in plans}
+        self.records = {p.name: JobRecord(p.name) for p in plans}
+        self.t0 = driver.t0 = time.monotonic()
+        self.next_go = {p.name: self.t0 + p.spec.start_s for p in plans}   # job -> when
+        self.running: dict[str, dict] = {}   # job -> {"iteration", "deadline", "done"}
+
+    def start_due(self) -> None:
+        """Fire the timers due, then start the iterations due (first ones after on_start;
+        the watch, if any, is ticked after them by run_jobs)."""
+        t0, watch = self.t0, self.d.watch
+        now = time.monotonic()
+        while self.timers and t0 + self.timers[0][0] <= now:
+            _, fn = self.timers.pop(0)
+            fn(now - t0)
+            now = time.monotonic()
+        due = [j for j, at in self.next_go.items() if at <= now]
+        first = [j for j in due if not self.records[j].iterations]
+        if first and self.on_start:
+            self.on_start(first, now - t0)   # rules first; only the jobs it saw start now
+            now = time.monotonic()
+        for job in due:
+            it = len(self.records[job].iterations)
+            if watch is not None:
+                watch.iteration_started(job, now - t0)
+            for a in self.by_job[job]:
+                a.send({"cmd": "iterate", "iteration": it})
+            self.running[job] = {"iteration": it, "deadline": now + self.d.timeout_s,
+                                 "done": {}}
+            del self.next_go[job]
+
+    def wake(self) -> float:
+        """The next time (time.monotonic()) something is due."""
+        due = self.d.watch.due_s() if self.d.watch is not None else None
+        return min([*self.next_go.values(), *(s["deadline"] for s in self.running.values()),
+                    *(self.t0 + at for at, _ in self.timers[:1]),
+                    *([] if due is None else [self.t0 + due])], default=time.monotonic())
+
+    def agent_done(self, agent: _AgentProc, event: dict) -> None:
+        """One rank finished its iteration; when all have, record and verify it."""
+        st = self.running.get(agent.job)
+        if st is None or event["iteration"] != st["iteration"]:
+            raise TrafficError(f"agent {agent.job}/{agent.host}: unexpected {event}")
+        st["done"][agent.host] = event
+        if len(st["done"]) < len(self.by_job[agent.job]):
+            return
+        evs = list(st["done"].values())
+        transfers = sorted(t for e in evs for t in e["recv"])
+        rec = IterationRecord(
+            iteration=st["iteration"], start_s=min(e["start_s"] for e in evs),
+            end_s=max(t[2] for t in transfers),
+            bytes_received=sum(e["bytes_received"] for e in evs), transfers=transfers,
+            retrans_segments=sum(e.get("retrans_segments", 0) for e in evs),
+            tcp=_tcp_counters(evs))
+        expected = self.expected_bytes[agent.job]
+        if rec.bytes_received != expected or not all(e["verified"] for e in evs):
+            raise TrafficError(f"job {agent.job} iteration {rec.iteration}: received "
+                               f"{rec.bytes_received} B, expected {expected} B")
+        job_rec = self.records[agent.job]
+        job_rec.iterations.append(rec)
+        del self.running[agent.job]
+        if self.on_iteration:
+            self.on_iteration(agent.job, rec)
+        spec = self.specs[agent.job]
+        if len(job_rec.iterations) < spec.iterations:
+            self.next_go[agent.job] = time.monotonic() + spec.compute_s
+        else:
+            job_rec.verified = True  # every iteration's bytes checked above
+            if self.on_finish:
+                self.on_finish(agent.job, time.monotonic() - self.t0)

@@ -4,7 +4,8 @@ traffic/predictor.py computes them.
 
 Semantics other than ours: floodns's synchronous ring steps (ring_sync="step"), its
 recomputation at every iteration start and end (recompute="iterations", asked of the router)
-and its unrecorded tail step; its all-reduce time (max over rings of ring end - iteration
+and its unrecorded tail step; re-planning the flows in flight whenever one starts or ends
+(recompute="flows"); its all-reduce time (max over rings of ring end - iteration
 start) and next start (start + that + compute) are ours already. floodns's 1 ns between steps
 (<= 15 ns per iteration) is not modelled.
 """
@@ -94,7 +95,9 @@ class Prediction:
 RING_SYNCS = ("rank", "step")
 
 
-RECOMPUTES = ("epochs", "iterations")
+RECOMPUTES = ("epochs", "iterations", "flows")
+#: The longest hold between two re-plans of recompute="flows" a config may ask for (s).
+MAX_REPLAN_INTERVAL_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,10 @@ class Semantics:
     recompute: `epochs`: the router is asked for routes when jobs start or finish (and at
     fabric events); `iterations` (floodns's central strategies): also at every later
     iteration start, and at every iteration end while another job is communicating (in an
-    iteration, or past its last one: floodns never counts a finished job as idle again).
+    iteration, or past its last one: floodns never counts a finished job as idle again);
+    `flows`: also whenever the set of flows in flight changes (a transfer starts or ends),
+    the router re-plans the flows in flight, at most once per replan_min_interval_s (None:
+    0 in the model; the emulator's controller holds 0.05 s, testbed/settings.py).
     tail_step: floodns starts one more iteration after the last (after compute_s) and runs
     only its first step (its roots), unrecorded; the job ends, for the router too, after it.
     """
@@ -115,6 +121,7 @@ class Semantics:
     ring_sync: str = "rank"
     recompute: str = "epochs"
     tail_step: bool = False
+    replan_min_interval_s: float | None = None
 
     @classmethod
     def floodns(cls) -> "Semantics":
@@ -122,14 +129,21 @@ class Semantics:
 
     def as_dict(self) -> dict:
         """As the YAML's `semantics:` section writes it."""
-        return {"ring_sync": self.ring_sync, "recompute": self.recompute,
-                "tail_step": self.tail_step}
+        out = {"ring_sync": self.ring_sync, "recompute": self.recompute,
+               "tail_step": self.tail_step}
+        if self.replan_min_interval_s is not None:
+            out["replan_min_interval_s"] = self.replan_min_interval_s
+        return out
 
     def check(self) -> None:
         if self.ring_sync not in RING_SYNCS:
             raise PredictorError(f"ring_sync: {self.ring_sync!r}; choose from {RING_SYNCS}")
         if self.recompute not in RECOMPUTES:
             raise PredictorError(f"recompute: {self.recompute!r}; choose from {RECOMPUTES}")
+        gap = self.replan_min_interval_s
+        if gap is not None and not 0 <= gap <= MAX_REPLAN_INTERVAL_S:
+            raise PredictorError(f"replan_min_interval_s: {gap!r}; from 0 to "
+                                 f"{MAX_REPLAN_INTERVAL_S:g} s")
 
 
 OURS = Semantics()
@@ -159,4 +173,9 @@ class Router(Protocol):
     def recompute(self, t: float) -> dict[int, str | None]:
         """Only with Semantics(recompute="iterations"): an iteration began or ended at t and
         the controller recomputes every active flow's route (floodns's central strategies)."""
+        ...
+
+    def flows_changed(self, in_flight: list[int], t: float) -> dict[int, str | None]:
+        """Only with Semantics(recompute="flows"): the connections carrying a transfer at t
+        (s) changed; the controller re-plans those connections (the others keep theirs)."""
         ...

@@ -359,6 +359,7 @@ class _Simulation:
         self.cap = np.append(self.nominal * goodput_factor, np.inf)     # + the pad link
         self.conn_table, row_of = _conn_links(fabric, plans, spine_of, nonblocking,
                                               allow_unrouted=router is not None)
+        self.conn_of_row = np.array(sorted(row_of, key=row_of.get), dtype=np.int64)
         self.jobs = [_Job(p, row_of, keep_fcts, semantics.ring_sync) for p in plans]
         self.pooled = any(job.pooled for job in self.jobs)
         self.job_offset = np.cumsum([0] + [job.n for job in self.jobs])[:-1]
@@ -382,6 +383,11 @@ class _Simulation:
         self.started: list[str] = []          # first iterations begun in this batch
         self.finished: list[str] = []         # jobs that ended their last iteration
         self.iteration_bounds = 0             # later iterations begun or ended (recompute)
+        # recompute="flows": re-plan when the flows in flight changed, at most once per gap
+        self.replans_flows = router is not None and semantics.recompute == "flows"
+        self.replan_gap_s = semantics.replan_min_interval_s or 0.0
+        self.flows_dirty = False
+        self.last_replan_s = -np.inf
         self.now = 0.0
         self.batches = self.completions = self.n_rounds = 0
 
@@ -518,6 +524,19 @@ class _Simulation:
         self.started.clear()
         self.iteration_bounds = 0
 
+    def _replan_flows(self, changed: bool) -> None:
+        """recompute="flows": the router re-plans the connections in flight whenever they
+        changed, or when a re-plan held back by the minimum interval falls due."""
+        self.flows_dirty |= changed
+        if not self.flows_dirty:
+            return
+        if self.now < self.last_replan_s + self.replan_gap_s - self.batch_tol_s:
+            return                        # held: step() wakes at last + gap
+        self.flows_dirty = False
+        self.last_replan_s = self.now
+        in_flight = np.unique(self.conn_of_row[self.active.row]).tolist()
+        self.reroute(self.router.flows_changed(in_flight, self.now), self.fabric_now)
+
     def _admit(self, new: list[tuple[int, int]]) -> None:
         pairs = np.array(new, dtype=np.int64)
         sizes = np.empty(len(new))
@@ -545,6 +564,8 @@ class _Simulation:
         a = self.active
         dt_flow = float(self.kernels.horizon(a.rem, a.rates)) if a.n else np.inf
         t_timer = self.timers[0][0] if self.timers else np.inf
+        if self.flows_dirty:            # a re-plan held back by replan_min_interval_s
+            t_timer = min(t_timer, self.last_replan_s + self.replan_gap_s)
         t_next = min(self.now + dt_flow, t_timer)
         if not np.isfinite(t_next) or self.jobs_left == 0:
             return False
@@ -552,6 +573,7 @@ class _Simulation:
         self._advance(t_next, dt + self.batch_tol_s)
         self.batches += 1
         new: list[tuple[int, int]] = []
+        completions = self.completions
         if a.n:
             self._complete(new)
         self._fire_timers(new)
@@ -565,6 +587,8 @@ class _Simulation:
         self._epochs()
         if new:
             self._admit(new)
+        if self.replans_flows:
+            self._replan_flows(self.completions > completions or bool(new))
         self._check_routed()
         max_min_rates(a.links, self.cap, out=a.rates)
         if self.pooled:

@@ -8,11 +8,12 @@ from typing import Any
 
 from testbed.fabric import Fabric
 from traffic.collectives import JobSpec
-from traffic.predictor import RECOMPUTES, RING_SYNCS, Semantics
+from traffic.prediction import MAX_REPLAN_INTERVAL_S, RECOMPUTES, RING_SYNCS, Semantics
 
 from .limits import MAX_ITERATIONS, MAX_JOBS
 from .keys import JOBS_FROM_KEYS
-from .readers import ConfigError, quote, _one_line, _shown, _check_keys, _int, _str, _choice
+from .readers import (ConfigError, quote, _one_line, _shown, _check_keys, _int, _num, _str,
+                      _choice)
 
 
 def _rel_path(v: str, base_dir: str | Path | None) -> Path:
@@ -127,8 +128,9 @@ def _imported_jobs(jobs: list[JobSpec], fabric: Fabric, kind: str) -> list[JobSp
 
 
 def _semantics(v: Any) -> Semantics:
-    """`semantics: floodns` or {ring_sync: rank | step, recompute: epochs | iterations,
-    tail_step: false | true}; absent: ours (traffic/predictor.py Semantics)."""
+    """`semantics: floodns` or {ring_sync: rank | step, recompute: epochs | iterations |
+    flows, tail_step: false | true, replan_min_interval_s: 0..60}; absent: ours
+    (traffic/prediction.py Semantics)."""
     if v is None:
         return Semantics()
     if v == "floodns":
@@ -136,9 +138,17 @@ def _semantics(v: Any) -> Semantics:
     if not isinstance(v, dict):
         raise ConfigError(f"semantics: floodns, or a mapping of ring_sync, recompute, "
                           f"tail_step; got {quote(v)}")
-    _check_keys(v, {"ring_sync", "recompute", "tail_step"}, "semantics")
+    _check_keys(v, {"ring_sync", "recompute", "tail_step", "replan_min_interval_s"},
+                "semantics")
     tail = v.get("tail_step", False)
     if not isinstance(tail, bool):
         raise ConfigError(f"semantics.tail_step: expected true or false, got {quote(tail)}")
-    return Semantics(_choice(v, "ring_sync", "semantics", RING_SYNCS, "rank"),
-                     _choice(v, "recompute", "semantics", RECOMPUTES, "epochs"), tail)
+    recompute = _choice(v, "recompute", "semantics", RECOMPUTES, "epochs")
+    gap = None
+    if "replan_min_interval_s" in v:
+        if recompute != "flows":
+            raise ConfigError("semantics.replan_min_interval_s: only with recompute: flows")
+        gap = _num(v, "replan_min_interval_s", "semantics", positive=False,
+                   maximum=MAX_REPLAN_INTERVAL_S)
+    return Semantics(_choice(v, "ring_sync", "semantics", RING_SYNCS, "rank"), recompute,
+                     tail, gap)
