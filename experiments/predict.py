@@ -80,6 +80,37 @@ def _nonblocking_run(exp: Experiment, plans: list[JobPlan], goodput_factor: floa
     return run
 
 
+#: results.json's `solve` of per-packet spraying: nothing is solved, the switches spray.
+PER_PACKET_SOLVE = {"status": "per-packet", "time_s": 0.0}
+
+
+def _routes(exp: Experiment, entry, conns: list) -> tuple:
+    """(the one plan made before the run or None, the controller's routes in model time).
+    One plan: ECMP's hash, the fixed host-enforced plan, or floodns's logged paths; the
+    other strategies are solved at every epoch by the policy; per-packet spraying needs no
+    routes (the router only carries the fabric's events)."""
+    rp = None
+    if entry.hashed or entry.host_enforced:
+        rp = route(entry.strategy, exp.fabric, conns, seed=exp.seed)
+    elif entry.replayed:
+        rp = route_replay(exp.fabric, conns, exp.replay_flows or read_flow_log(exp.replay_log))
+    routes = ControllerRoutes(entry.routed_by, exp.fabric, conns, exp.seed, exp.events,
+                              static=rp.path_of if entry.fixed else None,
+                              time_limit_s=exp.solver_time_limit_s)
+    return rp, routes
+
+
+def sprayed_link_flows(fabric, conns: list) -> int:
+    """The most connections whose packets cross one link when each is sprayed over every
+    live shortest path of its leaf pair."""
+    count: dict[int, int] = {}
+    for c in conns:
+        a, b = fabric.leaf_of(c.src), fabric.leaf_of(c.dst)
+        for i, _ in (fabric.spray_shares(a, b) if a != b else ()):
+            count[i] = count.get(i, 0) + 1
+    return max(count.values(), default=0)
+
+
 def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1.0,
                        log: Callable[[str], None] = print,
                        util_bin_s: float | None = None, repetition: int = 1,
@@ -107,28 +138,21 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
                                                     out_dir / entry.run_dir, log))
             continue
         try:
-            # one plan before the run: ECMP's hash, or the fixed host-enforced plan; the other
-            # strategies are solved at every epoch by the policy
-            rp = (route(entry.strategy, exp.fabric, conns, seed=exp.seed)
-                  if entry.hashed or entry.host_enforced else None)
-            if entry.replayed:    # floodns's logged paths, fixed for the whole run
-                rp = route_replay(exp.fabric, conns, exp.replay_flows
-                                  or read_flow_log(exp.replay_log))
-            # the controller's policy in model time: epochs as jobs start and finish, events
-            routes = ControllerRoutes(entry.strategy, exp.fabric, conns, exp.seed, exp.events,
-                                      static=rp.path_of if entry.fixed else None,
-                                      time_limit_s=exp.solver_time_limit_s)
+            rp, routes = _routes(exp, entry, conns)
             pred = predict(exp.fabric, plans, None, goodput_factor, util_bin_s=util_bin_s,
-                           router=routes, semantics=exp.semantics)
+                           router=routes, semantics=exp.semantics, spray=entry.per_packet)
         except RoutingError as e:
             raise ConfigError(f"routing: {e}") from None
         jobs = [job_result(p.spec, pred.jobs[p.name].cct_s, ideal_pred.jobs[p.name].mean_cct_s,
                            None, pred.jobs[p.name].conn_rates_mbps()) for p in plans]
-        # the busiest link over the controller's epochs (ECMP and fixed plans: the one plan)
+        # the busiest link over the controller's epochs (ECMP and fixed plans: the one plan;
+        # per-packet spraying: every flow on every link of its paths)
         peak = (routes.policy.peak_link_flows if routes.policy.places_flows
+                else sprayed_link_flows(exp.fabric, conns) if entry.per_packet
                 else max_link_flows(exp.fabric, conns, rp.path_of))
         run = run_result(name, "predicted", jobs, peak,
-                         solve_block(rp.stats.as_dict() if rp else {}, routes.policy.solves),
+                         solve_block(rp.stats.as_dict() if rp else PER_PACKET_SOLVE,
+                                     routes.policy.solves),
                          fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),
                          link_load_imbalance=link_load_imbalance(pred, exp.fabric, pairs),
                          predict_wall_s=pred.wall_s)

@@ -5,6 +5,8 @@
     "ecmp"         -> hashed: every switch with a choice hashes the 5-tuple
     "nonblocking"  -> the reference: the same hosts on one switch, host links only
     "replay"       -> floodns's logged paths, fixed for the whole run
+    "spray@packet" -> every flow sprayed per packet over all its live shortest paths (the
+                      model's fluid form; Open vSwitch cannot, so `run` refuses it)
 
 The entry string itself (`name`) is what results.json and the run folders show.
 """
@@ -45,6 +47,11 @@ class RoutingEntry:
         return self.enforcement == "host"
 
     @property
+    def per_packet(self) -> bool:
+        """Per-packet spraying (`spray@packet`): the model only."""
+        return self.enforcement == "packet"
+
+    @property
     def reference(self) -> bool:
         """The non-blocking reference: one switch, no routes."""
         return self.strategy == NONBLOCKING
@@ -58,6 +65,11 @@ class RoutingEntry:
     def fixed(self) -> bool:
         """One plan for the whole run, given to the controller as static paths."""
         return self.host_enforced or self.replayed
+
+    @property
+    def emulable(self) -> bool:
+        """`run` can emulate it: everything but per-packet spraying."""
+        return not self.per_packet
 
     @property
     def paths_given(self) -> bool:
@@ -74,12 +86,14 @@ class RoutingEntry:
     @property
     def routed_by(self) -> str:
         """The strategy the controller and the model run: the reference's one switch
-        forwards by its base rules, as ECMP's switches do with no choice to make."""
-        return ECMP if self.reference else self.strategy
+        forwards by its base rules, as ECMP's switches do with no choice to make; per-packet
+        spraying decides nothing either (the model spreads every flow itself)."""
+        return ECMP if self.reference or self.per_packet else self.strategy
 
     @property
     def enforced_by(self) -> str:
-        """results.json's `enforcement`: switch, host, switch-hash (ECMP) or one switch."""
+        """results.json's `enforcement` (emulated runs): switch, host, switch-hash (ECMP) or
+        one switch."""
         if self.reference:
             return "one switch"
         return "switch-hash" if self.hashed else self.enforcement

@@ -76,6 +76,12 @@ def check_emulable(exp: Experiment) -> None:
         raise ConfigError("semantics: the emulator runs ring_sync: rank, recompute: epochs or "
                           "flows and no tail step (floodns's semantics are the model's: use "
                           "`predict`)")
+    for entry in exp.routings:
+        if not entry.emulable:
+            raise ConfigError(f"routing: {entry.name} is the model's fluid per-packet spraying; "
+                              "Open vSwitch's select groups pick one bucket per flow (a hash "
+                              "of its 5-tuple), so `run` cannot spray packets: use `predict`, "
+                              "or spray with subflows: K")
     keys = topologies.rate_keys(exp.fabric.spec)      # the kind's YAML key per link tier
     for tier, rate in exp.fabric.spec.rates_mbps().items():
         key = keys[tier]

@@ -358,6 +358,21 @@ class Fabric:
                           for p in self.switch_paths(src_leaf, dst_leaf)]
         return cache[key]
 
+    def spray_shares(self, src_leaf: str, dst_leaf: str) -> list[tuple[int, float]]:
+        """Per-packet spraying's use of the fabric between two leaves: (link index, share of
+        the live shortest paths crossing it) for every link of those paths, in path order.
+        A flow sprayed evenly over them puts share x its rate on each link."""
+        key = (src_leaf, dst_leaf, "spray")
+        cache = self._path_cache
+        if key not in cache:
+            paths = self.switch_path_links(src_leaf, dst_leaf)
+            count: dict[int, int] = {}
+            for p in paths:
+                for i in p:
+                    count[i] = count.get(i, 0) + 1
+            cache[key] = [(i, n / len(paths)) for i, n in count.items()]
+        return cache[key]
+
     def _switch_paths(self, a: str, b: str) -> list[tuple[str, ...]]:
         if a == b:
             return [(a,)]

@@ -277,6 +277,42 @@ def _conn_links(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | 
     return table, row_of
 
 
+def _spray_links(fabric: Fabric, plans: list[JobPlan], width: int
+                 ) -> tuple[np.ndarray, np.ndarray, dict[int, int]]:
+    """Per-packet spraying: each connection's host links (weight 1) and every link of its leaf
+    pair's live shortest paths, weighted by the share of those paths crossing it
+    (Fabric.spray_shares); (C, width) link indices, their weights, conn_id -> row."""
+    pad = len(fabric.links)
+    conns = [c for p in plans for c in p.connections]
+    table = np.full((len(conns), width), pad, dtype=np.int64)
+    weights = np.ones((len(conns), width))
+    li = fabric.link_index
+    row_of: dict[int, int] = {}
+    for r, c in enumerate(conns):
+        row_of[c.conn_id] = r
+        a, b = fabric.leaf_of(c.src), fabric.leaf_of(c.dst)
+        table[r, 0], table[r, width - 1] = li[(c.src, a)], li[(b, c.dst)]
+        if a == b:
+            continue
+        shares = fabric.spray_shares(a, b)
+        if not shares:
+            raise PredictorError(f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}): no live "
+                                 f"path between {a} and {b} to spray over")
+        for k, (i, w) in enumerate(shares):
+            table[r, 1 + k], weights[r, 1 + k] = i, w
+    return table, weights, row_of
+
+
+def spray_width(fabric: Fabric, plans: list[JobPlan]) -> int:
+    """Link slots per connection row under per-packet spraying: its two host links and the
+    links of every shortest path of its leaf pair with nothing failed (so that repairs fit)."""
+    from testbed.fabric import build_fabric
+    whole = build_fabric(fabric.spec.with_failures((), ()))
+    pairs = {(fabric.leaf_of(c.src), fabric.leaf_of(c.dst)) for p in plans
+             for c in p.connections}
+    return 2 + max((len(whole.spray_shares(a, b)) for a, b in pairs if a != b), default=0)
+
+
 class _Active:
     """The flows in flight as parallel arrays in admission order: views [:n] of buffers that
     grow by doubling, so admitting and completing flows copies nothing else."""
@@ -336,7 +372,8 @@ class _Simulation:
     def __init__(self, fabric: Fabric, plans: list[JobPlan],
                  spine_of: dict[int, str | None] | None, goodput_factor: float,
                  nonblocking: bool, batch_tol_s: float, util_bin_s: float | None,
-                 keep_fcts: bool, router: Router | None, semantics: Semantics):
+                 keep_fcts: bool, router: Router | None, semantics: Semantics,
+                 spray: bool = False):
         from traffic import waterfill     # compiled kernels; numba's import only when predicting
         waterfill.warm()                  # compiling or loading them is not the prediction's time
         self.kernels = waterfill
@@ -357,8 +394,15 @@ class _Simulation:
         self.nominal = np.array([fabric.capacity_mbps(u, v) for (u, v) in self.links],
                                 dtype=float)
         self.cap = np.append(self.nominal * goodput_factor, np.inf)     # + the pad link
-        self.conn_table, row_of = _conn_links(fabric, plans, spine_of, nonblocking,
-                                              allow_unrouted=router is not None)
+        self.spray = spray and not nonblocking
+        self.width = spray_width(fabric, plans) if self.spray else path_width(fabric)
+        self.conn_weights = None                  # per-packet spraying's link shares
+        if self.spray:
+            self.conn_table, self.conn_weights, row_of = _spray_links(fabric, plans,
+                                                                      self.width)
+        else:
+            self.conn_table, row_of = _conn_links(fabric, plans, spine_of, nonblocking,
+                                                  allow_unrouted=router is not None)
         self.conn_of_row = np.array(sorted(row_of, key=row_of.get), dtype=np.int64)
         self.jobs = [_Job(p, row_of, keep_fcts, semantics.ring_sync) for p in plans]
         self.pooled = any(job.pooled for job in self.jobs)
@@ -366,7 +410,6 @@ class _Simulation:
         self.fabric_now = fabric
         self.last_routes: dict | None = None       # the router's latest routes
         self.n_reroutes = 0
-        self.width = path_width(fabric)
         self.active = _Active(self.width, waterfill)
         self.util_integral = np.zeros(self.n_links + 1)
         self.load = np.zeros(self.n_links + 1)                    # Mbit/s, at current rates
@@ -405,8 +448,12 @@ class _Simulation:
             raise PredictorError("a router's fabric must have the same links as the original")
         self.last_routes = dict(spines)
         self.fabric_now = new_fabric
-        self.conn_table, _ = _conn_links(new_fabric, self.plans, spines, self.nonblocking,
-                                         allow_unrouted=True)
+        if self.spray:                     # the live paths of the new fabric, whatever routes
+            self.conn_table, self.conn_weights, _ = _spray_links(new_fabric, self.plans,
+                                                                 self.width)
+        else:
+            self.conn_table, _ = _conn_links(new_fabric, self.plans, spines,
+                                             self.nonblocking, allow_unrouted=True)
         a = self.active
         a.links[:] = self.conn_table[a.row]
 
@@ -462,7 +509,7 @@ class _Simulation:
         a = self.active
         if a.n:
             self.kernels.advance(a.rem, a.rates, a.links, dt, done_by_s, self.util_integral,
-                                 self.util_max, self.load, a.done)
+                                 self.util_max, self.load, a.done, self._weights())
             if self.util_bin_s is not None and dt > 0:
                 self._bin(self.load, t_next)
         self.now = t_next
@@ -523,6 +570,12 @@ class _Simulation:
         self.finished.clear()
         self.started.clear()
         self.iteration_bounds = 0
+
+    def _weights(self) -> np.ndarray:
+        """The active flows' link weights (per-packet spraying), or the kernels' 'all 1'."""
+        if self.conn_weights is None:
+            return self.kernels.NO_WEIGHTS
+        return self.conn_weights[self.active.row]
 
     def _replan_flows(self, changed: bool) -> None:
         """recompute="flows": the router re-plans the connections in flight whenever they
@@ -590,7 +643,8 @@ class _Simulation:
         if self.replans_flows:
             self._replan_flows(self.completions > completions or bool(new))
         self._check_routed()
-        max_min_rates(a.links, self.cap, out=a.rates)
+        max_min_rates(a.links, self.cap, out=a.rates,
+                      weights=self._weights() if self.spray else None)
         if self.pooled:
             self._share_pools()
         self.n_rounds += 1
@@ -654,9 +708,10 @@ class _Simulation:
 def _simulate(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | None] | None,
               goodput_factor: float, nonblocking: bool, batch_tol_s: float,
               util_bin_s: float | None, keep_fcts: bool,
-              router: Router | None = None, semantics: Semantics = OURS) -> Prediction:
+              router: Router | None = None, semantics: Semantics = OURS,
+              spray: bool = False) -> Prediction:
     sim = _Simulation(fabric, plans, spine_of, goodput_factor, nonblocking, batch_tol_s,
-                      util_bin_s, keep_fcts, router, semantics)
+                      util_bin_s, keep_fcts, router, semantics, spray)
     while sim.step():
         pass
     return sim.result()
@@ -665,7 +720,8 @@ def _simulate(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | No
 def predict(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | None] | None,
             goodput_factor: float = 1.0, *, batch_tol_s: float = 1e-9,
             util_bin_s: float | None = None, keep_fcts: bool = False,
-            router: Router | None = None, semantics: Semantics = OURS) -> Prediction:
+            router: Router | None = None, semantics: Semantics = OURS,
+            spray: bool = False) -> Prediction:
     """Predict every job's per-iteration CCT when connection c is routed via spine_of[c].
 
     With a `router`, routes change as the controller changes them: spine_of then holds the
@@ -678,9 +734,12 @@ def predict(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | None
     batch_tol_s (s) of each other are processed as one batch. util_bin_s: also record link
     utilization per time bin of that width. keep_fcts: keep every iteration's FCTs.
     semantics: ours (default) or floodns's ring steps, recomputations and tail step.
-    Raises PredictorError for a missing or failed route."""
+    spray: per-packet spraying, fluid: every connection's traffic splits evenly over every
+    live shortest path of its leaf pair, one rate for all its packets, so it moves at most
+    as fast as its busiest path allows (spine_of and the router's routes are not used; its
+    fabric events are). Raises PredictorError for a missing or failed route."""
     return _simulate(fabric, plans, spine_of, goodput_factor, False, batch_tol_s,
-                     util_bin_s, keep_fcts, router, semantics)
+                     util_bin_s, keep_fcts, router, semantics, spray)
 
 
 def ideal(fabric: Fabric, plans: list[JobPlan], goodput_factor: float = 1.0, *,

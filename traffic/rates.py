@@ -10,12 +10,15 @@ from .prediction import PredictorError
 
 
 def max_min_rates(flow_links: np.ndarray, capacity_mbps: np.ndarray,
-                  rel_tol: float = 1e-9, out: np.ndarray | None = None) -> np.ndarray:
+                  rel_tol: float = 1e-9, out: np.ndarray | None = None,
+                  weights: np.ndarray | None = None) -> np.ndarray:
     """Max-min fair rates (Mbit/s) by progressive filling (traffic/waterfill.py, compiled),
     written into `out` when given (F floats).
 
     flow_links: (F, K) int array, row f = indices into capacity_mbps of the links flow f
     crosses (pad with the index of an entry whose capacity is inf). capacity_mbps: (L,) floats.
+    weights: (F, K) floats, what flow f puts on link flow_links[f, k] per unit of its rate
+    (None: 1; a flow sprayed over P paths puts 1/P on each path's own links).
     Every round raises all unfrozen flows equally until the tightest link saturates, then
     freezes every flow crossing a link whose fair share is within rel_tol of that minimum.
     """
@@ -25,6 +28,8 @@ def max_min_rates(flow_links: np.ndarray, capacity_mbps: np.ndarray,
         return rates
     links = np.ascontiguousarray(flow_links, dtype=np.int64)
     cap = np.ascontiguousarray(capacity_mbps, dtype=np.float64)
-    if waterfill.fill(links, cap, float(rel_tol), rates) != waterfill.OK:
+    w = (waterfill.NO_WEIGHTS if weights is None
+         else np.ascontiguousarray(weights, dtype=np.float64))
+    if waterfill.fill(links, cap, float(rel_tol), rates, w) != waterfill.OK:
         raise PredictorError("a flow crosses no link of finite capacity")
     return rates

@@ -18,6 +18,8 @@ import numpy as np
 
 #: fill()'s return codes
 OK, NO_FINITE_LINK = 0, 1
+#: fill()'s and advance()'s weights when every flow uses each of its links fully
+NO_WEIGHTS = np.zeros((0, 0))
 
 
 @numba.njit(cache=True)
@@ -33,16 +35,24 @@ def _freeze(flows: np.ndarray, m: float, frozen: np.ndarray, rates: np.ndarray,
     return n_hit
 
 
+@numba.njit(cache=True, inline="always")
+def _w(weights: np.ndarray, f: int, k: int) -> float:
+    """Flow f's use of its k-th link per unit of its rate: 1, or weights[f, k] when given."""
+    return 1.0 if weights.shape[0] == 0 else weights[f, k]
+
+
 @numba.njit(cache=True, error_model="numpy")
-def _shared_links(flow_links: np.ndarray, capacity_mbps: np.ndarray):
+def _shared_links(flow_links: np.ndarray, capacity_mbps: np.ndarray, weights: np.ndarray):
     """fill()'s start: each flow's cap from its private links (those only it crosses), the
-    shared links as dense ids (fl, -1: private) with their remaining capacity, flow count and
-    fair share, and each shared link's flows (by_link[ptr[d]:ptr[d + 1]])."""
+    shared links as dense ids (fl, -1: private) with their remaining capacity, weighted flow
+    count and fair share, and each shared link's flows (by_link[ptr[d]:ptr[d + 1]])."""
     n_flows, width = flow_links.shape
     on = np.zeros(capacity_mbps.size, np.int64)          # flows per link
+    weight = np.zeros(capacity_mbps.size)                 # their summed weights
     for f in range(n_flows):
         for k in range(width):
             on[flow_links[f, k]] += 1
+            weight[flow_links[f, k]] += _w(weights, f, k)
     own_cap = np.full(n_flows, np.inf)                    # min over a flow's private links
     lut = np.full(capacity_mbps.size, -1, np.int64)       # shared link id -> dense id
     used = np.empty(n_flows * width, np.int64)
@@ -52,7 +62,7 @@ def _shared_links(flow_links: np.ndarray, capacity_mbps: np.ndarray):
         for k in range(width):
             link = flow_links[f, k]
             if on[link] == 1:
-                own_cap[f] = min(own_cap[f], capacity_mbps[link] / 1.0)
+                own_cap[f] = min(own_cap[f], capacity_mbps[link] / _w(weights, f, k))
                 continue
             d = lut[link]
             if d < 0:
@@ -66,7 +76,7 @@ def _shared_links(flow_links: np.ndarray, capacity_mbps: np.ndarray):
     ptr = np.zeros(n_links + 1, np.int64)
     for d in range(n_links):
         remaining[d] = capacity_mbps[used[d]]
-        count[d] = on[used[d]]
+        count[d] = weight[used[d]]
         ptr[d + 1] = ptr[d] + on[used[d]]
     share = remaining / count
     fill_at = ptr[:-1].copy()
@@ -82,20 +92,23 @@ def _shared_links(flow_links: np.ndarray, capacity_mbps: np.ndarray):
 
 @numba.njit(cache=True, error_model="numpy")
 def fill(flow_links: np.ndarray, capacity_mbps: np.ndarray, rel_tol: float,
-         rates: np.ndarray) -> int:
+         rates: np.ndarray, weights: np.ndarray) -> int:
     """Write max-min rates (Mbit/s) into rates[F]; flow_links (F, K) indexes capacity_mbps.
 
-    A link only one flow crosses (most host links) is that flow's own cap; the rounds scan
-    the shared links and the caps in ascending order. Returns OK, or NO_FINITE_LINK when an
+    weights (F, K): what flow f puts on its k-th link per unit of its rate (a sprayed flow:
+    the share of its paths crossing the link); an empty (0, 0) array: 1 everywhere. A link
+    only one flow crosses (most host links) is that flow's own cap; the rounds scan the
+    shared links and the caps in ascending order. Returns OK, or NO_FINITE_LINK when an
     unfrozen flow crosses only infinite links."""
     n_flows, width = flow_links.shape
-    own_cap, fl, remaining, count, ptr, share, by_link = _shared_links(flow_links, capacity_mbps)
+    own_cap, fl, remaining, count, ptr, share, by_link = _shared_links(flow_links, capacity_mbps,
+                                                                       weights)
     n_links = remaining.size
     by_cap = np.argsort(own_cap)
     cap_head = 0                                          # by_cap[:cap_head] are frozen
     frozen = np.zeros(n_flows, np.bool_)
     hit = np.empty(n_flows, np.int64)
-    dec = np.zeros(n_links, np.int64)
+    dec = np.zeros(n_links)                               # weight frozen per link this round
     touched = np.empty(n_links, np.int64)
     live = np.arange(n_links)                             # shared links with unfrozen flows
     n_live = n_links
@@ -147,16 +160,18 @@ def fill(flow_links: np.ndarray, capacity_mbps: np.ndarray, rel_tol: float,
                 if dec[d] == 0:
                     touched[n_touched] = d
                     n_touched += 1
-                dec[d] += 1
+                dec[d] += _w(weights, hit[h], k)
         for i in range(n_touched):
             d = touched[i]
             n_off = dec[d]
-            dec[d] = 0
+            dec[d] = 0.0
             rem = remaining[d] - n_off * m
             if rem < 0.0:
                 rem = 0.0
             remaining[d] = rem
             cnt = count[d] - n_off
+            if cnt < 1e-12 * n_off:           # weights that do not sum back to 0 exactly
+                cnt = 0.0
             count[d] = cnt
             share[d] = np.inf if cnt == 0 else rem / cnt
     return OK
@@ -179,16 +194,16 @@ def horizon(rem: np.ndarray, rates: np.ndarray) -> float:
 @numba.njit(cache=True, error_model="numpy")
 def advance(rem: np.ndarray, rates: np.ndarray, links: np.ndarray, dt: float,
             done_by_s: float, util_integral: np.ndarray, util_max: np.ndarray,
-            load: np.ndarray, done: np.ndarray) -> int:
-    """Move the fluid dt seconds: per link load (Mbit/s, into load) and its integral and
-    maximum when dt > 0; done[f] when flow f had at most done_by_s seconds left; rem[f] minus
-    what it sent. Returns how many are done."""
+            load: np.ndarray, done: np.ndarray, weights: np.ndarray) -> int:
+    """Move the fluid dt seconds: per link load (Mbit/s, into load; weights as in fill) and
+    its integral and maximum when dt > 0; done[f] when flow f had at most done_by_s seconds
+    left; rem[f] minus what it sent. Returns how many are done."""
     n_flows, width = links.shape
     if dt > 0:
         load[:] = 0.0
         for f in range(n_flows):
             for k in range(width):
-                load[links[f, k]] += rates[f]
+                load[links[f, k]] += rates[f] * _w(weights, f, k)
         for d in range(load.size):
             util_integral[d] += load[d] * dt
             if load[d] > util_max[d]:
@@ -228,10 +243,10 @@ def warm() -> None:
         return
     links = np.zeros((1, 1), np.int64)
     cap, rates, rem = np.ones(1), np.zeros(1), np.ones(1)
-    fill(links, cap, 1e-9, rates)
+    fill(links, cap, 1e-9, rates, NO_WEIGHTS)
     horizon(rem, rates)
     advance(rem, rates, links, 0.0, 0.0, np.zeros(1), np.zeros(1), np.zeros(1),
-            np.zeros(1, np.bool_))
+            np.zeros(1, np.bool_), NO_WEIGHTS)
     compact(np.zeros(1, np.bool_), np.zeros(1, np.int64), np.zeros(1, np.int64), rem,
             np.zeros(1, np.int64), links)
     _warm = True

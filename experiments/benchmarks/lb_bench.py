@@ -2,11 +2,14 @@
 connection comes to planning, per shipped config, predicted (and emulated with --emulate, root).
 
     .venv/bin/python experiments/benchmarks/lb_bench.py [--configs quickstart fat-tree-rings ...]
-        [--seeds 5] [--subflows 1 2 4 8] [--splits even adaptive] [--emulate] [--csv PATH]
+        [--seeds 5] [--subflows 1 2 4 8] [--splits even adaptive] [--recompute epochs flows]
+        [--emulate] [--csv PATH]
 
 Schemes: ecmp with K = 1, 2, 4, 8 subflows (median over --seeds hash seeds, with the min and
 max); spray (subflows dealt round-robin over the live paths), greedy and ilp with K = 1, 2,
-4; and with `split: adaptive` (the subflows share each transfer's bytes as they go) ecmp with
+4; greedy re-planning the flows in flight whenever one starts or ends (`recompute: flows`,
+column "replan") with K = 1, 2, 4; spray@packet (fluid per-packet spraying, the model only);
+and with `split: adaptive` (the subflows share each transfer's bytes as they go) ecmp with
 K = 4, 8 and spray with K = 4, in pieces of --piece-bytes (default 16 KiB: the shipped
 configs' ring chunks are a few hundred kB, so a subflow takes several pieces of each).
 
@@ -36,35 +39,46 @@ from traffic.collectives import plan_jobs
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 DEFAULT = ["quickstart", "fat-tree-rings", "fidelity-mixed", "hedera-k4", "paper-3jobs-d4",
            "paper-3jobs-d4-fail4", "paper-5jobs-d4", "floodns-2jobs-d4", "clos3-2048-5jobs"]
-SCHEMES = ([("ecmp", k, "even") for k in (1, 2, 4, 8)]
-           + [(s, k, "even") for s in ("spray", "greedy", "ilp") for k in (1, 2, 4)]
-           + [("ecmp", 4, "adaptive"), ("ecmp", 8, "adaptive"), ("spray", 4, "adaptive")])
+#: (routing, K, split, recompute)
+SCHEMES = ([("ecmp", k, "even", "epochs") for k in (1, 2, 4, 8)]
+           + [(s, k, "even", "epochs") for s in ("spray", "greedy", "ilp") for k in (1, 2, 4)]
+           + [("greedy", k, "even", "flows") for k in (1, 2, 4)]
+           + [("spray@packet", 1, "even", "epochs")]
+           + [("ecmp", 4, "adaptive", "epochs"), ("ecmp", 8, "adaptive", "epochs"),
+              ("spray", 4, "adaptive", "epochs")])
 PIECE_BYTES = 16 * 1024          # --piece-bytes
-COLUMNS = ["config", "routing", "subflows", "split", "piece_bytes", "seeds", "connections", "efficiency",
+COLUMNS = ["config", "routing", "subflows", "split", "recompute", "piece_bytes", "seeds",
+           "connections", "efficiency",
            "efficiency_min", "efficiency_max", "network_efficiency", "link_load_imbalance",
            "max_link_flows", "predict_wall_s", "emulated_efficiency",
            "prediction_error_fraction", "emulator_ok"]
 
 
 def experiment(name: str, routing: str, k: int, split: str, seed: int | None,
-               piece_bytes: int = PIECE_BYTES):
+               piece_bytes: int = PIECE_BYTES, recompute: str = "epochs"):
     """The shipped config `name` with one routing, K subflows split `split` (pieces of
-    piece_bytes) and (if given) another seed."""
+    piece_bytes), (if given) another seed, and with recompute "flows" its semantics
+    re-planning the flows in flight."""
     path = CONFIGS / f"{name}.yaml"
     doc = read_yaml(path)
     doc = {**doc, "routing": [routing], "subflows": k, "split": split,
            "split_piece_bytes": piece_bytes}
+    if recompute != "epochs":
+        sem = doc.get("semantics") or {}
+        if sem == "floodns":
+            sem = {"ring_sync": "step", "tail_step": True}
+        doc["semantics"] = {**sem, "recompute": recompute}
     if seed is not None:
         doc["seed"] = seed
     return parse(doc, base_dir=path.parent)
 
 
 def predicted(name: str, routing: str, k: int, split: str, seeds: list[int | None],
-              piece_bytes: int) -> dict:
+              piece_bytes: int, recompute: str = "epochs") -> dict:
     """One row: the scheme predicted once per seed (ECMP) or once (planners)."""
     runs, walls = [], []
     for seed in seeds:
-        exp = experiment(name, routing, k, split, seed, piece_bytes)
+        exp = experiment(name, routing, k, split, seed, piece_bytes, recompute)
         with tempfile.TemporaryDirectory() as out:
             t0 = time.perf_counter()
             res = predict_experiment(exp, Path(out), log=lambda s: None)
@@ -74,7 +88,7 @@ def predicted(name: str, routing: str, k: int, split: str, seeds: list[int | Non
     effs = sorted(r["efficiency"] for r in runs)
     run = sorted(runs, key=lambda r: r["network_efficiency"])[len(runs) // 2]  # the median
     return {"config": name, "routing": routing, "subflows": k, "split": split,
-            "piece_bytes": piece_bytes, "seeds": len(seeds),
+            "recompute": recompute, "piece_bytes": piece_bytes, "seeds": len(seeds),
             "connections": conns, "efficiency": statistics.median(effs),
             "efficiency_min": effs[0], "efficiency_max": effs[-1],
             "network_efficiency": statistics.median(r["network_efficiency"] for r in runs),
@@ -86,7 +100,7 @@ def emulated(row: dict, seed: int | None) -> None:
     """Run the row's scheme once on the emulator; add its efficiency, error and verdict."""
     from experiments.runner import run_experiment
     exp = experiment(row["config"], row["routing"], row["subflows"], row["split"], seed,
-                     row["piece_bytes"])
+                     row["piece_bytes"], row["recompute"])
     with tempfile.TemporaryDirectory() as out:
         run = run_experiment(exp, Path(out), log=lambda s: None)["runs"][0]
     row.update(emulated_efficiency=run["efficiency"],
@@ -95,15 +109,16 @@ def emulated(row: dict, seed: int | None) -> None:
 
 
 def print_table(rows: list[dict]) -> None:
-    print(f"{'config':22} {'routing':8} {'K':>2} {'split':8} {'conns':>6} {'eff':>6} {'(min-max)':>13} "
-          f"{'net eff':>7} {'imbal':>6} {'maxfl':>5} {'wall s':>7} {'emu eff':>7} {'err':>7}")
+    print(f"{'config':22} {'routing':12} {'K':>2} {'split':8} {'replan':6} {'conns':>6} "
+          f"{'eff':>6} {'(min-max)':>13} {'net eff':>7} {'imbal':>6} {'maxfl':>5} "
+          f"{'wall s':>7} {'emu eff':>7} {'err':>7}")
     for r in rows:
         spread = (f"{r['efficiency_min']:.3f}-{r['efficiency_max']:.3f}"
                   if r["seeds"] > 1 else "")
         imb = r["link_load_imbalance"]
         emu = r.get("emulated_efficiency")
-        print(f"{r['config']:22} {r['routing']:8} {r['subflows']:>2} {r['split']:8} "
-              f"{r['connections']:>6} "
+        print(f"{r['config']:22} {r['routing']:12} {r['subflows']:>2} {r['split']:8} "
+              f"{r['recompute']:6} {r['connections']:>6} "
               f"{r['efficiency']:6.3f} {spread:>13} {r['network_efficiency']:7.3f} "
               f"{imb if imb is None else f'{imb:6.2f}'!s:>6} {r['max_link_flows']:>5} "
               f"{r['predict_wall_s']:7.2f} "
@@ -117,8 +132,8 @@ def subflows_needed(rows: list[dict]) -> None:
     print("\nECMP subflows needed for 90% of planning (network efficiency, K = 1 planner):")
     for name in dict.fromkeys(r["config"] for r in rows):
         mine = [r for r in rows if r["config"] == name]
-        plan = max((r["network_efficiency"] for r in mine
-                    if r["routing"] != "ecmp" and r["subflows"] == 1), default=None)
+        plan = max((r["network_efficiency"] for r in mine if r["routing"] in ("greedy", "ilp")
+                    and r["subflows"] == 1 and r["recompute"] == "epochs"), default=None)
         if plan is None:
             continue
         ks = [r["subflows"] for r in mine if r["routing"] == "ecmp" and r["split"] == "even"
@@ -137,6 +152,9 @@ def main() -> int:
                     help="the K values to run (default 1 2 4 8; planners stop at 4)")
     ap.add_argument("--splits", nargs="+", default=["even", "adaptive"],
                     choices=["even", "adaptive"], help="the splits to run (default both)")
+    ap.add_argument("--recompute", nargs="+", default=["epochs", "flows"],
+                    choices=["epochs", "flows"],
+                    help="the re-planning policies to run (default both)")
     ap.add_argument("--piece-bytes", type=int, default=PIECE_BYTES,
                     help="split_piece_bytes of the adaptive schemes (16384 .. 2^30)")
     ap.add_argument("--csv", type=Path)
@@ -146,16 +164,17 @@ def main() -> int:
         return 2
     rows = []
     for name in args.configs:
-        for routing, k, split in SCHEMES:
-            if k not in args.subflows or split not in args.splits:
+        for routing, k, split, recompute in SCHEMES:
+            if (k not in args.subflows or split not in args.splits
+                    or recompute not in args.recompute):
                 continue
             seeds = list(range(1, args.seeds + 1)) if routing == "ecmp" else [None]
             try:
-                row = predicted(name, routing, k, split, seeds, args.piece_bytes)
+                row = predicted(name, routing, k, split, seeds, args.piece_bytes, recompute)
             except ConfigError as e:        # e.g. K x connections past the source ports
                 print(f"{name} {routing} K={k}: {e}", file=sys.stderr)
                 continue
-            if args.emulate:
+            if args.emulate and not routing.endswith("@packet"):   # the model only
                 emulated(row, seeds[0])
             rows.append(row)
             print_table([row])

@@ -26,8 +26,12 @@ def _routing(v: Any) -> list[str]:
         if e.strategy not in STRATEGIES and not e.reference:
             raise ConfigError(f"routing: unknown strategy {quote(e.strategy)}; choose from "
                               f"{names} (optionally with @host)")
-        if e.enforcement not in ("switch", "host"):
-            raise ConfigError(f"routing: {quote(r)}: the suffix must be @host (or nothing)")
+        if e.per_packet and e.strategy != "spray":
+            raise ConfigError(f"routing: {quote(r)}: only spray has a per-packet form "
+                              "(spray@packet)")
+        if e.enforcement not in ("switch", "host", "packet"):
+            raise ConfigError(f"routing: {quote(r)}: the suffix must be @host (or @packet "
+                              "after spray, or nothing)")
         if e.host_enforced and e.hashed:
             raise ConfigError("routing: ecmp@host makes no sense: ECMP is the switches' hash")
     if len(set(v)) != len(v):
