@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import os
 import shutil
 import statistics
@@ -36,7 +37,7 @@ from experiments.config import parse  # noqa: E402
 from experiments.routes import ControllerRoutes  # noqa: E402
 from routing.replay import read_flow_log, route_replay  # noqa: E402
 from traffic.collectives import plan_jobs  # noqa: E402
-from traffic.predictor import Semantics, predict  # noqa: E402
+from traffic.predictor import Semantics, ideal, predict  # noqa: E402
 
 DATA = Path("/work/shared/data/floodns-traffic-pairs")
 #: What floodns printed (the notes), mean all-reduce time (s) of the one BLOOM job.
@@ -109,12 +110,18 @@ def floodns_mean_ar(job_info: Path) -> dict[int, float]:
 
 
 # -- ours ---------------------------------------------------------------------------------------
+#: Beyond one path per flow, with floodns's semantics otherwise: (name, routing, subflows,
+#: recompute). K = 7 subflows spread 32 flows per ToR as 224 over 28 live cores, 8 each.
+BEYOND = [("greedy+flows", "greedy", 1, "flows"), ("greedy K=7", "greedy", 7, "iterations"),
+          ("spray@packet", "spray@packet", 1, "iterations")]
+
+
 def ours(data: Path, case: str, routing: str, semantics: Semantics,
-         flow_log: Path | None = None) -> tuple[dict[str, float], float]:
+         flow_log: Path | None = None, subflows: int = 1) -> tuple[dict[str, float], float]:
     """Per job mean all-reduce time (s) and wall time (s) of parse + route + predict."""
     jobs, failed, ring = parse_case(case)
     t0 = time.perf_counter()
-    exp = parse({"name": f"floodns-{case}", "routing": ["ecmp"],
+    exp = parse({"name": f"floodns-{case}", "routing": ["ecmp"], "subflows": subflows,
                  "jobs_from": {"floodns": str(data / f"concurrent_jobs_{jobs}"
                                               / f"ring_size_{ring}"),
                                "failed_cores": failed}})
@@ -124,10 +131,24 @@ def ours(data: Path, case: str, routing: str, semantics: Semantics,
         plan = route_replay(exp.fabric, conns, read_flow_log(flow_log))
         router = ControllerRoutes("replay", exp.fabric, conns, exp.seed, static=plan.path_of)
     else:
-        router = ControllerRoutes(routing, exp.fabric, conns, exp.seed)
-    pred = predict(exp.fabric, plans, None, router=router, semantics=semantics)
+        router = ControllerRoutes(routing.removesuffix("@packet"), exp.fabric, conns, exp.seed)
+    pred = predict(exp.fabric, plans, None, router=router, semantics=semantics,
+                   spray=routing.endswith("@packet"))
     wall = time.perf_counter() - t0
     return {n: j.mean_cct_s for n, j in pred.jobs.items()}, wall
+
+
+def live_bound_s(data: Path, case: str) -> dict[str, float]:
+    """Per job the fluid bound the live cores allow: its ideal (host links only, floodns's
+    semantics) x 32 / live cores (every ToR sends 32 flows, one per server, over its live
+    uplinks; no routing does better)."""
+    jobs, failed, ring = parse_case(case)
+    exp = parse({"name": f"floodns-{case}", "routing": ["ecmp"],
+                 "jobs_from": {"floodns": str(data / f"concurrent_jobs_{jobs}"
+                                              / f"ring_size_{ring}"), "failed_cores": failed}})
+    pred = ideal(exp.fabric, plan_jobs(exp.jobs), semantics=Semantics.floodns())
+    cores = len(exp.fabric.spines)
+    return {n: j.mean_cct_s * cores / (cores - failed) for n, j in pred.jobs.items()}
 
 
 def job_names(data: Path, case: str) -> dict[int, str]:
@@ -172,26 +193,50 @@ def main(argv: list[str] | None = None) -> int:
         for ours_name, their_name in (("ecmp", "ecmp"), ("greedy", "mcvlc"),
                                       ("edge-coloring", "edge_coloring")):
             runs.append((ours_name, their_name, our_sem, None))
-        for ours_name, their_name, sem, log in runs:
-            ar, wall = ours(args.data, case, ours_name, sem, log)
+        if parse_case(case)[1]:           # failed cores: beyond one static path per flow
+            for label, routing, k, recompute in BEYOND:
+                runs.append((label, "mcvlc", dataclasses.replace(flood_sem,
+                                                                 recompute=recompute), k))
+        for ours_name, their_name, sem, extra in runs:
+            log, k = (extra, 1) if not isinstance(extra, int) else (None, extra)
+            routing = next((r for lab, r, _, _ in BEYOND if lab == ours_name), ours_name)
+            ar, wall = ours(args.data, case, routing, sem, log, subflows=k)
             their_ar, their_wall = theirs.get(their_name, ({}, None))
             for jid, name in names.items():
                 t = their_ar.get(jid)
                 rows.append({
                     "case": case, "job": name, "ours": ours_name,
-                    "semantics": "floodns" if sem == flood_sem else "ours",
+                    "semantics": ("ours" if sem == our_sem else "floodns"
+                                  + ("" if sem == flood_sem else f", recompute {sem.recompute}")),
                     "floodns": their_name, "ours_mean_ar_s": ar[name],
                     "floodns_mean_ar_s": t,
                     "diff_pct": None if t is None else 100 * (ar[name] - t) / t,
                     "ours_wall_s": wall, "floodns_wall_s": their_wall,
                     "speedup": None if their_wall is None else their_wall / wall})
             print_row(rows[-len(names):])
+        if parse_case(case)[1]:
+            best(case, names, theirs, rows, live_bound_s(args.data, case))
     if args.csv:
         with args.csv.open("w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
             w.writeheader()
             w.writerows(rows)
     return 0
+
+
+def best(case: str, names: dict[int, str], theirs: dict, rows: list[dict],
+         bound: dict[str, float]) -> None:
+    """Per job: floodns's best strategy and ours (any scheme, floodns's semantics), their
+    ratio, and ours against the fluid bound of the live cores."""
+    for jid, name in names.items():
+        t = min(((v[0][jid], s) for s, v in theirs.items() if jid in v[0]), default=None)
+        o = min((r["ours_mean_ar_s"], r["ours"]) for r in rows
+                if r["case"] == case and r["job"] == name and r["semantics"] != "ours"
+                and r["ours"] != "replay")
+        print(f"{case:6s} {name:18s} best: floodns {_f(t and t[0], '.4f')} s ({t and t[1]}), "
+              f"ours {o[0]:.4f} s ({o[1]}), ours/floodns "
+              f"{_f(t and o[0] / t[0], '.3f')}, bound {bound[name]:.4f} s, ours/bound "
+              f"{o[0] / bound[name]:.3f}", flush=True)
 
 
 def _f(x: float | None, fmt: str) -> str:
