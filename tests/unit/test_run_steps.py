@@ -29,7 +29,7 @@ class _Driver:
     """Every job's iterations on a scripted clock: job i's transfers take 2 (i + 1) s each
     iteration after its compute_s; the controller's hooks and timers fire in time order."""
 
-    def __init__(self, emu, plans, seed, tcp_cc, timeout_s, log_dir):
+    def __init__(self, emu, plans, seed, tcp_cc, timeout_s, log_dir, watch=None):
         self.plans, self.t0 = plans, 0.0
 
     def start_agents(self):
