@@ -204,9 +204,12 @@ def _check_size(jobs: list[JobSpec], routing: list[str]) -> None:
     conns = transfers = runs = 0
     for i, j in enumerate(jobs):
         c = t = 0
-        for g in j.groups:
+        for g in j.groups if not j.p2p else ():
             gc, gt, _ = group_counts(j.collective, len(g))
             c, t = c + gc * j.subflows, t + gt * j.subflows
+        if j.p2p:                       # a custom collective: its given transfers
+            c = len({(x.src, x.dst) for x in j.p2p}) * j.subflows
+            t = len(j.p2p) * j.subflows
         conns, transfers, runs = conns + c, transfers + t, runs + t * j.iterations
         if transfers > MAX_TRANSFERS:
             raise ConfigError(f"jobs[{i}]: the jobs up to here send {transfers:,} transfers per "
