@@ -134,11 +134,16 @@ def _imported_jobs(jobs: list[JobSpec], fabric: Fabric, kind: str) -> list[JobSp
                           "with collectives or sends (or more GPUs: jobs_from.all_gpus)")
     if len(jobs) > MAX_JOBS:
         raise ConfigError(f"jobs_from: {len(jobs):,} jobs; at most {MAX_JOBS:,}")
+    known, seen = set(fabric.hosts), set()
     for j in jobs:
-        for h in j.hosts:
-            if not fabric.graph.has_node(h) or fabric.graph.nodes[h].get("role") != "host":
-                raise ConfigError(f"jobs_from: job {j.name} uses host {h}, which this fabric "
-                                  f"does not have (h1..h{len(fabric.hosts)})")
+        for g in j.groups:
+            if id(g) in seen:           # importers share one list per group kind
+                continue
+            seen.add(id(g))
+            bad = next((h for h in g if h not in known), None)
+            if bad is not None:
+                raise ConfigError(f"jobs_from: job {j.name} uses host {bad}, which this "
+                                  f"fabric does not have (h1..h{len(fabric.hosts)})")
     return jobs
 
 

@@ -41,7 +41,7 @@ def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
         jobs, notes = imported[1](fabric)
         jobs = _imported_jobs(jobs, fabric, _source_kind(d))
     jobs, subflow_defaults = with_subflows(jobs, d)
-    _check_size(jobs, routing)
+    _check_size(jobs, routing, _source_kind(d) if imported is not None else None)
     try:
         plans = plan_jobs(jobs)  # rings, bytes, unique 5-tuples
     except WorkloadError as e:
