@@ -32,7 +32,8 @@ from pathlib import Path
 from traffic.collectives import JobPlan, JobSpec, bus_factor
 
 #: 2: run efficiency = lowest per-job efficiency; prediction_error_fraction; solve per epoch
-SCHEMA_VERSION = 2
+#: 3: imported workloads' streams: workload, iteration_time_s, jobs' iteration start and end
+SCHEMA_VERSION = 3
 
 
 def job_result(spec: JobSpec, cct_s: list[float], ideal: float,

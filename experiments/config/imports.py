@@ -32,7 +32,7 @@ def _jobs_from(d: dict, base_dir: str | Path | None) -> tuple[dict | None, Any] 
     (traffic/floodns.py) and the fabric floodns ran it on (64 leaves x 32 spines x 32 hosts
     at 100 Gbit/s, the failed_cores highest spines failed), used when there is no `fabric`;
     {chakra: FOLDER, comm_groups: JSON}: Chakra .et traces, one per rank (traffic/chakra.py);
-    {simai: FILE, all_gpus: N, dim0_npus: D}: a SimAI / AICB / ASTRA-sim 1.0 workload
+    {simai: FILE, all_gpus: N, first_dim_npus: D}: a SimAI / AICB / ASTRA-sim 1.0 workload
     (traffic/simai.py; all_gpus when its header has none, default the fabric's hosts; D:
     topology dimension 0 of the HYBRID_DATA_MODEL kinds). Paths are relative to the config
     file; rank r runs on host h{r+1}."""
@@ -47,7 +47,7 @@ def _jobs_from(d: dict, base_dir: str | Path | None) -> tuple[dict | None, Any] 
                           "simai: FILE")
     extra = set(src) - {kinds[0]} - {"floodns": {"iterations", "failed_cores"},
                                      "chakra": {"comm_groups"},
-                                     "simai": {"all_gpus", "dim0_npus"}}[kinds[0]]
+                                     "simai": {"all_gpus", "first_dim_npus"}}[kinds[0]]
     if extra:
         raise ConfigError(f"jobs_from.{sorted(extra)[0]}: not a key of jobs_from.{kinds[0]}")
     if kinds[0] != "floodns":
@@ -93,8 +93,8 @@ def _trace_jobs(src: dict, kind: str, base_dir: str | Path | None) -> Any:
 
     gpus = _int(src, "all_gpus", "jobs_from", None, minimum=1, maximum=simai.MAX_GPUS) \
         if "all_gpus" in src else None
-    dim0 = _int(src, "dim0_npus", "jobs_from", None, minimum=1, maximum=simai.MAX_GPUS) \
-        if "dim0_npus" in src else None
+    dim0 = _int(src, "first_dim_npus", "jobs_from", None, minimum=1, maximum=simai.MAX_GPUS) \
+        if "first_dim_npus" in src else None
 
     def jobs(fabric: Fabric) -> tuple[list[JobSpec], Notes]:
         hosts, rate = list(fabric.hosts), fabric.spec.host_link_mbps
