@@ -276,11 +276,16 @@ def read_workload(path: str | Path, all_gpus: int | None = None,
 
 
 def job_specs(path: str | Path, hosts: list[str], host_link_mbps: float,
-              all_gpus: int | None = None, dim0: int = 1, notes=None):
+              all_gpus: int | None = None, dim0: int = 1, notes=None,
+              comm_scale: float = 1.0):
     """The workload's comms of one iteration as JobSpecs on streams, rank r -> hosts[r];
-    `notes` (traffic.streams.Notes) gets the comms skipped and the iteration's tail."""
+    `notes` (traffic.streams.Notes) gets the comms skipped and the iteration's tail.
+    `comm_scale` multiplies every comm's bytes (SimAI's comm_scale; rounded down)."""
     from traffic import simai_passes
     wl = read_workload(path, all_gpus if all_gpus is not None else len(hosts), dim0)
+    if comm_scale != 1.0:
+        for ly in wl.layers:
+            ly.comm = {ph: (k, g, int(b * comm_scale)) for ph, (k, g, b) in ly.comm.items()}
     if wl.par.gpus > len(hosts):
         raise SimaiError(f"{wl.path}:1: all_gpus {wl.par.gpus} is more than the fabric's "
                          f"{len(hosts)} hosts")

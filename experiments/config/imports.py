@@ -47,7 +47,8 @@ def _jobs_from(d: dict, base_dir: str | Path | None) -> tuple[dict | None, Any] 
                           "simai: FILE")
     extra = set(src) - {kinds[0]} - {"floodns": {"iterations", "failed_cores"},
                                      "chakra": {"comm_groups"},
-                                     "simai": {"all_gpus", "first_dim_npus"}}[kinds[0]]
+                                     "simai": {"all_gpus", "first_dim_npus",
+                                               "comm_scale"}}[kinds[0]]
     if extra:
         raise ConfigError(f"jobs_from.{sorted(extra)[0]}: not a key of jobs_from.{kinds[0]}")
     if kinds[0] != "floodns":
@@ -96,6 +97,10 @@ def _trace_jobs(src: dict, kind: str, base_dir: str | Path | None) -> Any:
     dim0 = _int(src, "first_dim_npus", "jobs_from", None, minimum=1, maximum=simai.MAX_GPUS) \
         if "first_dim_npus" in src else None
 
+    scale = (_num(src, "comm_scale", "jobs_from", minimum=1e-9, maximum=1000.0,
+                  why="SimAI's comm_scale: a multiplier of every comm's bytes")
+             if "comm_scale" in src else 1.0)
+
     def jobs(fabric: Fabric) -> tuple[list[JobSpec], Notes]:
         hosts, rate = list(fabric.hosts), fabric.spec.host_link_mbps
         notes = Notes(kind, "us" if kind == "chakra" else "cycles of 1 ns")
@@ -106,7 +111,7 @@ def _trace_jobs(src: dict, kind: str, base_dir: str | Path | None) -> Any:
                 n = gpus or len(hosts)
                 per_leaf = sum(1 for h in hosts if fabric.leaf_of(h) == fabric.leaf_of(hosts[0]))
                 specs = simai.job_specs(path, hosts, rate, gpus,
-                                        dim0 or simai.default_dim0(n, per_leaf), notes)
+                                        dim0 or simai.default_dim0(n, per_leaf), notes, scale)
         except (chakra.ChakraError, simai.SimaiError, StreamError) as e:
             raise ConfigError(f"jobs_from.{kind}: {_one_line(e, 300)}") from None
         return specs, notes
