@@ -157,3 +157,20 @@ def test_pg_zero_is_every_rank(tmp_path):
         parse({"name": "c", "routing": ["ecmp"], "fabric": {
             "spines": 1, "leaves": 2, "hosts_per_leaf": 1, "host_link_mbps": 100,
             "spine_link_mbps": 100}, "jobs_from": {"simai": "x", "all_gpus": 0}})
+
+
+@pytest.mark.parametrize("cut", ["truncated", "empty", "huge", "no header count"])
+def test_broken_variants_of_a_real_file_are_one_line_exit_2(tmp_path, capsys, cut):
+    text = (AICB / "G175B-M1-C03_GPT175B_megatron_tp8_pp1_mbs1_A100.txt").read_text()
+    broken = {"truncated": text[:len(text) // 2].rstrip().rsplit(None, 3)[0],
+              "empty": "",
+              "huge": text.replace("11175321600", "9" * 30),
+              "no header count": text.split("\n", 1)[0] + "\n"}[cut]
+    (tmp_path / "w.txt").write_text(broken)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("name: c\nrouting: [ecmp]\nfabric: {spines: 2, leaves: 4, hosts_per_leaf: 4, "
+                   f"host_link_mbps: 100, spine_link_mbps: 100}}\njobs_from: {{simai: "
+                   f"{tmp_path / 'w.txt'}}}\n")
+    assert cli(["validate", str(cfg)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "w.txt" in err and len(err.splitlines()) == 1 and "Traceback" not in err
