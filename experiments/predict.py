@@ -65,14 +65,18 @@ def write_prediction_csvs(run_dir: Path, plans: list[JobPlan], pred: Prediction)
                                 f"{row[i]:.6f}"])
 
 
-def _job_rows(plans: list[JobPlan], pred: Prediction, ideal_pred: Prediction) -> list[dict]:
-    """Each job's row, with when its iterations started and ended (s from the run's start)."""
+def _job_rows(plans: list[JobPlan], pred: Prediction, ideal_pred: Prediction,
+              times: bool) -> list[dict]:
+    """Each job's row; `times` (imported workloads' streams): with when its iterations
+    started and ended (s from the run's start)."""
     rows = []
     for p in plans:
         jr = pred.jobs[p.name]
         row = job_result(p.spec, jr.cct_s, ideal_pred.jobs[p.name].mean_cct_s, None,
                          jr.conn_rates_mbps())
-        row["iteration_start_s"], row["iteration_end_s"] = jr.iteration_start_s, jr.iteration_end_s
+        if times:
+            row["iteration_start_s"] = jr.iteration_start_s
+            row["iteration_end_s"] = jr.iteration_end_s
         rows.append(row)
     return rows
 
@@ -89,7 +93,7 @@ def _nonblocking_run(exp: Experiment, plans: list[JobPlan], goodput_factor: floa
                      util_bin_s: float | None, run_dir: Path, log: Callable[[str], None]) -> dict:
     """The non-blocking reference: every flow crosses only its two host links."""
     pred = ideal(exp.fabric, plans, goodput_factor, util_bin_s=util_bin_s)
-    jobs = _job_rows(plans, pred, pred)
+    jobs = _job_rows(plans, pred, pred, exp.workload is not None)
     run = run_result(NONBLOCKING, "predicted", jobs, host_link_flows(plans),
                      {"scope": "one plan", "status": "reference", "time_s": 0.0},
                      fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),
@@ -164,7 +168,7 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
                            router=routes, semantics=exp.semantics, spray=entry.per_packet)
         except RoutingError as e:
             raise ConfigError(f"routing: {e}") from None
-        jobs = _job_rows(plans, pred, ideal_pred)
+        jobs = _job_rows(plans, pred, ideal_pred, exp.workload is not None)
         # the busiest link over the controller's epochs (ECMP and fixed plans: the one plan;
         # per-packet spraying: every flow on every link of its paths)
         peak = (routes.policy.peak_link_flows if routes.policy.places_flows

@@ -32,8 +32,9 @@ from pathlib import Path
 from traffic.collectives import JobPlan, JobSpec, bus_factor
 
 #: 2: run efficiency = lowest per-job efficiency; prediction_error_fraction; solve per epoch
-#: 3: imported workloads' streams: workload, iteration_time_s, jobs' iteration start and end
-SCHEMA_VERSION = 3
+#: (still 2: imported workloads' `workload`, `iteration_time_s` and the jobs' iteration start
+#: and end are keys added beside the others, none changed meaning)
+SCHEMA_VERSION = 2
 
 
 def job_result(spec: JobSpec, cct_s: list[float], ideal: float,
