@@ -26,7 +26,7 @@ from .outdir import writing
 from .routes import ControllerRoutes
 from .routing_entry import NONBLOCKING
 from .results import (SCHEMA_VERSION, add_nonblocking_fraction, fairness, host_link_flows,
-                      job_result, run_result, solve_block, table, write_json)
+                      job_result, run_result, solve_block, table, workload_times, write_json)
 
 
 def _bytes(x: float) -> str:
@@ -65,16 +65,39 @@ def write_prediction_csvs(run_dir: Path, plans: list[JobPlan], pred: Prediction)
                                 f"{row[i]:.6f}"])
 
 
+def _job_rows(plans: list[JobPlan], pred: Prediction, ideal_pred: Prediction,
+              times: bool) -> list[dict]:
+    """Each job's row; `times` (imported workloads' streams): with when its iterations
+    started and ended (s from the run's start)."""
+    rows = []
+    for p in plans:
+        jr = pred.jobs[p.name]
+        row = job_result(p.spec, jr.cct_s, ideal_pred.jobs[p.name].mean_cct_s, None,
+                         jr.conn_rates_mbps())
+        if times:
+            row["iteration_start_s"] = jr.iteration_start_s
+            row["iteration_end_s"] = jr.iteration_end_s
+        rows.append(row)
+    return rows
+
+
+def _iteration(exp: Experiment, jobs: list[dict], ideal_pred: Prediction) -> dict:
+    """An imported workload's iteration time beside its ideal (experiments/results.py)."""
+    if exp.workload is None:
+        return {}
+    return workload_times(exp.workload, jobs, {n: jr.iteration_end_s[-1]
+                                               for n, jr in ideal_pred.jobs.items()})
+
+
 def _nonblocking_run(exp: Experiment, plans: list[JobPlan], goodput_factor: float,
                      util_bin_s: float | None, run_dir: Path, log: Callable[[str], None]) -> dict:
     """The non-blocking reference: every flow crosses only its two host links."""
     pred = ideal(exp.fabric, plans, goodput_factor, util_bin_s=util_bin_s)
-    jobs = [job_result(p.spec, pred.jobs[p.name].cct_s, pred.jobs[p.name].mean_cct_s, None,
-                       pred.jobs[p.name].conn_rates_mbps()) for p in plans]
+    jobs = _job_rows(plans, pred, pred, exp.workload is not None)
     run = run_result(NONBLOCKING, "predicted", jobs, host_link_flows(plans),
                      {"scope": "one plan", "status": "reference", "time_s": 0.0},
                      fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),
-                     predict_wall_s=pred.wall_s)
+                     predict_wall_s=pred.wall_s, **_iteration(exp, jobs, pred))
     write_prediction_csvs(run_dir, plans, pred)
     log(f"[{NONBLOCKING}] one switch, host links only; predicted in {pred.wall_s:.2f} s")
     return run
@@ -130,7 +153,9 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
     ideal_pred = ideal(exp.fabric, plans)
     results = {"schema_version": SCHEMA_VERSION, "name": exp.name, "seed": exp.seed,
                "goodput_factor": goodput_factor, "repetition": repetition,
-               "source_port_offset": port_offset, "runs": []}
+               "source_port_offset": port_offset,
+               **({"workload": exp.workload.as_dict()} if exp.workload is not None else {}),
+               "runs": []}
     for entry in exp.routings:
         name = entry.name
         if entry.reference:
@@ -143,8 +168,7 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
                            router=routes, semantics=exp.semantics, spray=entry.per_packet)
         except RoutingError as e:
             raise ConfigError(f"routing: {e}") from None
-        jobs = [job_result(p.spec, pred.jobs[p.name].cct_s, ideal_pred.jobs[p.name].mean_cct_s,
-                           None, pred.jobs[p.name].conn_rates_mbps()) for p in plans]
+        jobs = _job_rows(plans, pred, ideal_pred, exp.workload is not None)
         # the busiest link over the controller's epochs (ECMP and fixed plans: the one plan;
         # per-packet spraying: every flow on every link of its paths)
         peak = (routes.policy.peak_link_flows if routes.policy.places_flows
@@ -155,7 +179,7 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
                                      routes.policy.solves),
                          fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),
                          link_load_imbalance=link_load_imbalance(pred, exp.fabric, pairs),
-                         predict_wall_s=pred.wall_s)
+                         predict_wall_s=pred.wall_s, **_iteration(exp, jobs, ideal_pred))
         write_prediction_csvs(out_dir / entry.run_dir, plans, pred)
         results["runs"].append(run)
         solve = run["solve"]

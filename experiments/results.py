@@ -32,6 +32,8 @@ from pathlib import Path
 from traffic.collectives import JobPlan, JobSpec, bus_factor
 
 #: 2: run efficiency = lowest per-job efficiency; prediction_error_fraction; solve per epoch
+#: (still 2: imported workloads' `workload`, `iteration_time_s` and the jobs' iteration start
+#: and end are keys added beside the others, none changed meaning)
 SCHEMA_VERSION = 2
 
 
@@ -149,6 +151,30 @@ def environment(datapath: str | None, tcp_cc: str, seed: int, mtu_bytes: int) ->
     }
 
 
+def workload_times(notes, jobs: list[dict], ideal_jobs: dict[str, float] | None = None,
+                   key: str = "iteration_end_s") -> dict:
+    """An imported workload's iteration (traffic/streams.py): from its first compute to its
+    last comm or compute, `iteration_time_s`; beside the same on a non-blocking fabric
+    (`ideal_ends`: job -> its end there) and their ratio, `iteration_efficiency`."""
+    from traffic.streams import iteration_time_s
+    t = iteration_time_s({j["name"]: j[key][-1] for j in jobs}, notes.tail)
+    out = {"iteration_time_s": t}
+    if ideal_jobs is not None:
+        ideal = iteration_time_s(ideal_jobs, notes.tail)
+        out.update(ideal_iteration_time_s=ideal,
+                   iteration_efficiency=ideal / t if t > 0 else 1.0)
+    return out
+
+
+def seconds(x: float) -> str:
+    """A time in the unit that shows it (s, ms or us), 4 significant digits."""
+    if x >= 1 or x == 0:
+        return f"{x:.4g} s"
+    if x >= 1e-3:
+        return f"{x * 1e3:.4g} ms"
+    return f"{x * 1e6:.4g} us"
+
+
 def write_json(path: Path, doc: dict) -> None:
     path.write_text(json.dumps(doc, indent=2) + "\n")
 
@@ -156,7 +182,7 @@ def write_json(path: Path, doc: dict) -> None:
 def table(results: dict) -> str:
     """The table printed after a run: one row per routing."""
     emulated = any(r["mode"] == "emulated" for r in results["runs"])
-    head = (f"{'routing':<14}{'mode':<10}{'mean CCT (s)':>13}{'ideal CCT (s)':>14}"
+    head = (f"{'routing':<14}{'mode':<10}{'mean CCT':>13}{'ideal CCT':>14}"
             f"{'efficiency':>11}{'max flows/link':>15}{'algbw Mbps':>11}{'busbw Mbps':>11}")
     if emulated:
         head += f"{'pred CCT (s)':>13}{'pred err':>9}  emulator"
@@ -164,16 +190,23 @@ def table(results: dict) -> str:
     for r in results["runs"]:
         algbw = statistics.fmean(j["algbw_mbps"] for j in r["jobs"])
         busbw = statistics.fmean(j["busbw_mbps"] for j in r["jobs"])
-        row = (f"{r['routing']:<14}{r['mode']:<10}{r['cct_mean_s']:>13.3f}"
-               f"{r['ideal_cct_s']:>14.3f}{r['efficiency']:>11.3f}"
+        row = (f"{r['routing']:<14}{r['mode']:<10}{seconds(r['cct_mean_s']):>13}"
+               f"{seconds(r['ideal_cct_s']):>14}{r['efficiency']:>11.3f}"
                f"{r['max_link_flows']:>15d}{algbw:>11.2f}{busbw:>11.2f}")
         if emulated:
             ok = r.get("fidelity", {}).get("ok", True)
-            row += (f"{r['predicted_cct_mean_s']:>13.3f}{r['prediction_error_fraction']:>+9.1%}  "
+            row += (f"{seconds(r['predicted_cct_mean_s']):>13}"
+                    f"{r['prediction_error_fraction']:>+9.1%}  "
                     f"{'ok' if ok else 'SATURATED: emulator was the bottleneck'}")
         rows.append(row)
     rows.append("CCT: slowest job per iteration; ideal: the largest job's ideal; efficiency: the "
                 "lowest job's ideal / mean CCT; algbw/busbw: mean over jobs (nccl-tests).")
+    its = [r for r in results["runs"] if "iteration_time_s" in r]
+    if its:
+        rows.append("iteration (first compute to last comm): " + "; ".join(
+            f"{r['routing']} {seconds(r['iteration_time_s'])}"
+            + (f" (ideal {seconds(r['ideal_iteration_time_s'])})"
+               if "ideal_iteration_time_s" in r else "") for r in its))
     if emulated:
         rows.append("pred: the flow-level model of the same routing (the controller's epochs and "
                     "events replayed; ECMP: the spines its hash chose) and the goodput factor; "

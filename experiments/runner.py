@@ -52,7 +52,7 @@ from .plots import emulated_vs_predicted, timeline
 from .progress import iteration_progress, open_cli
 from .results import (SCHEMA_VERSION, add_nonblocking_fraction, environment, fairness,
                       host_link_flows, job_result, run_result, slowest_per_iteration,
-                      solve_block, table, write_json)
+                      solve_block, table, workload_times, write_json)
 
 
 class PathMismatchError(RuntimeError):
@@ -110,7 +110,9 @@ def run_experiment(exp: Experiment, out_dir: Path,
     timeout_s = iteration_timeout_s(exp.jobs, exp.fabric, em)   # the one rule, config's
     run_id = f"{os.getpid()}-{int(time.time())}"
     results = {"schema_version": SCHEMA_VERSION, "name": exp.name, "seed": exp.seed,
-               "repetition": repetition, "source_port_offset": port_offset, "runs": []}
+               "repetition": repetition, "source_port_offset": port_offset,
+               **({"workload": exp.workload.as_dict()} if exp.workload is not None else {}),
+               "runs": []}
     settings = em.settings()
 
     load = check_load(log)     # the machine's load before anything is built
@@ -407,6 +409,7 @@ def job_results(plans: list[JobPlan], driven: Driven, pred: Prediction, ideal_pr
         j["iteration_start_s"] = [it.start_s - driven.t0 for it in rec.iterations]
         j["iteration_end_s"] = [it.end_s - driven.t0 for it in rec.iterations]
         j["predicted_cct_s"] = pred.jobs[p.name].cct_s
+        j["predicted_iteration_end_s"] = pred.jobs[p.name].iteration_end_s
         j["predicted_cct_mean_s"] = pred.jobs[p.name].mean_cct_s
         j["prediction_error_fraction"] = j["cct_mean_s"] / j["predicted_cct_mean_s"] - 1
         jobs.append(j)
@@ -446,6 +449,10 @@ def assemble(exp: Experiment, entry: RoutingEntry, rp, inst: Installed, jobs: li
         paths=path_records(entry, controller, conns, measured, tcp),
         link_flows=[{"link": list(k), "flows": v} for k, v in sorted(loads.items())])
     run["prediction_error_fraction"] = run["cct_mean_s"] / run["predicted_cct_mean_s"] - 1
+    if exp.workload is not None:          # an imported workload: its iteration, both ways
+        run.update(workload_times(exp.workload, jobs))
+        run["predicted_iteration_time_s"] = workload_times(
+            exp.workload, jobs, key="predicted_iteration_end_s")["iteration_time_s"]
     if entry.reference:           # no switch-to-switch links: the busiest is a host link
         run["max_link_flows"] = host_link_flows(plans)
     if controller.events:

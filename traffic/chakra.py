@@ -36,14 +36,14 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError
 
 from traffic import files
-from traffic.collectives import Collective, JobSpec, ideal_cct_s
+from traffic.collectives import Collective, JobSpec
 
 #: CollectiveCommType values we model, and the ones we know but do not.
 COLLECTIVES = {0: Collective.ALLREDUCE, 2: Collective.ALLGATHER, 6: Collective.ALLTOALL,
                7: Collective.REDUCE_SCATTER}
 UNMODELLED = {1: "REDUCE", 3: "GATHER", 4: "SCATTER", 5: "BROADCAST",
               8: "REDUCE_SCATTER_BLOCK", 9: "BARRIER"}
-COMP, SEND, RECV, COLL = 4, 5, 6, 7
+METADATA, COMP, SEND, RECV, COLL = 1, 4, 5, 6, 7
 #: Bounds: ranks per trace, nodes per file, bytes per record (a node is ~100 B).
 MAX_RANKS = 65_536
 MAX_NODES = 1_000_000
@@ -84,6 +84,9 @@ def _schema():
     meta.field.add(name="version", number=1, type=T.TYPE_STRING, label=T.LABEL_OPTIONAL)
     meta.field.add(name="attr", number=2, type=T.TYPE_MESSAGE, label=T.LABEL_REPEATED,
                    type_name=".ChakraProtoMsg.AttributeProto")
+    io = fd.message_type.add(name="IOInfo")
+    for name, number in (("values", 1), ("shapes", 2), ("types", 3)):
+        io.field.add(name=name, number=number, type=T.TYPE_STRING, label=T.LABEL_OPTIONAL)
     node = fd.message_type.add(name="Node")
     for name, number, kind, label in (
             ("id", 1, T.TYPE_UINT64, T.LABEL_OPTIONAL),
@@ -97,6 +100,8 @@ def _schema():
                    type_name=".ChakraProtoMsg.NodeType")
     node.field.add(name="attr", number=10, type=T.TYPE_MESSAGE, label=T.LABEL_REPEATED,
                    type_name=".ChakraProtoMsg.AttributeProto")
+    node.field.add(name="inputs", number=8, type=T.TYPE_MESSAGE, label=T.LABEL_OPTIONAL,
+                   type_name=".ChakraProtoMsg.IOInfo")
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fd)
     get = message_factory.GetMessageClass
@@ -161,6 +166,8 @@ class Node:
     duration_s: float
     record: int
     attrs: dict[str, int | str | bool | float] = field(default_factory=dict)
+    inputs: str = ""             # inputs.values (a METADATA node's process groups)
+    ctrl: tuple[int, ...] = ()   # the control dependencies among deps
 
     def comm(self, key: str, default=None):
         return self.attrs.get(key, default)
@@ -182,7 +189,9 @@ def read_trace(path: str | Path) -> list[Node]:
     try:
         GlobalMetadata.FromString(recs[0])
     except DecodeError:
-        raise ChakraError(f"{p}: record 0: not a Chakra GlobalMetadata message") from None
+        raise ChakraError(f"{p}: record 0: not a Chakra GlobalMetadata message; if it is an "
+                          "older Chakra schema (before 0.0.4, often named .eg), convert it "
+                          "again with a current chakra_converter") from None
     nodes = []
     for k, rec in enumerate(recs[1:], start=1):
         try:
@@ -193,7 +202,9 @@ def read_trace(path: str | Path) -> list[Node]:
             raise ChakraError(f"{p}: record {k}: node {m.id} lasts {m.duration_micros:,} us "
                               f"(duration_micros); at most {MAX_DURATION_US:,} (a day)")
         nodes.append(Node(m.id, m.name, int(m.type), tuple(m.data_deps) + tuple(m.ctrl_deps),
-                          m.duration_micros / 1e6, k, _attrs(m)))
+                          m.duration_micros / 1e6, k, _attrs(m),
+                          m.inputs.values if m.type == METADATA else "",
+                          tuple(m.ctrl_deps)))
     return nodes
 
 
@@ -245,157 +256,10 @@ def read_traces(folder: str | Path) -> dict[int, tuple[Path, list[Node]]]:
     return {r: (f, read_trace(f)) for r, f in sorted(found.items())}
 
 
-# -- to JobSpecs -------------------------------------------------------------------------------
-def _schedule(path: Path, nodes: list[Node], comm_s) -> dict[int, tuple[float, float]]:
-    """node id -> (start, end) in s, each node after its dependencies (list order may be any
-    topological order; a cycle or a missing dependency is an error)."""
-    by_id = {}
-    for n in nodes:
-        if n.id in by_id:
-            raise ChakraError(f"{path}: record {n.record}: node id {n.id} appears twice")
-        by_id[n.id] = n
-    times: dict[int, tuple[float, float]] = {}
-    state: dict[int, int] = {}
-    for root in nodes:
-        stack = [root.id]
-        while stack:
-            nid = stack[-1]
-            n = by_id[nid]
-            if state.get(nid) == 2:
-                stack.pop()
-                continue
-            state[nid] = 1
-            todo = []
-            for dep in n.deps:
-                if dep not in by_id:
-                    raise ChakraError(f"{path}: record {n.record}: node {nid} depends on "
-                                      f"unknown node {dep}")
-                if state.get(dep) == 1:
-                    raise ChakraError(f"{path}: record {n.record}: dependency cycle through "
-                                      f"node {dep}")
-                if state.get(dep) != 2:
-                    todo.append(dep)
-            if todo:
-                stack.extend(todo)
-                continue
-            start = max((times[d][1] for d in n.deps), default=0.0)
-            dur = n.duration_s if n.duration_s > 0 or n.type not in (SEND, COLL) \
-                else comm_s(n)
-            times[nid] = (start, start + dur)
-            state[nid] = 2
-            stack.pop()
-    return times
-
-
-def _int_attr(path: Path, n: Node, key: str, lo: int, hi: int) -> int:
-    v = n.comm(key)
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise ChakraError(f"{path}: record {n.record}: node {n.id} needs an integer {key}")
-    if not lo <= v <= hi:
-        raise ChakraError(f"{path}: record {n.record}: {key} {v} is not from {lo} to {hi}")
-    return v
-
-
-def _collective_jobs(colls: dict[tuple[str, int], list], members, coll_kind,
-                     hosts: list[str]) -> list[JobSpec]:
-    """One job per (process group, k-th collective) seen on every rank of its group, in
-    order of first start; the ranks must agree on its kind and size. `members(path, node)`
-    gives a node's group ranks, `coll_kind(path, node)` its collective."""
-    specs: list[JobSpec] = []
-    for (pg, k), got in sorted(colls.items(), key=lambda kv: min(x[3] for x in kv[1])):
-        rank0, path0, n0, _ = got[0]
-        want = members(path0, n0)
-        kind, size = coll_kind(path0, n0), _int_attr(path0, n0, "comm_size", 1, MAX_COMM_BYTES)
-        for rank, path, n, _ in got:
-            if coll_kind(path, n) != kind or n.comm("comm_size") != size:
-                raise ChakraError(f"{path}: record {n.record}: collective {k} of group "
-                                  f"{pg!r} differs from rank {rank0}'s ({kind.value}, {size} B)")
-        if sorted(r for r, *_ in got) != sorted(want):
-            raise ChakraError(f"{path0}: record {n0.record}: collective {k} of group {pg!r} "
-                              f"is missing on ranks "
-                              f"{sorted(set(want) - {r for r, *_ in got})[:5]}")
-        if len(want) < 2:
-            continue                       # a group of one moves nothing over the network
-        specs.append(JobSpec(f"r{rank0}n{n0.id}-{kind.value}"[:64], kind,
-                             [[hosts[r] for r in want]], size,
-                             start_s=max(x[3] for x in got)))
-    return specs
-
-
+# -- to JobSpecs: traffic/chakra_jobs.py ---------------------------------------------------
 def job_specs(traces: dict[int, tuple[Path, list[Node]]], hosts: list[str],
-              host_link_mbps: float, groups: dict[str, list[int]] | None = None
-              ) -> list[JobSpec]:
-    """The traces' communication as JobSpecs on `hosts` (rank r -> hosts[r]); `groups` maps
-    a pg_name to its ranks (ASTRA-sim's communicator groups), empty pg_name: every rank."""
-    ranks = len(traces)
-    groups = groups or {}
-    if ranks > len(hosts):
-        f = traces[0][0]
-        raise ChakraError(f"{f}: {ranks} ranks but the fabric has {len(hosts)} hosts")
-
-    def members(path: Path, n: Node) -> list[int]:
-        pg = n.comm("pg_name", "")
-        if not isinstance(pg, str):
-            raise ChakraError(f"{path}: record {n.record}: pg_name must be a string")
-        rs = list(range(ranks)) if pg == "" else groups.get(pg)
-        if rs is None:
-            raise ChakraError(f"{path}: record {n.record}: unknown process group {pg!r} "
-                              f"(known: {sorted(groups)[:5]})")
-        if len(rs) > len(hosts) or any(not 0 <= r < ranks for r in rs):
-            raise ChakraError(f"{path}: record {n.record}: process group {pg!r} has "
-                              f"{len(rs)} ranks {rs[:4]}..., larger than the fabric "
-                              f"({len(hosts)} hosts) or beyond the {ranks} traces")
-        return rs
-
-    def coll_kind(path: Path, n: Node) -> Collective:
-        t = _int_attr(path, n, "comm_type", -2 ** 31, 2 ** 31)
-        if t in UNMODELLED:
-            raise ChakraError(f"{path}: record {n.record}: comm_type {UNMODELLED[t]} is not "
-                              "modelled (all-reduce, all-gather, reduce-scatter, all-to-all)")
-        if t not in COLLECTIVES:
-            raise ChakraError(f"{path}: record {n.record}: unknown comm_type {t}")
-        return COLLECTIVES[t]
-
-    def comm_s(path: Path, n: Node) -> float:
-        size = _int_attr(path, n, "comm_size", 1, MAX_COMM_BYTES)
-        if n.type == SEND:
-            return size * 8 / (host_link_mbps * 1e6)
-        g = members(path, n)
-        return ideal_cct_s(JobSpec("x", coll_kind(path, n), [[hosts[r] for r in g]], size),
-                           host_link_mbps) if len(g) > 1 and size >= len(g) else 0.0
-
-    colls: dict[tuple[str, int], list] = {}     # (pg, k) -> [(rank, path, node, start)]
-    sends: dict[tuple[int, int, int], list] = {}
-    recvs: dict[tuple[int, int, int], int] = {}
-    specs: list[JobSpec] = []
-    for rank, (path, nodes) in traces.items():
-        times = _schedule(path, nodes, lambda n, p=path: comm_s(p, n))
-        count: dict[str, int] = {}
-        for n in nodes:
-            if n.type == COLL:
-                pg = n.comm("pg_name", "")
-                if rank not in members(path, n):
-                    raise ChakraError(f"{path}: record {n.record}: rank {rank} is not in its "
-                                      f"process group {pg!r}")
-                k = count.get(pg, 0)
-                count[pg] = k + 1
-                colls.setdefault((pg, k), []).append((rank, path, n, times[n.id][0]))
-            elif n.type in (SEND, RECV):
-                peer_key = "comm_dst" if n.type == SEND else "comm_src"
-                peer = _int_attr(path, n, peer_key, 0, ranks - 1)
-                tag = n.comm("comm_tag", 0)
-                if n.type == SEND:
-                    sends.setdefault((rank, peer, tag), []).append((path, n, times[n.id][0]))
-                else:
-                    recvs[(peer, rank, tag)] = recvs.get((peer, rank, tag), 0) + 1
-    specs.extend(_collective_jobs(colls, members, coll_kind, hosts))
-    for (src, dst, tag), sent in sends.items():
-        if recvs.get((src, dst, tag), 0) < len(sent):
-            path, n, _ = sent[-1]
-            raise ChakraError(f"{path}: record {n.record}: send to rank {dst} (tag {tag}) has "
-                              "no matching receive")
-        for path, n, start in sent:
-            size = _int_attr(path, n, "comm_size", 1, MAX_COMM_BYTES)
-            specs.append(JobSpec(f"r{src}n{n.id}-send", Collective.PIPELINE,
-                                 [[hosts[src], hosts[dst]]], size, start_s=start))
-    return specs
+              host_link_mbps: float, groups: dict[str, list[int]] | None = None,
+              notes=None) -> list[JobSpec]:
+    """The traces' communication as JobSpecs on streams (traffic/chakra_jobs.py)."""
+    from traffic import chakra_jobs
+    return chakra_jobs.job_specs(traces, hosts, host_link_mbps, groups, notes)

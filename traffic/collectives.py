@@ -26,6 +26,16 @@ host link rate; nccl-tests conventions for S):
 * flows: every group is one [src, dst] pair that sends S bytes at once, no dependencies (the
   traffic patterns of traffic/patterns.py); a host may appear in several pairs. Ideal time at
   least the busiest host link's bytes / B (exact for permutations); busbw = algbw.
+* custom: the transfers are given (`JobSpec.p2p`: src, dst, bytes, the transfers each waits
+  for), as a custom collective's point-to-point sends are (MSCCLang, ASTRA-sim's custom
+  collectives); one connection per (src, dst) pair, in order of first use. Ideal time: the
+  longer of the DAG's critical path and the busiest host link's bytes, both at B.
+
+Streams: a job may start only after other jobs have ended (`JobSpec.after`: (job, gap_s)
+pairs: not before that job's last iteration ended plus gap_s), as the collectives queued on
+one NCCL communicator (a stream) run one after another, and as compute between them delays
+the next. The predictor and the emulator's driver both honour it; `check_after` refuses
+unknown names and cycles.
 
 Source ports: connection c uses SOURCE_PORT_BASE + (c mod SOURCE_PORT_SPAN), so ports stay in
 20000..65535 at any scale; `plan_jobs` checks that every connection's 5-tuple is unique.
@@ -49,6 +59,7 @@ class Collective(str, Enum):
     ALLTOALL = "alltoall"
     PIPELINE = "pipeline"          # point-to-point chain stage i -> i+1
     FLOWS = "flows"                # independent long flows, one per [src, dst] group
+    CUSTOM = "custom"              # the transfers given in JobSpec.p2p (a custom collective)
 
 
 #: TCP port every agent of job j listens on is LISTEN_PORT_BASE + j.
@@ -100,6 +111,17 @@ SPLITS = ("even", "adaptive")
 ADAPTIVE_UNSENT_BYTES = 16 * 1024
 
 
+@dataclass(frozen=True)
+class P2P:
+    """One given transfer of a custom collective: `deps` are indices of earlier P2Ps whose
+    bytes must have arrived before this one starts."""
+
+    src: str
+    dst: str
+    size_bytes: int
+    deps: tuple[int, ...] = ()
+
+
 @dataclass
 class JobSpec:
     """A job: one or more groups of hosts (rank order) that each run `collective` on
@@ -119,6 +141,10 @@ class JobSpec:
     #: split_piece_bytes, taken by whichever subflow is free; see with_subflows)
     split: str = "even"
     split_piece_bytes: int = 1 << 20
+    #: streams: (job name, gap_s): start only once that job has ended, plus gap_s seconds
+    after: tuple[tuple[str, float], ...] = ()
+    #: Collective.CUSTOM: the transfers (groups is then the one list of hosts they use)
+    p2p: tuple[P2P, ...] = ()
 
     @property
     def hosts(self) -> list[str]:
@@ -293,6 +319,33 @@ def independent_flows(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
     return JobPlan(spec=spec, index=index, connections=conns, transfers=transfers)
 
 
+def custom_p2p(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
+    """The given transfers (spec.p2p) in order: one connection per (src, dst) pair, in order
+    of first use; transfer i waits for the transfers in its deps (earlier indices only)."""
+    if not spec.p2p:
+        raise WorkloadError(f"jobs.{spec.name}: a custom collective needs its transfers")
+    conns: dict[tuple[str, str], Connection] = {}
+    transfers: list[Transfer] = []
+    for i, t in enumerate(spec.p2p):
+        if t.src == t.dst or t.size_bytes < 1 or any(not 0 <= d < i for d in t.deps):
+            raise WorkloadError(f"jobs.{spec.name}: transfer {i} ({t.src}->{t.dst}, "
+                                f"{t.size_bytes} B, deps {t.deps[:4]}) must join two hosts, "
+                                "carry bytes and wait only for earlier transfers")
+        c = conns.get((t.src, t.dst))
+        if c is None:
+            c = _connection(spec, index, first_conn_id + len(conns), t.src, t.dst)
+            conns[t.src, t.dst] = c
+        transfers.append(Transfer(tid=i, conn_id=c.conn_id, size_bytes=t.size_bytes,
+                                  step=_depth(spec.p2p, i, transfers), deps=tuple(t.deps)))
+    return JobPlan(spec=spec, index=index, connections=list(conns.values()),
+                   transfers=transfers)
+
+
+def _depth(p2p: tuple[P2P, ...], i: int, done: list[Transfer]) -> int:
+    """Transfer i's step: 1 + the deepest transfer it waits for (0 without dependencies)."""
+    return 1 + max((done[d].step for d in p2p[i].deps), default=-1)
+
+
 _PLANNERS = {
     Collective.ALLREDUCE: ring_allreduce,
     Collective.ALLGATHER: ring_chain,
@@ -300,6 +353,7 @@ _PLANNERS = {
     Collective.ALLTOALL: all_to_all,
     Collective.PIPELINE: pipeline_p2p,
     Collective.FLOWS: independent_flows,
+    Collective.CUSTOM: custom_p2p,
 }
 
 
@@ -307,7 +361,9 @@ def plan_jobs(specs: list[JobSpec]) -> list[JobPlan]:
     """Turn every job into connections and transfers, numbering connections globally.
 
     Raises WorkloadError if two connections would share a 5-tuple (only possible past
-    SOURCE_PORT_SPAN connections, when source ports wrap)."""
+    SOURCE_PORT_SPAN connections, when source ports wrap), or for a job that waits for an
+    unknown job or for itself (`check_after`)."""
+    check_after(specs)
     plans: list[JobPlan] = []
     next_conn = 0
     seen: dict[tuple[str, str, int, int], int] = {}
@@ -376,6 +432,8 @@ def group_counts(collective: Collective, n: int) -> tuple[int, int, int]:
         return n * (n - 1), n * (n - 1), n - 1
     if collective is Collective.FLOWS:
         return 1, 1, 1                  # one [src, dst] pair
+    if collective is Collective.CUSTOM:
+        return n * (n - 1), n * n, n    # a bound; JobSpec.p2p has the real count
     return n - 1, n - 1, n - 1          # pipeline
 
 
@@ -384,7 +442,7 @@ def bus_factor(collective: Collective, n: int) -> float:
     reduce-scatter and all-to-all, 1 for point-to-point (sendrecv)."""
     if collective is Collective.ALLREDUCE:
         return 2 * (n - 1) / n
-    if collective in (Collective.PIPELINE, Collective.FLOWS):
+    if collective in (Collective.PIPELINE, Collective.FLOWS, Collective.CUSTOM):
         return 1.0
     return (n - 1) / n
 
@@ -420,7 +478,76 @@ def ideal_cct_s(spec: JobSpec, host_link_mbps: float) -> float:
             out[src] = out.get(src, 0) + 1
             inn[dst] = inn.get(dst, 0) + 1
         return max(*out.values(), *inn.values()) * spec.size_bytes * 8 / bits_per_s
+    if spec.collective is Collective.CUSTOM:
+        return _custom_ideal_s(spec, bits_per_s)
     raise WorkloadError(f"no closed form for {spec.collective}")  # pragma: no cover
+
+
+def _custom_ideal_s(spec: JobSpec, bits_per_s: float) -> float:
+    """A custom collective alone: the longer of its critical path (each transfer at the full
+    link rate after those it waits for) and its busiest host link's bytes."""
+    end: list[float] = []
+    load: dict[tuple[str, str], int] = {}
+    for t in spec.p2p:
+        end.append(max((end[d] for d in t.deps), default=0.0) + t.size_bytes * 8 / bits_per_s)
+        for key in (("out", t.src), ("in", t.dst)):
+            load[key] = load.get(key, 0) + t.size_bytes
+    return max(max(end, default=0.0), max(load.values(), default=0) * 8 / bits_per_s)
+
+
+def check_after(specs: list[JobSpec]) -> None:
+    """Every `after` names an earlier-defined or later job of `specs`, gaps are finite and
+    >= 0, and no job waits for itself through others (WorkloadError names the job)."""
+    names = {s.name: i for i, s in enumerate(specs)}
+    for s in specs:
+        for name, gap in s.after:
+            if name not in names:
+                raise WorkloadError(f"jobs.{s.name}.after: no job named {name!r}")
+            if not 0 <= gap < float("inf"):
+                raise WorkloadError(f"jobs.{s.name}.after: gap {gap!r} s after {name!r} must "
+                                    "be a number >= 0")
+    order = after_order(specs)
+    if len(order) != len(specs):
+        stuck = next(s.name for i, s in enumerate(specs) if i not in set(order))
+        raise WorkloadError(f"jobs.{stuck}.after: waits for itself through other jobs")
+
+
+def after_order(specs: list[JobSpec]) -> list[int]:
+    """Indices of `specs` in an order where each job comes after the jobs it waits for
+    (jobs in a cycle are left out)."""
+    names = {s.name: i for i, s in enumerate(specs)}
+    succ: list[list[int]] = [[] for _ in specs]
+    left = [0] * len(specs)
+    for i, s in enumerate(specs):
+        for name, _ in s.after:
+            if name in names:
+                succ[names[name]].append(i)
+                left[i] += 1
+    ready = [i for i in range(len(specs)) if not left[i]]
+    order = []
+    while ready:
+        i = ready.pop()
+        order.append(i)
+        for k in succ[i]:
+            left[k] -= 1
+            if not left[k]:
+                ready.append(k)
+    return order
+
+
+def ideal_schedule(specs: list[JobSpec], host_link_mbps: float) -> dict[str, tuple[float, float]]:
+    """Each job's (first start, last end) in s when every iteration takes its ideal CCT and
+    jobs wait for those in `after` (a closed-form bound; the predictor's `ideal` also shares
+    host links between jobs that overlap)."""
+    names = {s.name: i for i, s in enumerate(specs)}
+    out: dict[str, tuple[float, float]] = {}
+    for i in after_order(specs):
+        s = specs[i]
+        start = max([s.start_s] + [out[specs[names[n]].name][1] + g for n, g in s.after])
+        its = s.iterations
+        out[s.name] = (start, start + its * ideal_cct_s(s, host_link_mbps)
+                       + (its - 1) * s.compute_s)
+    return out
 
 
 def with_port_offset(plans: list[JobPlan], offset: int) -> list[JobPlan]:

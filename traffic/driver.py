@@ -277,7 +277,37 @@ class TrafficDriver:
                     run.agent_done(agent, event)
             if self.watch is not None:
                 self.watch.tick(time.monotonic() - self.t0)
+        if run.waits.left:
+            raise TrafficError(f"{run.waits.left} jobs never started: they wait for jobs that "
+                               "did not end")
         return run.records
+
+
+class _Waits:
+    """Streams (JobSpec.after): which jobs become due when a job ends, and when."""
+
+    def __init__(self, plans: list[JobPlan], t0: float):
+        self.waiting = {p.name: len(p.spec.after) for p in plans if p.spec.after}
+        self.at = {p.name: t0 + p.spec.start_s for p in plans}
+        self.then: dict[str, list[tuple[str, float]]] = {}
+        for p in plans:
+            for name, gap in p.spec.after:
+                self.then.setdefault(name, []).append((p.name, gap))
+
+    @property
+    def left(self) -> int:
+        return len(self.waiting)
+
+    def ended(self, job: str, end_s: float) -> dict[str, float]:
+        """Job ended at end_s (time.monotonic()): the jobs now due, and when."""
+        due = {}
+        for name, gap in self.then.get(job, ()):
+            self.at[name] = max(self.at[name], end_s + gap)
+            self.waiting[name] -= 1
+            if not self.waiting[name]:
+                del self.waiting[name]
+                due[name] = self.at[name]
+        return due
 
 
 class _JobsRun:
@@ -293,7 +323,9 @@ class _JobsRun:
         self.expected_bytes = {p.name: p.bytes_per_iteration() for p in plans}
         self.records = {p.name: JobRecord(p.name) for p in plans}
         self.t0 = driver.t0 = time.monotonic()
-        self.next_go = {p.name: self.t0 + p.spec.start_s for p in plans}   # job -> when
+        # job -> when to start; jobs that wait for others (JobSpec.after) join when those end
+        self.next_go = {p.name: self.t0 + p.spec.start_s for p in plans if not p.spec.after}
+        self.waits = _Waits(plans, self.t0)
         self.running: dict[str, dict] = {}   # job -> {"iteration", "deadline", "done"}
 
     def start_due(self) -> None:
@@ -357,5 +389,6 @@ class _JobsRun:
             self.next_go[agent.job] = time.monotonic() + spec.compute_s
         else:
             job_rec.verified = True  # every iteration's bytes checked above
+            self.next_go.update(self.waits.ended(agent.job, rec.end_s))
             if self.on_finish:
                 self.on_finish(agent.job, time.monotonic() - self.t0)

@@ -417,8 +417,10 @@ class _Simulation:
         self.series: dict[int, np.ndarray] = {}
         self.timers: list[tuple[float, int, int]] = []            # (time, seq, job)
         self.seq = 0
+        self._streams(plans)
         for j, job in enumerate(self.jobs):
-            self._push(job.start_s, j)
+            if not self.waiting[j]:
+                self._push(job.start_s, j)
         if router is not None:
             for k, t in enumerate(router.event_times()):
                 self._push(float(t), -1 - k)
@@ -433,6 +435,26 @@ class _Simulation:
         self.last_replan_s = -np.inf
         self.now = 0.0
         self.batches = self.completions = self.n_rounds = 0
+
+    def _streams(self, plans: list[JobPlan]) -> None:
+        """JobSpec.after: job j starts once every job it waits for has ended (+ its gap)."""
+        index = {p.name: j for j, p in enumerate(plans)}
+        self.waiting = [len(p.spec.after) for p in plans]
+        self.ready_at = [float(p.spec.start_s) for p in plans]
+        self.then: list[list[tuple[int, float]]] = [[] for _ in plans]
+        for j, p in enumerate(plans):
+            for name, gap in p.spec.after:
+                if name not in index:
+                    raise PredictorError(f"jobs.{p.name}.after: no job named {name!r}")
+                self.then[index[name]].append((j, float(gap)))
+
+    def _release(self, j: int, t: float) -> None:
+        """Job j ended its last iteration at t: the jobs waiting for it may be due."""
+        for k, gap in self.then[j]:
+            self.ready_at[k] = max(self.ready_at[k], t + gap)
+            self.waiting[k] -= 1
+            if not self.waiting[k]:
+                self._push(self.ready_at[k], k)
 
     def _push(self, t: float, j: int) -> None:
         heapq.heappush(self.timers, (t, self.seq, j))
@@ -494,7 +516,9 @@ class _Simulation:
             self.iteration_bounds += 1
         if job.iteration < job.iterations:
             self._push(t + job.compute_s, j)
-        elif self.sem.tail_step and job.roots:
+            return
+        self._release(j, t)
+        if self.sem.tail_step and job.roots:
             job.tail = True
             self._push(t + job.compute_s, j)
         else:

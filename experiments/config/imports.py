@@ -27,13 +27,15 @@ def _rel_path(v: str, base_dir: str | Path | None) -> Path:
 
 def _jobs_from(d: dict, base_dir: str | Path | None) -> tuple[dict | None, Any] | None:
     """`jobs_from:` another tool's workload: (the fabric section it implies or None, a
-    function fabric -> JobSpecs). One of
+    function fabric -> (JobSpecs, traffic.streams.Notes or None)). One of
     {floodns: PATH, iterations: 11, failed_cores: 0}: a floodns traffic folder
     (traffic/floodns.py) and the fabric floodns ran it on (64 leaves x 32 spines x 32 hosts
     at 100 Gbit/s, the failed_cores highest spines failed), used when there is no `fabric`;
     {chakra: FOLDER, comm_groups: JSON}: Chakra .et traces, one per rank (traffic/chakra.py);
-    {simai: FILE}: a SimAI / ASTRA-sim 1.0 workload (traffic/simai.py). Paths are relative
-    to the config file; rank r runs on host h{r+1}."""
+    {simai: FILE, all_gpus: N, first_dim_npus: D}: a SimAI / AICB / ASTRA-sim 1.0 workload
+    (traffic/simai.py; all_gpus when its header has none, default the fabric's hosts; D:
+    topology dimension 0 of the HYBRID_DATA_MODEL kinds). Paths are relative to the config
+    file; rank r runs on host h{r+1}."""
     if d.get("jobs_from") is None:
         return None
     src = _check_keys(d["jobs_from"], JOBS_FROM_KEYS, "jobs_from")
@@ -44,7 +46,9 @@ def _jobs_from(d: dict, base_dir: str | Path | None) -> tuple[dict | None, Any] 
         raise ConfigError("jobs_from: give exactly one of floodns: FOLDER, chakra: FOLDER, "
                           "simai: FILE")
     extra = set(src) - {kinds[0]} - {"floodns": {"iterations", "failed_cores"},
-                                     "chakra": {"comm_groups"}, "simai": set()}[kinds[0]]
+                                     "chakra": {"comm_groups"},
+                                     "simai": {"all_gpus", "first_dim_npus",
+                                               "comm_scale"}}[kinds[0]]
     if extra:
         raise ConfigError(f"jobs_from.{sorted(extra)[0]}: not a key of jobs_from.{kinds[0]}")
     if kinds[0] != "floodns":
@@ -60,7 +64,7 @@ def _jobs_from(d: dict, base_dir: str | Path | None) -> tuple[dict | None, Any] 
     path = _rel_path(_str(src, "floodns", "jobs_from"), base_dir)
     try:
         jobs = floodns.job_specs(path, iterations)
-        return floodns.PAPER_TOPOLOGY.fabric_section(failed), lambda fabric: jobs
+        return floodns.PAPER_TOPOLOGY.fabric_section(failed), lambda fabric: (jobs, None)
     except floodns.FloodnsError as e:
         raise ConfigError(f"jobs_from.floodns: {_one_line(e, 300)}") from None
 
@@ -69,6 +73,7 @@ def _trace_jobs(src: dict, kind: str, base_dir: str | Path | None) -> Any:
     """fabric -> the JobSpecs of a Chakra trace folder or a SimAI workload file."""
     import json
     from traffic import chakra, files, simai
+    from traffic.streams import Notes, StreamError
     path = _rel_path(_str(src, kind, "jobs_from"), base_dir)
     groups = None
     if "comm_groups" in src:
@@ -87,14 +92,29 @@ def _trace_jobs(src: dict, kind: str, base_dir: str | Path | None) -> Any:
                               '{"<pg_name>": [ranks...]}')
         groups = {str(k): v for k, v in groups.items()}
 
-    def jobs(fabric: Fabric) -> list[JobSpec]:
+    gpus = _int(src, "all_gpus", "jobs_from", None, minimum=1, maximum=simai.MAX_GPUS) \
+        if "all_gpus" in src else None
+    dim0 = _int(src, "first_dim_npus", "jobs_from", None, minimum=1, maximum=simai.MAX_GPUS) \
+        if "first_dim_npus" in src else None
+
+    scale = (_num(src, "comm_scale", "jobs_from", minimum=1e-9, maximum=1000.0,
+                  why="SimAI's comm_scale: a multiplier of every comm's bytes")
+             if "comm_scale" in src else 1.0)
+
+    def jobs(fabric: Fabric) -> tuple[list[JobSpec], Notes]:
         hosts, rate = list(fabric.hosts), fabric.spec.host_link_mbps
+        notes = Notes(kind, "us" if kind == "chakra" else "cycles of 1 ns")
         try:
             if kind == "chakra":
-                return chakra.job_specs(chakra.read_traces(path), hosts, rate, groups)
-            return simai.job_specs(path, hosts, rate)
-        except (chakra.ChakraError, simai.SimaiError) as e:
+                specs = chakra.job_specs(chakra.read_traces(path), hosts, rate, groups, notes)
+            else:
+                n = gpus or len(hosts)
+                per_leaf = sum(1 for h in hosts if fabric.leaf_of(h) == fabric.leaf_of(hosts[0]))
+                specs = simai.job_specs(path, hosts, rate, gpus,
+                                        dim0 or simai.default_dim0(n, per_leaf), notes, scale)
+        except (chakra.ChakraError, simai.SimaiError, StreamError) as e:
             raise ConfigError(f"jobs_from.{kind}: {_one_line(e, 300)}") from None
+        return specs, notes
     return jobs
 
 
@@ -116,14 +136,19 @@ def _imported_jobs(jobs: list[JobSpec], fabric: Fabric, kind: str) -> list[JobSp
     if not jobs:
         raise ConfigError(f"jobs_from.{kind}: the workload has no communication between "
                           "ranks (0 jobs), so there is nothing to route; give a workload "
-                          "with collectives or sends")
+                          "with collectives or sends (or more GPUs: jobs_from.all_gpus)")
     if len(jobs) > MAX_JOBS:
         raise ConfigError(f"jobs_from: {len(jobs):,} jobs; at most {MAX_JOBS:,}")
+    known, seen = set(fabric.hosts), set()
     for j in jobs:
-        for h in j.hosts:
-            if not fabric.graph.has_node(h) or fabric.graph.nodes[h].get("role") != "host":
-                raise ConfigError(f"jobs_from: job {j.name} uses host {h}, which this fabric "
-                                  f"does not have (h1..h{len(fabric.hosts)})")
+        for g in j.groups:
+            if id(g) in seen:           # importers share one list per group kind
+                continue
+            seen.add(id(g))
+            bad = next((h for h in g if h not in known), None)
+            if bad is not None:
+                raise ConfigError(f"jobs_from: job {j.name} uses host {bad}, which this "
+                                  f"fabric does not have (h1..h{len(fabric.hosts)})")
     return jobs
 
 

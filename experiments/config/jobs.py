@@ -199,21 +199,27 @@ def with_subflows(jobs: list[JobSpec], doc: dict) -> tuple[list[JobSpec], Subflo
     return out, top
 
 
-def _check_size(jobs: list[JobSpec], routing: list[str]) -> None:
-    """Connections and transfers, counted before they are built."""
+def _check_size(jobs: list[JobSpec], routing: list[str], source: str | None = None) -> None:
+    """Connections and transfers, counted before they are built. `source`: the jobs_from key
+    the jobs came from (messages then name it and the job)."""
     conns = transfers = runs = 0
     for i, j in enumerate(jobs):
+        where = f"jobs_from.{source}: job {j.name}" if source else f"jobs[{i}]"
         c = t = 0
-        for g in j.groups:
+        for g in j.groups if not j.p2p else ():
             gc, gt, _ = group_counts(j.collective, len(g))
             c, t = c + gc * j.subflows, t + gt * j.subflows
+        if j.p2p:                       # a custom collective: its given transfers
+            c = len({(x.src, x.dst) for x in j.p2p}) * j.subflows
+            t = len(j.p2p) * j.subflows
         conns, transfers, runs = conns + c, transfers + t, runs + t * j.iterations
         if transfers > MAX_TRANSFERS:
-            raise ConfigError(f"jobs[{i}]: the jobs up to here send {transfers:,} transfers per "
+            raise ConfigError(f"{where}: the jobs up to here send {transfers:,} transfers per "
                               f"iteration; at most {MAX_TRANSFERS:,}: use fewer or smaller "
                               "groups")
         if runs > MAX_TRANSFER_RUNS:
-            raise ConfigError(f"jobs[{i}].iterations: the jobs up to here run {runs:,} "
+            raise ConfigError(f"{where}{'' if source else '.iterations'}: the jobs up to here "
+                              f"run {runs:,} "
                               f"transfers in all; at most {MAX_TRANSFER_RUNS:,}: use fewer "
                               "iterations or smaller groups")
     if len(routing) * conns > SOURCE_PORT_SPAN // 2:

@@ -41,4 +41,4 @@ TCP_CCS = ("cubic", "bbr", "reno")
 
 # -- other tools' inputs (issue 13): floodns traffic folders, replayed routes, semantics ------
 JOBS_FROM_KEYS = {"floodns", "iterations", "failed_cores", "chakra", "comm_groups",
-                  "simai"}
+                  "simai", "all_gpus", "first_dim_npus", "comm_scale"}

@@ -34,10 +34,14 @@ def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
         raise ConfigError("fabric: required (spines, leaves, hosts_per_leaf, ...)")
     fabric = _fabric(d["fabric"] if "fabric" in d else imported[0])
     routing, replay_log = _routing_replay(d, base_dir)
-    jobs = (_jobs(d.get("jobs"), fabric, seed) if imported is None
-            else _imported_jobs(imported[1](fabric), fabric, _source_kind(d)))
+    notes = None
+    if imported is None:
+        jobs = _jobs(d.get("jobs"), fabric, seed)
+    else:
+        jobs, notes = imported[1](fabric)
+        jobs = _imported_jobs(jobs, fabric, _source_kind(d))
     jobs, subflow_defaults = with_subflows(jobs, d)
-    _check_size(jobs, routing)
+    _check_size(jobs, routing, _source_kind(d) if imported is not None else None)
     try:
         plans = plan_jobs(jobs)  # rings, bytes, unique 5-tuples
     except WorkloadError as e:
@@ -56,7 +60,8 @@ def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
                       semantics=_semantics(d.get("semantics")), replay_log=replay_log,
                       solver_time_limit_s=limit,
                       jobs_from=_jobs_source(d, base_dir) if imported is not None else None,
-                      replay_flows=flows, subflow_defaults=subflow_defaults)
+                      replay_flows=flows, subflow_defaults=subflow_defaults,
+                      workload=notes)
 
 
 def load(path: str | Path) -> Experiment:

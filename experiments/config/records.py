@@ -104,6 +104,8 @@ class Experiment:
     replay_flows: Any = field(default=None, repr=False, compare=False)
     #: the config's top-level subflows / split keys (jobs keep their own)
     subflow_defaults: SubflowDefaults = field(default_factory=SubflowDefaults)
+    #: what an importer noted besides the jobs (traffic/streams.py Notes), or None
+    workload: Any = field(default=None, repr=False, compare=False)
     #: `routing` parsed once, entry by entry (experiments/routing_entry.py)
     routings: list[RoutingEntry] = field(init=False, repr=False, compare=False)
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from testbed.fabric import Fabric
-from traffic.collectives import JobSpec, ideal_cct_s
+from traffic.collectives import JobSpec, ideal_cct_s, ideal_schedule
 
 from .limits import MAX_DURATION_S, MAX_SECONDS, TIMEOUT_FACTOR, TIMEOUT_SLACK_S
 from .readers import ConfigError
@@ -31,8 +31,9 @@ def _check_timing(jobs: list[JobSpec], fabric: Fabric, em: EmulationConfig,
     """Bound how long the experiment runs, and what the iteration timeout can be. `source`:
     the jobs_from key the jobs came from (messages name it and the job, not jobs[i])."""
     ideal = [ideal_iteration_s(j, fabric) for j in jobs]
-    for i, (j, t) in enumerate(zip(jobs, ideal)):
-        end = j.start_s + j.iterations * t + (j.iterations - 1) * j.compute_s
+    ends = ideal_schedule(jobs, fabric.spec.host_link_mbps)    # after the jobs they wait for
+    for i, j in enumerate(jobs):
+        end = ends[j.name][1]
         if not end <= MAX_DURATION_S:
             where = f"jobs_from.{source}: job {j.name}" if source else f"jobs[{i}]"
             raise ConfigError(
@@ -60,4 +61,5 @@ def events_horizon_s(jobs: list[JobSpec], fabric: Fabric, em: EmulationConfig) -
     sum over jobs of start_s + iterations x (compute_s + the iteration timeout). An event
     later than this can never fire."""
     t = iteration_timeout_s(jobs, fabric, em)
-    return sum(j.start_s + j.iterations * (j.compute_s + t) for j in jobs)
+    return sum(j.start_s + max((g for _, g in j.after), default=0.0)
+               + j.iterations * (j.compute_s + t) for j in jobs)

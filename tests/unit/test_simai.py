@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from experiments.config import ConfigError, parse
-from traffic.collectives import Collective, ideal_cct_s
+from traffic.collectives import Collective
 from traffic.simai import Parallelism, SimaiError, job_specs, read_workload
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "simai" / "tp2-dp4.txt"
@@ -28,24 +28,25 @@ def test_groups_follow_megatron_rank_order():
 
 
 def test_layers_and_schedule():
-    par, layers = read_workload(FIX)
+    wl = read_workload(FIX)
+    par, layers = wl.par, wl.layers
     assert (par.tp, par.dp, par.ep) == (2, 4, 2) and [ly.name for ly in layers] == [
         "embedding", "attention", "moe"]
     specs = job_specs(FIX, HOSTS, 100.0)
     names = [s.name for s in specs]
-    assert names[:3] == ["l0-embedding-fwd", "l1-attention-fwd", "l2-moe-fwd"]
+    assert names[:3] == ["c0-embedding-fwd", "c1-attention-fwd", "c2-moe-fwd"]
     first, second = specs[0], specs[1]
     assert first.collective is Collective.ALLREDUCE and len(first.groups) == 4    # TP groups
-    assert first.start_s == pytest.approx(100e-6)
+    assert first.start_s == pytest.approx(100e-6) and first.after == ()
+    # forward comms block: the next starts 200 us (its compute) after the first ends
     assert second.collective is Collective.ALLGATHER
-    assert second.start_s == pytest.approx(100e-6 + ideal_cct_s(first, 100.0) + 200e-6)
+    assert second.start_s == 0 and second.after == (("c0-embedding-fwd", pytest.approx(200e-6)),)
     moe = specs[2]
     assert moe.collective is Collective.ALLTOALL and moe.groups[0] == ["h1", "h3"]  # EP
     wg = [s for s in specs if s.name.endswith("moe-wg")][0]
     assert wg.groups[0] == ["h1", "h5"]                                              # DP_EP
     emb_wg = [s for s in specs if s.name.endswith("embedding-wg")][0]
     assert emb_wg.groups == [["h1", "h3", "h5", "h7"], ["h2", "h4", "h6", "h8"]]     # DP
-    assert all(b.start_s > a.start_s for a, b in zip(specs, specs[1:]))
 
 
 def test_a_simai_config_loads():
@@ -61,7 +62,8 @@ def test_a_simai_config_loads():
     (HEADER.replace("all_gpus: 8", "all_gpus: 6").replace("NPU_group: 2", "NPU_group: 4")
      + "1\n" + ROW, ":1: all_gpus 6 is not a multiple"),
     (HEADER.replace("ep: 1", "ep: 3") + "1\n" + ROW, ":1: ep 3 does not divide"),
-    (HEADER + "2\n" + ROW, ":2: says 2 layers, the file has 1 (truncated?)"),
+    (HEADER + "2\n", ":2: says 2 layers, the file has none (truncated?)"),
+    (HEADER + "2\n" + ROW + "attn -1 100000 ALLRE", ":4: expected 12 columns"),
     (HEADER + "1\n" + ROW.replace("ALLREDUCE", "MULTICAST"), ":3: unknown comm type 'MULTICAST'"),
     (HEADER + "1\n" + "attn -1 100000 ALLREDUCE\n", ":3: expected 12 columns"),
     (HEADER + "1\n" + ROW.replace("1000000", "-5"), ":3: fwd comm size must be from 0"),

@@ -11,7 +11,7 @@ from experiments.config import ConfigError, parse
 from routing import route
 from routing.base import max_link_flows
 from testbed.fabric import FabricSpec, build_fabric
-from traffic.collectives import Collective, JobSpec, plan_jobs, with_subflows
+from traffic.collectives import P2P, Collective, JobSpec, plan_jobs, with_subflows
 from traffic.predictor import predict
 
 HOSTS = [f"h{i}" for i in range(1, 9)]
@@ -19,7 +19,10 @@ HOSTS = [f"h{i}" for i in range(1, 9)]
 
 def spec(collective: Collective, k: int = 1) -> JobSpec:
     groups = [HOSTS[:2]] if collective is Collective.FLOWS else [HOSTS[:5]]
-    return JobSpec("j", collective, groups, 1_000_003, subflows=k)
+    ring = tuple(P2P(HOSTS[i % 5], HOSTS[(i + 1) % 5], 200_001, (i - 1,) if i else ())
+                 for i in range(8))           # a custom collective: two laps of a ring
+    return JobSpec("j", collective, groups, 1_000_003, subflows=k,
+                   p2p=ring if collective is Collective.CUSTOM else ())
 
 
 @pytest.mark.parametrize("collective", list(Collective))
