@@ -140,8 +140,9 @@ _TIMING = {"install_s", "solve_time_s", "time_s", "time_s_max", "time_s_mean", "
 
 
 
-#: keys records gained after the digests were written (fidelity's reordering counters)
-_ADDED = {"tcp_out_of_order_packets", "tcp_reordering_seen"}
+#: keys records gained after the digests were written (fidelity's reordering counters, each
+#: job's predicted iteration ends)
+_ADDED = {"tcp_out_of_order_packets", "tcp_reordering_seen", "predicted_iteration_end_s"}
 
 
 def _scrub(o):
