@@ -247,10 +247,11 @@ def _cmd_validate(args) -> int:
     except ConfigError as e:
         emulable = f"no: {e}"
     from testbed.topologies import title
-    jobs, events = len(exp.jobs), len(exp.events)
-    print(f"{args.config}: ok: {exp.name}, {title(exp.fabric)}, {jobs} job{'s' * (jobs != 1)}, "
-          f"routing {', '.join(exp.routing)}, {events} event{'s' * (events != 1)}; `run` can "
-          f"emulate it: {emulable}")
+    jobs, events = len(exp.programs) or len(exp.jobs), len(exp.events)
+    kind = "program job" if exp.programs else "job"
+    print(f"{args.config}: ok: {exp.name}, {title(exp.fabric)}, {jobs} {kind}"
+          f"{'s' * (jobs != 1)}, routing {', '.join(exp.routing)}, {events} event"
+          f"{'s' * (events != 1)}; `run` can emulate it: {emulable}")
     return 0
 
 

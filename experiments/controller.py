@@ -51,17 +51,23 @@ class Controller:
     def __init__(self, emu, fabric: Fabric, entry: RoutingEntry, plans: list[JobPlan],
                  seed: int, rules_dir: Path,
                  static_paths: dict[int, SwitchPath | None] | None = None,
-                 time_limit_s: float | None = None):
+                 time_limit_s: float | None = None,
+                 routed: list[Connection] | None = None):
         """`entry`: the routing run (the policy runs `entry.routed_by`). `static_paths`: a
         fixed plan enforced by the hosts' source ports (the plans' connections carry them);
         None: switch-enforced, recomputed at every epoch. `time_limit_s`: each ilp / mmf
-        solve's CBC limit."""
+        solve's CBC limit. `routed`: the connections the policy places, when not the plans'
+        (demand: measured: the host pairs it learns, experiments/learner.py); the plans'
+        are then counted, never pinned."""
         self.emu, self.fabric0 = emu, fabric
         # counters on every switch, failed or not: restored elements keep counting
         self.fabric_all = build_fabric(fabric.spec.with_failures((), ()))
         self.entry, self.strategy, self.rules_dir = entry, entry.routed_by, rules_dir
         self.conns: list[Connection] = [c for p in plans for c in p.connections]
-        self.policy = EpochPolicy(self.strategy, fabric, self.conns, seed, static=static_paths,
+        placed = self.conns if routed is None else routed
+        if routed is not None:
+            self.conns = self.conns + routed
+        self.policy = EpochPolicy(self.strategy, fabric, placed, seed, static=static_paths,
                                   time_limit_s=time_limit_s)
         self.installed: list[Rule] = []
         self.epochs: list[dict] = []
@@ -130,6 +136,11 @@ class Controller:
                "install_s": install_s, "flows_moved": decision.moved}
         self.epochs.append(rec)
         return rec
+
+    def record_epoch(self, at_s: float, reason: str, decision: Decision) -> dict:
+        """A decision the policy took for someone else (experiments/learner.py): its rules
+        swapped in and recorded as an epoch."""
+        return self._epoch(at_s, reason, decision)
 
     def jobs_started(self, jobs: list[str], at_s: float) -> None:
         self._epoch(at_s, "start " + ",".join(sorted(jobs)), self.policy.start(jobs))

@@ -58,11 +58,12 @@ def timeline(results: dict, path: Path) -> None:
     fig, axes = plt.subplots(len(runs), 1, figsize=(8, 2.6 * len(runs)), squeeze=False,
                              sharex=True, sharey=True)
     top = max((max(j["cct_s"]) for r in runs for j in r["jobs"] if j["cct_s"]), default=1.0)
-    top = max(top, max(r["ideal_cct_s"] for r in runs))
+    top = max([top] + [r["ideal_cct_s"] for r in runs if r["ideal_cct_s"] is not None])
     for ax, run in zip(axes[:, 0], runs):
         for i, j in enumerate(run["jobs"]):
             ax.plot(j["iteration_end_s"], j["cct_s"], lw=1, label=j["name"], **_marker(i))
-        ax.axhline(run["ideal_cct_s"], color="black", ls="--", lw=1, label="ideal CCT")
+        if run["ideal_cct_s"] is not None:      # programs whose traffic the model knows
+            ax.axhline(run["ideal_cct_s"], color="black", ls="--", lw=1, label="ideal CCT")
         for e in run.get("epochs", []):
             ax.axvline(e["at_s"], color="grey", ls=":", lw=1)
         for e in run.get("events", []):

@@ -142,6 +142,9 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
     write each used link's utilization per time bin of that many seconds. `port_offset`
     shifts every source port (ECMP hashes them: each repetition its own outcome). `out_dir` is
     checked by the CLI (experiments/outdir.py); an OSError while writing names its file."""
+    if not exp.jobs:
+        raise ConfigError("jobs: the program jobs declare no traffic, so `predict` has nothing "
+                          "to model; give them traffic: sections, or `run` them")
     out_dir.mkdir(parents=True, exist_ok=True)
     with writing(out_dir / "config.yaml"):
         (out_dir / "config.yaml").write_text(yaml.safe_dump(exp.resolved(), sort_keys=False))

@@ -179,6 +179,12 @@ def write_json(path: Path, doc: dict) -> None:
     path.write_text(json.dumps(doc, indent=2) + "\n")
 
 
+def _maybe(x, fmt) -> str:
+    """A figure, or '-' where there is none (a program whose traffic the model does not
+    know)."""
+    return "-" if x is None else fmt(x)
+
+
 def table(results: dict) -> str:
     """The table printed after a run: one row per routing."""
     emulated = any(r["mode"] == "emulated" for r in results["runs"])
@@ -188,15 +194,17 @@ def table(results: dict) -> str:
         head += f"{'pred CCT (s)':>13}{'pred err':>9}  emulator"
     rows = [head, "-" * len(head)]
     for r in results["runs"]:
-        algbw = statistics.fmean(j["algbw_mbps"] for j in r["jobs"])
-        busbw = statistics.fmean(j["busbw_mbps"] for j in r["jobs"])
+        bw = [(j["algbw_mbps"], j["busbw_mbps"]) for j in r["jobs"] if "algbw_mbps" in j]
+        algbw = f"{statistics.fmean(a for a, _ in bw):.2f}" if bw else "-"
+        busbw = f"{statistics.fmean(b for _, b in bw):.2f}" if bw else "-"
         row = (f"{r['routing']:<14}{r['mode']:<10}{seconds(r['cct_mean_s']):>13}"
-               f"{seconds(r['ideal_cct_s']):>14}{r['efficiency']:>11.3f}"
-               f"{r['max_link_flows']:>15d}{algbw:>11.2f}{busbw:>11.2f}")
+               f"{_maybe(r['ideal_cct_s'], seconds):>14}"
+               f"{_maybe(r['efficiency'], lambda x: f'{x:.3f}'):>11}"
+               f"{r['max_link_flows']:>15d}{algbw:>11}{busbw:>11}")
         if emulated:
             ok = r.get("fidelity", {}).get("ok", True)
-            row += (f"{seconds(r['predicted_cct_mean_s']):>13}"
-                    f"{r['prediction_error_fraction']:>+9.1%}  "
+            row += (f"{_maybe(r.get('predicted_cct_mean_s'), seconds):>13}"
+                    f"{_maybe(r.get('prediction_error_fraction'), lambda x: f'{x:+.1%}'):>9}  "
                     f"{'ok' if ok else 'SATURATED: emulator was the bottleneck'}")
         rows.append(row)
     rows.append("CCT: slowest job per iteration; ideal: the largest job's ideal; efficiency: the "

@@ -248,6 +248,10 @@ def run_one_routing(exp: Experiment, emu, entry: RoutingEntry, rp, plans: list[J
     """One routing on the live fabric, step by step: install its rules, drive the jobs under
     the controller, measure where their bytes went, predict the same policy, assemble the
     results record."""
+    if exp.programs:
+        from .program_run import run_program_routing
+        return run_program_routing(exp, emu, entry, rp, plans, ideal_pred, goodput, run_dir,
+                                   log, port_offset)
     inst = install(exp, emu, entry, rp, plans, run_dir, log, port_offset)
     driven = drive(exp, emu, entry, inst, timeout_s, run_dir, log)
     measured = measure(entry, inst, driven, run_dir)
@@ -292,6 +296,14 @@ def install(exp: Experiment, emu, entry: RoutingEntry, rp, plans: list[JobPlan],
         plans = with_source_ports(exp.fabric, plans, rp.path_of, port_offset)
         controller = Controller(emu, exp.fabric, entry, plans, exp.seed, run_dir / "rules",
                                 static_paths=rp.path_of)
+    elif learns(exp, entry):   # the pairs it learns are placed; the jobs' own, only counted
+        from .learner import candidate_pairs
+        owners = {h: p.name for p in exp.programs for h in p.hosts}
+        owners.update({h: p.name for p in plans for h in p.spec.hosts})
+        controller = Controller(emu, exp.fabric, entry, [] if exp.programs else plans,
+                                exp.seed, run_dir / "rules",
+                                time_limit_s=exp.solver_time_limit_s,
+                                routed=candidate_pairs(owners))
     else:
         controller = Controller(emu, exp.fabric, entry, plans, exp.seed, run_dir / "rules",
                                 time_limit_s=exp.solver_time_limit_s)
@@ -301,13 +313,28 @@ def install(exp: Experiment, emu, entry: RoutingEntry, rp, plans: list[JobPlan],
     return Installed(controller, plans, stats)
 
 
+def learns(exp: Experiment, entry: RoutingEntry) -> bool:
+    """demand: measured, for a routing that places flows (ECMP and fixed plans learn nothing
+    they could use)."""
+    return exp.demand[0] == "measured" and entry.places_flows
+
+
 def drive(exp: Experiment, emu, entry: RoutingEntry, inst: Installed, timeout_s: float,
           run_dir: Path, log: Callable[[str], None]) -> Driven:
     """The jobs' traffic under the controller (its epochs and the config's events), watched
     by the CPU monitor and, when asked, a capture; writes cpu_samples.csv."""
     controller = inst.controller
-    watch = (FlowReplanner(controller, inst.plans, emulated_semantics(exp).replan_min_interval_s)
-             if exp.semantics.recompute == "flows" and entry.places_flows else None)
+    progress = iteration_progress(entry.name, inst.plans, log)
+    on_start, on_finish, on_iteration, watch = (controller.jobs_started,
+                                                controller.job_finished, progress, None)
+    if learns(exp, entry):
+        from .learner import DemandLearner
+        watch = DemandLearner(controller, exp, log)
+        on_start, on_finish = watch.jobs_started, watch.job_finished
+        on_iteration = lambda job, rec: (watch.iteration_done(job, rec), progress(job, rec))
+    elif exp.semantics.recompute == "flows" and entry.places_flows:
+        watch = FlowReplanner(controller, inst.plans,
+                              emulated_semantics(exp).replan_min_interval_s)
     driver = TrafficDriver(emu, inst.plans, exp.seed, exp.emulation.tcp_cc, timeout_s,
                            run_dir / "logs", watch=watch)
     timers = [(e.at_s, lambda t, e=e: controller.fire(e, t)) for e in exp.events]
@@ -316,18 +343,21 @@ def drive(exp: Experiment, emu, entry: RoutingEntry, inst: Installed, timeout_s:
         driver.start_agents()
         driver.connect()
         with CpuMonitor(emu.taps) as monitor, (capture or contextlib.nullcontext()):
-            records = driver.run_jobs(on_start=controller.jobs_started,
-                                      on_finish=controller.job_finished, timers=timers,
-                                      on_iteration=iteration_progress(entry.name, inst.plans,
-                                                                      log))
+            records = driver.run_jobs(on_start=on_start, on_finish=on_finish, timers=timers,
+                                      on_iteration=on_iteration)
     finally:
         driver.stop_agents()
+    return Driven(records, driver.t0, monitor_verdict(exp, monitor, run_dir), capture)
+
+
+def monitor_verdict(exp: Experiment, monitor: CpuMonitor, run_dir: Path) -> dict:
+    """The CPU monitor's summary with its advice; its samples in cpu_samples.csv."""
     fidelity = monitor.summary()
     monitor.write_csv(run_dir / "cpu_samples.csv")
     fidelity["advice"] = advice(fidelity, exp.fabric.spec.host_link_mbps * len(exp.fabric.hosts),
                                 exp.emulation.mtu_bytes, len(exp.fabric.hosts),
                                 os.getloadavg()[0], os.cpu_count())
-    return Driven(records, driver.t0, fidelity, capture)
+    return fidelity
 
 
 def _capture(exp: Experiment, run_dir: Path):

@@ -109,6 +109,21 @@ class EpochPolicy:
         self._replanned = key
         return self._solve(conns, set(), reason, low_churn=True, partial=True)
 
+    def place_only(self, conn_ids: list[int], reason: str) -> Decision:
+        """Place exactly `conn_ids` (demand: measured, the host pairs the controller learned
+        carry traffic), from their paths now where they have one; every other flow loses its
+        path (its traffic goes back to the switches' hash)."""
+        if not self.places_flows:
+            return Decision(0.0, None)
+        keep = set(conn_ids)
+        for cid in [c for c in self.assignment if c not in keep]:
+            self._last[cid] = self.assignment.pop(cid)
+        self._replanned = None
+        if not keep:
+            return Decision(0.0, 0)
+        return self._solve([self._by_id[cid] for cid in sorted(keep)], set(), reason,
+                           low_churn=True, partial=True)
+
     def change_fabric(self, fabric: Fabric, reason: str = "fabric change") -> Decision:
         """The fabric after a failure or repair: flows whose path died are rerouted
         (a fixed host-enforced plan cannot be: RoutingError)."""

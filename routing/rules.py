@@ -23,6 +23,12 @@ switch gets:
 - static routing only, priority 200, at every switch of the path that has a choice (the source
   leaf; across pods also the agg going up): the 5-tuple -> the port to the next switch of the
   planned path, with the same cookie (it replaces that switch's counting rule).
+
+A *host pair* connection (both ports 0: a program's traffic, whose ports are ephemeral, or
+what the controller learned between two hosts) is matched by `ip,nw_src,nw_dst` at priority
+150 instead, below every 5-tuple rule; its destination leaf also gets a counting rule
+(delivering to the host as it would anyway), from which the controller learns the demand
+(`pair_counting_rules`).
 """
 from __future__ import annotations
 
@@ -38,9 +44,19 @@ COOKIE_BASE = 0x1000000
 ECMP = "ecmp"
 
 
+#: Priority of a 5-tuple connection's rules, and of a host pair's (below, so a 5-tuple wins)
+FLOW_PRIORITY, PAIR_PRIORITY = 200, 150
+
+
 def five_tuple_match(fabric: Fabric, c: Connection) -> str:
+    if c.host_pair:
+        return f"ip,nw_src={fabric.ip_of(c.src)},nw_dst={fabric.ip_of(c.dst)}"
     return (f"tcp,nw_src={fabric.ip_of(c.src)},nw_dst={fabric.ip_of(c.dst)},"
             f"tp_src={c.src_port},tp_dst={c.dst_port}")
+
+
+def priority_of(c: Connection) -> int:
+    return PAIR_PRIORITY if c.host_pair else FLOW_PRIORITY
 
 
 def cookie_of(conn_id: int) -> int:
@@ -136,9 +152,18 @@ def counting_rules(fabric: Fabric, conns: list[Connection]) -> list[Rule]:
         for sw in on:
             action = _prefix_action(fabric, sw, b)
             if action is not None:
-                rules.append(FlowRule(sw, 200, five_tuple_match(fabric, c), action,
+                rules.append(FlowRule(sw, priority_of(c), five_tuple_match(fabric, c), action,
                                       cookie_of(c.conn_id)))
     return rules
+
+
+def pair_counting_rules(fabric: Fabric, pairs: list[Connection]) -> list[Rule]:
+    """A counter at each host pair's destination leaf, delivering to the host as the leaf
+    would anyway: the bytes the pair delivered (what a dropped packet's retransmission sends
+    twice counts once)."""
+    return [FlowRule(fabric.leaf_of(c.dst), PAIR_PRIORITY, five_tuple_match(fabric, c),
+                     f"output:{fabric.port(fabric.leaf_of(c.dst), c.dst)}",
+                     cookie_of(c.conn_id)) for c in pairs]
 
 
 def static_rules(fabric: Fabric, conns: list[Connection],
@@ -152,7 +177,7 @@ def static_rules(fabric: Fabric, conns: list[Connection],
         fabric.host_path(c.src, c.dst, path)  # raises FabricError on a failed or unknown path
         choosers = path[:2] if len(path) == 5 else path[:1]   # leaf, and the agg going up
         for k, sw in enumerate(choosers):
-            rules.append(FlowRule(sw, 200, five_tuple_match(fabric, c),
+            rules.append(FlowRule(sw, priority_of(c), five_tuple_match(fabric, c),
                                   f"output:{fabric.port(sw, path[k + 1])}", cookie_of(c.conn_id)))
     return rules
 
@@ -181,7 +206,8 @@ def rules_for(fabric: Fabric, conns: list[Connection], strategy: str,
     connections' src_port already chosen by routing/host_enforced.py). Counting rules go on the
     switches of `counted_on` (default: `fabric`); a static rule replaces a counting rule of the
     same match on its switch."""
-    rules = base_rules(fabric) + counting_rules(counted_on or fabric, conns)
+    rules = (base_rules(fabric) + counting_rules(counted_on or fabric, conns)
+             + pair_counting_rules(fabric, [c for c in conns if c.host_pair]))
     if strategy == ECMP:
         return rules
     if enforcement == "host":

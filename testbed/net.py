@@ -295,12 +295,14 @@ class EmulatedFabric:
             time.sleep(0.2)
         return time.monotonic() - t0
 
-    def popen(self, host: str, cmd: list[str], **kwargs) -> subprocess.Popen:
+    def popen(self, host: str, cmd: list[str], group: bool = False,
+              **kwargs) -> subprocess.Popen:
         """Start `cmd` (an argument list) in `host`'s namespace and record it at once, so that
         teardown, or `clean` after a crash, ends it; signals wait until it is recorded. Its
-        stdin is /dev/null unless given."""
+        stdin is /dev/null unless given. `group`: end its whole process group (Mininet
+        starts it in a session of its own), for programs that fork."""
         kwargs.setdefault("stdin", subprocess.DEVNULL)
         with deferred():
             proc = self.host(host).popen(cmd, **kwargs)
-            self.record.add_pid(proc.pid, cmd)
+            self.record.add_pid(proc.pid, cmd, group=group)
         return proc

@@ -19,7 +19,7 @@ import os
 import signal
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import psutil
@@ -65,17 +65,24 @@ class RunRecord:
         tmp.replace(self.path)
 
     def add_pid(self, pid: int, cmdline: list[str] | None = None,
-                stop_signal: str = "SIGTERM") -> None:
+                stop_signal: str = "SIGTERM", group: bool = False) -> None:
         """Record a process we started, by PID and start time, right after starting it;
         `cmdline` (what it runs) is kept for reading only. `stop_signal` ends it (SIGHUP for
-        Mininet's node shells: an interactive bash ignores SIGTERM)."""
+        Mininet's node shells: an interactive bash ignores SIGTERM); with `group` (a program
+        started in a session of its own) the signal goes to its whole process group, so the
+        children it forked end with it."""
         ident = identity(pid) or {"pid": pid, "started": None}
-        self.pids.append({**ident, "cmdline": list(cmdline or []), "stop_signal": stop_signal})
+        self.pids.append({**ident, "cmdline": list(cmdline or []), "stop_signal": stop_signal,
+                          **({"group": True} if group else {})})
         self.save()
 
     @classmethod
     def load(cls, path: Path) -> "RunRecord":
-        return cls(**json.loads(path.read_text()))
+        """A record as saved; keys this version does not know (a newer mlfabric's) are left
+        out, so that its names still count against clashes."""
+        doc = json.loads(path.read_text())
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in doc.items() if k in known})
 
     def claim(self) -> None:
         """Mark the calling process as this run's owner."""
@@ -110,21 +117,31 @@ def end_processes(entries: list[dict], grace_s: float = 2.0) -> int:
     """Signal every recorded process that still runs (its `stop_signal`, SIGTERM by default)
     at once, wait at most `grace_s` for all of them together, then SIGKILL what is left.
     Returns how many were ended; a PID reused by another program is left alone."""
-    procs = []
+    procs, groups = [], []
     for e in entries:
         proc = live_process(e)
         if proc is None:
             continue
+        sig = getattr(signal, e.get("stop_signal", "SIGTERM"))
         try:
-            proc.send_signal(getattr(signal, e.get("stop_signal", "SIGTERM")))
+            if e.get("group") and os.getpgid(proc.pid) == proc.pid:
+                groups.append(proc.pid)        # it leads its group: its children too
+                os.killpg(proc.pid, sig)
+            else:
+                proc.send_signal(sig)
             procs.append(proc)
-        except psutil.Error:
+        except (psutil.Error, ProcessLookupError, PermissionError):
             pass
     _, alive = psutil.wait_procs(procs, timeout=grace_s)
     for proc in alive:
         try:
             proc.kill()
         except psutil.Error:
+            pass
+    for pgid in groups:                        # what the group leader left behind
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
             pass
     psutil.wait_procs(alive, timeout=grace_s)
     return len(procs)

@@ -88,6 +88,12 @@ class Connection:
     src_port: int
     dst_port: int
 
+    @property
+    def host_pair(self) -> bool:
+        """All IPv4 traffic from src to dst whatever its ports (both 0): a program's traffic,
+        whose ports are ephemeral, as declared or as the controller learned it."""
+        return self.src_port == 0 and self.dst_port == 0
+
 
 @dataclass(frozen=True)
 class Transfer:
@@ -145,6 +151,9 @@ class JobSpec:
     after: tuple[tuple[str, float], ...] = ()
     #: Collective.CUSTOM: the transfers (groups is then the one list of hosts they use)
     p2p: tuple[P2P, ...] = ()
+    #: a program's traffic (traffic/programs.py): the same DAG, its connections host pairs
+    #: (ports 0), modelled and routed but sent by the program, not by agents
+    host_pairs: bool = False
 
     @property
     def hosts(self) -> list[str]:
@@ -372,6 +381,9 @@ def plan_jobs(specs: list[JobSpec]) -> list[JobPlan]:
         if planner is None:  # pragma: no cover - Collective is closed
             raise WorkloadError(f"jobs.{spec.name}.collective: unsupported {spec.collective}")
         plan = with_subflows(planner(spec, index, next_conn), spec.subflows, next_conn)
+        if spec.host_pairs:
+            plan = dataclasses.replace(plan, connections=[
+                dataclasses.replace(c, src_port=0, dst_port=0) for c in plan.connections])
         for c in plan.connections:
             key = (c.src, c.dst, c.src_port, c.dst_port)
             if key in seen:
@@ -558,6 +570,6 @@ def with_port_offset(plans: list[JobPlan], offset: int) -> list[JobPlan]:
     n = sum(len(p.connections) for p in plans)
     if n > SOURCE_PORT_SPAN // 2:
         raise WorkloadError(f"{n} connections leave no room to shift source ports between runs")
-    return [dataclasses.replace(p, connections=[
+    return [p if p.spec.host_pairs else dataclasses.replace(p, connections=[
         dataclasses.replace(c, src_port=source_port(c.conn_id + offset))
         for c in p.connections]) for p in plans]

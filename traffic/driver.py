@@ -161,7 +161,9 @@ class TrafficDriver:
                                            self.timeout_s,
                                            self.emu.settings.subflow_window_clamp_bytes(
                                                plan.spec.subflows),
-                                           report_transfers=self.watch is not None).items():
+                                           report_transfers=getattr(
+                                               self.watch, "wants_transfers",
+                                               self.watch is not None)).items():
                 # absolute: the agent runs in the repository's folder, not the caller's
                 path = (self.log_dir / f"plan-{plan.name}-{host}.json").resolve()
                 path.write_text(json.dumps(aplan))

@@ -20,7 +20,8 @@ from .bounds import check_util_bin_s, duration_upper_bound_s  # noqa: F401
 from .events import apply_event  # noqa: F401
 from .fabric import host_pairs, unreachable  # noqa: F401
 from .keys import (EMULATION_KEYS, EVENT_KINDS, EXPLICIT_JOB_KEYS, FABRIC_KEYS,  # noqa: F401
-                   JOBS_FROM_KEYS, MODEL_JOB_KEYS, PATTERN_JOB_KEYS, TCP_CCS, TOP_KEYS)
+                   JOBS_FROM_KEYS, MODEL_JOB_KEYS, PATTERN_JOB_KEYS, PROGRAM_JOB_KEYS,
+                   TCP_CCS, TOP_KEYS)
 from .limits import *  # noqa: F401,F403  (the whole table, as config.MAX_...)
 from .parse import load, parse  # noqa: F401
 from .readers import QUOTE_CHARS, ConfigError, quote  # noqa: F401

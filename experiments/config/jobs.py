@@ -137,7 +137,29 @@ def _job_key(msg: str, names: list[str], *wheres: str) -> str:
     return msg
 
 
-def _jobs(v: Any, fabric: Fabric, seed: int) -> list[JobSpec]:
+def _program_hosts(fabric: Fabric, rng: random.Random, used: set[str]):
+    """A program job's hosts: `hosts` as listed, or `ranks` placed by `placement`."""
+    from traffic import models
+
+    def hosts_of(d: dict, where: str) -> list[str]:
+        if "hosts" in d:
+            if "placement" in d or "ranks" in d:
+                raise ConfigError(f"{where}: give hosts, or placement and ranks, not both")
+            return _hosts(d["hosts"], f"{where}.hosts", fabric)
+        placement = _choice(d, "placement", where, list(models.PLACEMENTS), "packed")
+        ranks = _int(d, "ranks", where, maximum=len(fabric.hosts))
+        try:
+            return models.place(fabric, ranks, placement, rng, used, f"jobs.{d.get('name')}",
+                                f"{where}.ranks")
+        except WorkloadError as e:
+            raise ConfigError(str(e)) from None
+    return hosts_of
+
+
+def _jobs(v: Any, fabric: Fabric, seed: int, base_dir=None) -> tuple[list[JobSpec], list]:
+    """The jobs (collectives, and program jobs' declared traffic as host pairs) and the
+    program jobs (traffic/programs.py ProgramSpec)."""
+    from .programs import program_job
     if not isinstance(v, list) or not v:
         raise ConfigError("jobs: expected a non-empty list of jobs")
     if len(v) > MAX_JOBS:
@@ -150,28 +172,43 @@ def _jobs(v: Any, fabric: Fabric, seed: int) -> list[JobSpec]:
                               f"..., got {type(d).__name__}")
     # explicit jobs first, so that placed jobs avoid the hosts they already use; then model
     # jobs in order; pattern jobs last (by default they take every host still free)
+    kinds = {i: ("program" if "program" in d else "model" if "model" in d
+                 else "pattern" if "pattern" in d else "explicit") for i, d in enumerate(v)}
     explicit = {i: _explicit_job(d, f"jobs[{i}]", fabric)
-                for i, d in enumerate(v) if "model" not in d and "pattern" not in d}
+                for i, d in enumerate(v) if kinds[i] == "explicit"}
     used = {h for j in explicit.values() for h in j.hosts}
+    hosts_of = _program_hosts(fabric, rng, used)
+    programs = {i: program_job(d, f"jobs[{i}]", fabric, rng, used, base_dir, hosts_of)
+                for i, d in enumerate(v) if kinds[i] == "program" and "hosts" in d}
+    used.update(h for p, _ in programs.values() for h in p.hosts)
     placed = {i: _model_job(d, f"jobs[{i}]", fabric, rng, used)
-              for i, d in enumerate(v) if "model" in d}
+              for i, d in enumerate(v) if kinds[i] == "model"}
+    programs.update({i: program_job(d, f"jobs[{i}]", fabric, rng, used, base_dir, hosts_of)
+                     for i, d in enumerate(v) if kinds[i] == "program" and "hosts" not in d})
     placed.update({i: _pattern_job(d, f"jobs[{i}]", fabric, seed, used)
-                   for i, d in enumerate(v) if "pattern" in d and "model" not in d})
-    jobs: list[JobSpec] = [explicit[i] if i in explicit else placed[i] for i in range(len(v))]
+                   for i, d in enumerate(v) if kinds[i] == "pattern"})
+    placed.update({i: programs[i][1] for i in programs if programs[i][1] is not None})
+    index = [i for i in range(len(v)) if i in explicit or i in placed]
+    jobs: list[JobSpec] = [explicit[i] if i in explicit else placed[i] for i in index]
     names: set[str] = set()
-    for j in jobs:
-        if j.name in names:
-            raise ConfigError(f"jobs: job name {j.name!r} appears twice; names must be unique")
-        names.add(j.name)
+    for name in ([j.name for j in jobs if not j.host_pairs]
+                 + [programs[i][0].name for i in sorted(programs)]):
+        if name in names:
+            raise ConfigError(f"jobs: job name {name!r} appears twice; names must be unique")
+        names.add(name)
+    ranks = [(i, j.name, j.hosts if j.collective is not Collective.FLOWS
+              else list(dict.fromkeys(j.hosts))) for i, j in zip(index, jobs)
+             if not j.host_pairs]
+    ranks += [(i, p.name, list(p.hosts)) for i, (p, _) in programs.items()]
     seen: dict[str, str] = {}
-    for i, j in enumerate(jobs):
+    for i, name, hosts in sorted(ranks, key=lambda r: r[0]):
         # a flows job's host may send and receive in several pairs; any other rank is one host
-        for h in (dict.fromkeys(j.hosts) if j.collective is Collective.FLOWS else j.hosts):
+        for h in hosts:
             if h in seen:
                 raise ConfigError(f"jobs[{i}].hosts: host {h!r} is listed twice (also in job "
                                   f"{seen[h]!r}); give each rank its own host")
-            seen[h] = j.name
-    return jobs
+            seen[h] = name
+    return jobs, [programs[i][0] for i in sorted(programs)]
 
 
 def with_subflows(jobs: list[JobSpec], doc: dict) -> tuple[list[JobSpec], SubflowDefaults]:

@@ -7,6 +7,7 @@ from testbed import topologies
 
 TOP_KEYS = {"name", "seed", "fabric", "jobs", "routing", "emulation", "events",
             "jobs_from", "semantics", "replay_log", "solver_time_limit_s", "subflows",
+            "demand", "learn_steps", "learn_s",
             "split", "split_piece_bytes"}
 
 
@@ -29,6 +30,10 @@ MODEL_JOB_KEYS = {"name", "model", "dp", "placement", "iterations", "compute_s",
 PATTERN_JOB_KEYS = {"name", "pattern", "hosts", "stride", "p_leaf", "p_pod", "hotspots",
                     "flows_per_host", "seed", "size_bytes", "iterations", "compute_s", "start_s",
                     "subflows", "split", "split_piece_bytes"}
+
+
+PROGRAM_JOB_KEYS = {"name", "program", "hosts", "placement", "ranks", "env", "timeout_s",
+                    "cwd", "start_s", "traffic"}
 
 
 EMULATION_KEYS = {"datapath", "port_type", "tcp_cc", "mtu_bytes", "queue_packets",

@@ -106,3 +106,18 @@ MAX_UTIL_CELLS = 20_000_000
 
 #: run's default iteration timeout: 20 x the slowest ideal CCT + 30 s (experiments/runner.py).
 TIMEOUT_FACTOR, TIMEOUT_SLACK_S = 20.0, 30.0
+
+
+#: Program jobs (traffic/programs.py): arguments per argv and characters per argument (a
+#: command line the kernel takes: ARG_MAX is 2 MiB in all, 128 KiB per string).
+MAX_ARGV = 256
+MAX_ARG_CHARS = 4096
+#: Extra environment variables per program job.
+MAX_ENV = 64
+#: Program jobs per config: each gets its own rendezvous port (traffic/programs.py).
+MAX_PROGRAMS = 64
+#: demand: measured counts every ordered pair of the jobs' hosts at its source leaf: a rule
+#: each, written in one bundle per leaf (about 10,000 rules take ~1 s to install here).
+MAX_LEARNED_PAIRS = 10_000
+#: Steps (or iterations) the controller learns over before it plans.
+MAX_LEARN_STEPS = 1_000

@@ -18,6 +18,7 @@ from .timing import _check_timing
 from .strategies import _replay_flows, _routing_replay
 from .events import _events
 from .emulation import _emulation
+from .programs import check_programs, demand
 from .imports import _jobs_from, _jobs_source, _source_kind, _imported_jobs, _semantics
 
 
@@ -34,9 +35,9 @@ def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
         raise ConfigError("fabric: required (spines, leaves, hosts_per_leaf, ...)")
     fabric = _fabric(d["fabric"] if "fabric" in d else imported[0])
     routing, replay_log = _routing_replay(d, base_dir)
-    notes = None
+    notes, programs = None, []
     if imported is None:
-        jobs = _jobs(d.get("jobs"), fabric, seed)
+        jobs, programs = _jobs(d.get("jobs"), fabric, seed, base_dir)
     else:
         jobs, notes = imported[1](fabric)
         jobs = _imported_jobs(jobs, fabric, _source_kind(d))
@@ -49,7 +50,10 @@ def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
     pairs = host_pairs(plans)
     _check_reachable(fabric, pairs)
     emulation = _emulation(_section(d, "emulation"), fabric)
-    _check_timing(jobs, fabric, emulation, _source_kind(d) if imported is not None else None)
+    check_programs(programs, jobs)
+    if jobs:
+        _check_timing(jobs, fabric, emulation,
+                      _source_kind(d) if imported is not None else None)
     events = _events(d.get("events"), fabric, routing, jobs, emulation, pairs)
     flows = _replay_flows(replay_log, fabric, plans) if replay_log is not None else None
     limit = (_num(d, "solver_time_limit_s", "config", maximum=MAX_SOLVER_S,
@@ -61,7 +65,7 @@ def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
                       solver_time_limit_s=limit,
                       jobs_from=_jobs_source(d, base_dir) if imported is not None else None,
                       replay_flows=flows, subflow_defaults=subflow_defaults,
-                      workload=notes)
+                      workload=notes, programs=programs, demand=demand(d))
 
 
 def load(path: str | Path) -> Experiment:

@@ -11,6 +11,7 @@ from testbed import topologies
 from testbed.fabric import Fabric
 from testbed.settings import DEFAULTS, EmulationSettings
 from traffic.collectives import JobSpec
+from traffic.programs import DEFAULT_LEARN_STEPS, ProgramSpec
 from traffic.predictor import Semantics
 
 from ..routing_entry import RoutingEntry, parse_entries
@@ -106,6 +107,10 @@ class Experiment:
     subflow_defaults: SubflowDefaults = field(default_factory=SubflowDefaults)
     #: what an importer noted besides the jobs (traffic/streams.py Notes), or None
     workload: Any = field(default=None, repr=False, compare=False)
+    #: program jobs (traffic/programs.py); their declared traffic is in `jobs` (host pairs)
+    programs: list[ProgramSpec] = field(default_factory=list)
+    #: the controller's demand: (declared | measured, learn_steps, learn_s or None)
+    demand: tuple[str, int, float | None] = ("declared", DEFAULT_LEARN_STEPS, None)
     #: `routing` parsed once, entry by entry (experiments/routing_entry.py)
     routings: list[RoutingEntry] = field(init=False, repr=False, compare=False)
 
@@ -117,13 +122,11 @@ class Experiment:
         (`groups`), imported jobs as their source files (absolute paths: a trace's ranks may
         run several jobs on one host, which explicit jobs may not). It loads again (`parse`)
         to the same experiment and the same resolved()."""
+        traffic = {j.name: j for j in self.jobs if j.host_pairs}
         jobs = ({"jobs_from": self.jobs_from} if self.jobs_from else {"jobs": [
-            {"name": j.name, "collective": j.collective.value,
-             **({"hosts": list(j.groups[0])} if len(j.groups) == 1
-                else {"groups": [list(g) for g in j.groups]}),
-             "size_bytes": j.size_bytes, "iterations": j.iterations, "compute_s": j.compute_s,
-             "start_s": j.start_s, **_subflow_keys(j)}
-            for j in self.jobs]})
+            _explicit(j) for j in self.jobs if not j.host_pairs] + [
+            _program(p, traffic.get(p.name)) for p in self.programs]})
+        demand, steps, window = self.demand
         return {
             "name": self.name, "seed": self.seed,
             "fabric": topologies.resolved(self.fabric.spec),
@@ -136,7 +139,29 @@ class Experiment:
             **({"replay_log": str(self.replay_log)} if self.replay_log else {}),
             **({"solver_time_limit_s": self.solver_time_limit_s}
                if self.solver_time_limit_s is not None else {}),
+            **({"demand": demand} if demand != "declared" else {}),
+            **({"learn_s": window} if window is not None else
+               {"learn_steps": steps} if steps != DEFAULT_LEARN_STEPS else {}),
         }
+
+
+def _explicit(j: JobSpec) -> dict:
+    """A job as an explicit collective."""
+    return {"name": j.name, "collective": j.collective.value,
+            **({"hosts": list(j.groups[0])} if len(j.groups) == 1
+               else {"groups": [list(g) for g in j.groups]}),
+            "size_bytes": j.size_bytes, "iterations": j.iterations, "compute_s": j.compute_s,
+            "start_s": j.start_s, **_subflow_keys(j)}
+
+
+def _program(p: ProgramSpec, traffic: JobSpec | None) -> dict:
+    """A program job, with its declared traffic."""
+    out = {"name": p.name, "program": list(p.argv), "hosts": list(p.hosts),
+           "env": dict(p.env), "timeout_s": p.timeout_s, "cwd": p.cwd, "start_s": p.start_s}
+    if traffic is not None:
+        t = _explicit(traffic)
+        out["traffic"] = {k: v for k, v in t.items() if k not in ("name", "start_s")}
+    return out
 
 
 def _subflow_keys(j: JobSpec) -> dict:

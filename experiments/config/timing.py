@@ -22,7 +22,7 @@ def iteration_timeout_s(exp_jobs: list[JobSpec], fabric: Fabric,
     """The run's timeout per iteration: given, or 20 x the slowest ideal CCT + 30 s."""
     if emulation.iteration_timeout_s is not None:
         return emulation.iteration_timeout_s
-    slowest = max(ideal_iteration_s(j, fabric) for j in exp_jobs)
+    slowest = max((ideal_iteration_s(j, fabric) for j in exp_jobs), default=0.0)
     return TIMEOUT_FACTOR * slowest + TIMEOUT_SLACK_S
 
 

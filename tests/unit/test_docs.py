@@ -32,6 +32,7 @@ def _table_after(text: str, heading: str) -> str:
     ("Top level:", keys.TOP_KEYS),
     ("Fabric (", keys.FABRIC_KEYS),
     ("Jobs (explicit", keys.EXPLICIT_JOB_KEYS | keys.MODEL_JOB_KEYS | keys.PATTERN_JOB_KEYS),
+    ("Program jobs (`program:`", keys.PROGRAM_JOB_KEYS),
     ("Imported jobs (`jobs_from`):", keys.JOBS_FROM_KEYS),
     ("Events (each has", set(keys.EVENT_KINDS) | {"at_s"}),
     ("Emulation (", keys.EMULATION_KEYS),

@@ -78,7 +78,8 @@ def test_the_config_schema_knows_every_key_the_loader_takes():
     defs = schema["$defs"]
     assert cfg.TOP_KEYS <= set(schema["properties"])
     assert cfg.FABRIC_KEYS <= set(defs["fabric"]["properties"])
-    jobs = cfg.EXPLICIT_JOB_KEYS | cfg.MODEL_JOB_KEYS | getattr(cfg, "PATTERN_JOB_KEYS", set())
+    jobs = (cfg.EXPLICIT_JOB_KEYS | cfg.MODEL_JOB_KEYS | getattr(cfg, "PATTERN_JOB_KEYS", set())
+            | cfg.PROGRAM_JOB_KEYS)
     assert jobs <= set(defs["job"]["properties"])
     assert cfg.EMULATION_KEYS <= set(defs["emulation"]["properties"])
     assert {"at_s", *cfg.EVENT_KINDS} == set(defs["event"]["properties"])

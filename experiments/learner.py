@@ -1,0 +1,279 @@
+"""`demand: measured`: a controller that learns the traffic from the switches, then plans it.
+
+Hedera's controller learned its demand from edge-switch flow statistics; so does this one.
+Every ordered pair of the jobs' hosts has a counting rule at its destination leaf (priority
+150, `ip,nw_src,nw_dst`, delivering as the leaf would anyway: routing/rules.py
+pair_counting_rules), so the bytes each host delivered to each other host are read per
+OpenFlow cookie, whatever the ports (a program's are ephemeral), and a retransmission counts
+only what arrived. The run starts hashed (ECMP). A
+learning window opens once every running job has done one step (start-up, compilation and
+warm-up left out: program step records, or iterations of our agents' jobs) and closes when
+each has done `learn_steps` more (or after `learn_s` seconds). The controller then reads the
+counters (after the revalidators have pushed the datapath's counts into the rules) and keeps
+as demand every pair that sent at a rate of at least ELEPHANT_FRACTION of its host link
+over the window (Hedera's elephants: 10% of the NIC; acknowledgements and rendezvous
+traffic stay hashed), and its strategy places exactly those pairs (pinned per host pair at
+their source leaf), live, as an epoch. It goes on learning over windows of the same kind and
+re-plans when a new pair carries demand or a job ends (its pairs go back to the hash).
+Results record every window's matrix (bytes per step per pair), when the plan went in, and
+each job's step times before and after it.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+from routing.rules import cookie_of
+from testbed.installer import flow_bytes_by_cookie, settle_flow_stats
+from traffic.collectives import Collective, Connection, JobSpec
+
+from .measure import observed_paths, switch_counts
+
+#: A pair is demand when it sent at this share of its host link's rate or more over a window.
+ELEPHANT_FRACTION = 0.1
+#: Seconds between two readings of the counters (a reading waits for the revalidators, up to
+#: ~0.5 s, and dumps the leaves' rules).
+SAMPLE_S = 0.5
+#: Learned host pairs are connections numbered from here (above any job's connections).
+PAIR_CONN_BASE = 1 << 22
+
+
+def candidate_pairs(owners: dict[str, str]) -> list[Connection]:
+    """Every ordered pair of the jobs' hosts (`owners`: host -> the job it runs), as host
+    pair connections; a pair belongs to its source's job."""
+    hosts = sorted(owners, key=lambda h: int(h[1:]) if h[1:].isdigit() else 0)
+    return [Connection(PAIR_CONN_BASE + i, owners[a], a, b, 0, 0)
+            for i, (a, b) in enumerate((a, b) for a in hosts for b in hosts if a != b)]
+
+
+def rate(readings: list[tuple[float, dict[int, int]]], cid: int) -> float | None:
+    """The least-squares slope of a pair's delivered bytes over time (B/s) from timestamped
+    counter readings: robust to what any one reading happened to catch mid-step (None:
+    fewer than two readings)."""
+    if len(readings) < 2:
+        return None
+    ts = [t for t, _ in readings]
+    ys = [c.get(cid, 0) for _, c in readings]
+    t0, y0 = statistics.fmean(ts), statistics.fmean(ys)
+    den = sum((t - t0) ** 2 for t in ts)
+    return sum((t - t0) * (y - y0) for t, y in zip(ts, ys)) / den if den else None
+
+
+class DemandLearner:
+    """Drives the controller under demand: measured (hooks of the program or traffic driver).
+
+    Every SAMPLE_S the counters of every running job's pairs are read, with the time of the
+    reading. A job's window runs from the end of one of its steps to the end of the
+    learn_steps-th after it (steps' ends as the ranks timed them); the pairs' rates over the
+    readings inside it, times the job's step period there, are its bytes per step."""
+
+    def __init__(self, controller, exp, log: Callable[[str], None],
+                 clock: Callable[[], float] = time.monotonic):
+        """`clock`: the machine's monotonic clock (a test's script)."""
+        self.c, self.log, self.clock = controller, log, clock
+        self.learn_steps, self.learn_s = exp.demand[1], exp.demand[2]
+        self.pairs = [c for c in controller.conns if c.conn_id >= PAIR_CONN_BASE]
+        self.by_id = {c.conn_id: c for c in self.pairs}
+        self.host_mbps = exp.fabric.spec.host_link_mbps
+        self.running: set[str] = set()
+        self.readings: list[tuple[float, dict[int, int]]] = []   # (t, bytes per pair)
+        self.ends: dict[str, list[float]] = {}    # per job, when each of its steps ended
+        self.window: dict[str, float] = {}        # per job, when its open window began
+        self.windows: list[dict] = []             # what each window learned
+        self.clock0 = clock()
+        self.planned_at: dict[str, float] = {}     # per job, when its pairs were first placed
+        self.demand: frozenset[int] = frozenset()
+        self._ever: frozenset[int] = frozenset()  # every pair ever placed
+        self.hashed_counts: dict[str, dict[int, int]] = {}   # switch counters at the plan
+
+    # -- counters ------------------------------------------------------------------------------
+    def _sample(self, t: float) -> None:
+        """Read the running jobs' pairs, from their destination leaves' rules once the
+        revalidators have caught up with the datapath; stamped when read."""
+        mine = [c for c in self.pairs if c.job in self.running]
+        if not mine:
+            return
+        settle_flow_stats()
+        leaves = {self.c.fabric0.leaf_of(c.dst) for c in mine}
+        counts = {leaf: flow_bytes_by_cookie(leaf) for leaf in leaves}
+        at = self.clock() - self.clock0
+        self.readings.append((at, {c.conn_id: counts[self.c.fabric0.leaf_of(c.dst)].get(
+            cookie_of(c.conn_id), 0) for c in mine}))
+
+    # -- hooks ---------------------------------------------------------------------------------
+    def jobs_started(self, jobs: list[str], t: float) -> None:
+        """Jobs begin, hashed until learned; each one's first window opens at the end of its
+        first step (start-up, compilation and warm-up are not its demand)."""
+        self.clock0 = self.clock() - t              # the jobs' clock
+        self.c.policy.active.update(jobs)
+        self.running.update(jobs)
+
+    def step(self, job: str, step: int, t: float) -> None:
+        """`job` completed a step (every rank recorded it), which ended at t."""
+        self.ends.setdefault(job, []).append(t)
+        self.window.setdefault(job, t)
+
+    def iteration_done(self, job: str, record) -> None:
+        """An agents' job's iteration (traffic/driver.py on_iteration) is one step."""
+        self.step(job, 0, record.end_s - self.clock0)
+
+    def job_finished(self, job: str, t: float) -> None:
+        self.running.discard(job)
+        self.window.pop(job, None)
+        self.c.policy.active.discard(job)
+        left = frozenset(cid for cid in self.demand if self.by_id[cid].job != job)
+        if left != self.demand:
+            self._plan(left, t, f"finish {job}")
+
+    def due_s(self) -> float | None:
+        """The next reading."""
+        return self.readings[-1][0] + SAMPLE_S if self.readings and self.running else None
+
+    def tick(self, t: float) -> float | None:
+        """A reading every SAMPLE_S; learn from every window that a reading has closed."""
+        if not self.readings or t >= self.readings[-1][0] + SAMPLE_S:
+            self._sample(t)
+        last = self.readings[-1][0] if self.readings else -1.0
+        for job, start in list(self.window.items()):
+            end = self._window_end(job, start)
+            if end is not None and last >= end:
+                self._learn(job, start, end)
+        return self.due_s()
+
+    def _window_end(self, job: str, start: float) -> float | None:
+        """When `job`'s window from `start` closes: at the end of its learn_steps-th step
+        after it, or learn_s after it; None while it is open."""
+        if self.learn_s is not None:
+            return start + self.learn_s
+        later = [e for e in self.ends.get(job, []) if e > start]
+        return later[self.learn_steps - 1] if len(later) >= self.learn_steps else None
+
+    # traffic/driver.py's FlowWatch, for our agents' jobs (no transfer reports wanted)
+    wants_transfers = False
+
+    def iteration_started(self, job: str, t: float) -> None:
+        pass
+
+    def transfer_received(self, job: str, tid: int, t: float) -> None:
+        pass
+
+    # -- learning and planning -------------------------------------------------------------------
+    def _learn(self, job: str, start: float, end: float) -> None:
+        """`job`'s window [start, end] closed: each pair's rate over the readings inside it
+        (one either side if it holds fewer than two), demand where that is a tenth of its
+        link or more, bytes per step at the job's step period there, a plan if the demand
+        grew, and the next window from `end`."""
+        inside = [r for r in self.readings if start <= r[0] <= end]
+        if len(inside) < 2:
+            before = [r for r in self.readings if r[0] < start][-1:]
+            after = [r for r in self.readings if r[0] > end][:1]
+            inside = before + inside + after
+        steps = [e for e in self.ends.get(job, []) if start < e <= end]
+        period = (end - start) / len(steps) if steps else None
+        mine = [c.conn_id for c in self.pairs if c.job == job]
+        rates = {cid: rate(inside, cid) or 0.0 for cid in mine}
+        new = frozenset(cid for cid, r in rates.items()
+                        if r * 8 / 1e6 >= ELEPHANT_FRACTION * self.host_mbps)
+        self.windows.append({
+            "job": job, "from_s": start, "to_s": end, "steps": len(steps),
+            "readings": len(inside),
+            "pairs": [{"src": self.by_id[cid].src, "dst": self.by_id[cid].dst,
+                       "rate_mbps": r * 8 / 1e6,
+                       "bytes_per_step": None if period is None else r * period,
+                       "demand": cid in new} for cid, r in sorted(rates.items()) if r > 0]})
+        self.window[job] = end
+        if self.demand | new != self.demand:
+            self._plan(self.demand | new, end, "learned")
+
+    def _plan(self, demand: frozenset[int], t: float, reason: str) -> None:
+        if not self.planned_at and demand:         # what the hash chose while learning
+            self.hashed_counts = switch_counts(self.c.fabric_all)
+        t0 = time.perf_counter()
+        decision = self.c.policy.place_only(sorted(demand), reason)
+        self.c.record_epoch(t, f"{reason}: {len(demand)} host pairs", decision)
+        for job in {self.by_id[cid].job for cid in demand - self.demand}:
+            self.planned_at.setdefault(job, t + (time.perf_counter() - t0))
+        self._ever |= demand
+        self.demand = demand
+        self.log(f"[{self.c.entry.name}] {reason}: {len(demand)} host pairs placed by "
+                 f"{self.c.strategy} at {t:.2f} s")
+
+    # -- results -------------------------------------------------------------------------------
+    def record(self) -> dict:
+        """results.json's `learned`."""
+        return {"learn_steps": self.learn_steps, "learn_s": self.learn_s,
+                "elephant_fraction": ELEPHANT_FRACTION,
+                "windows": self.windows}
+
+    def matrix(self, job: str) -> dict[tuple[str, str], float]:
+        """`job`'s demand, (src, dst) -> bytes per step: per pair of its demand, the median
+        over its windows (every window's bytes per step holds, whatever the routes made its
+        step time)."""
+        got: dict[tuple[str, str], list[float]] = {}
+        demand = {(self.by_id[cid].src, self.by_id[cid].dst) for cid in self.demand
+                  | frozenset(cid for cid in self._ever if self.by_id[cid].job == job)}
+        for w in self.windows:
+            for p in w["pairs"]:
+                if (w["job"] == job and (p["src"], p["dst"]) in demand
+                        and p["bytes_per_step"] is not None):
+                    got.setdefault((p["src"], p["dst"]), []).append(p["bytes_per_step"])
+        return {pair: statistics.median(v) for pair, v in got.items()}
+
+    def after_plan(self, job: str, steps: list[dict]) -> tuple[list[float], list[float]]:
+        """`job`'s step times that ended before its pairs were placed, and those that began
+        once every learned job's were (the plan's steady state; a step under way while rules
+        changed is in neither)."""
+        at = self.planned_at.get(job)
+        if at is None:
+            return [s["time_s"] for s in steps], []
+        settled = max(self.planned_at.values())
+        return ([s["time_s"] for s in steps if s["at_s"] <= at],
+                [s["time_s"] for s in steps if s["at_s"] - s["time_s"] >= settled])
+
+    def job_record(self, rec, row: dict) -> dict:
+        """A job's steps before and after its plan went in, and its learned traffic."""
+        before, after = self.after_plan(rec.name, rec.steps)
+        return {"planned_at_s": self.planned_at.get(rec.name),
+                "step_time_before_s": statistics.median(before) if before else None,
+                "step_time_after_s": statistics.median(after) if after else None,
+                "learned_bytes_per_step": [{"src": a, "dst": b, "bytes": v} for (a, b), v
+                                           in sorted(self.matrix(rec.name).items())]}
+
+
+def model_paths(learner: DemandLearner, plans) -> tuple[dict, dict]:
+    """The learned traffic's connections (`plans`, JobPlans of host pairs) routed as the hash
+    routed them while the controller learned (the spine counters at its first plan), and as
+    it placed them: (before, after), conn_id -> path."""
+    by_pair = {(c.src, c.dst): c for c in learner.pairs}
+    seen = observed_paths(learner.c.fabric_all, learner.pairs, learner.hashed_counts)
+    before, after = {}, {}
+    for c in (c for p in plans for c in p.connections):
+        pair = by_pair[(c.src, c.dst)]
+        before[c.conn_id] = seen.get(pair.conn_id, {}).get("path")
+        after[c.conn_id] = learner.c.policy.final_path(pair.conn_id)
+    return before, after
+
+
+def learned_job(name: str, matrix: dict[tuple[str, str], float]) -> JobSpec | None:
+    """The model of a learned demand: one ring (every host sends to one and receives from one,
+    in one cycle) as a ring all-reduce moving the same bytes per edge (2(n-1)/n x S); any
+    other set of pairs as independent flows of their mean bytes. None when nothing was
+    learned."""
+    if not matrix:
+        return None
+    nxt = dict(matrix)
+    succ = {a: b for a, b in nxt}
+    hosts = {h for pair in nxt for h in pair}
+    mean = statistics.fmean(nxt.values())
+    if len(succ) == len(nxt) == len(hosts) and len(set(succ.values())) == len(hosts):
+        ring, h = [], next(iter(sorted(hosts)))
+        while h not in ring:
+            ring.append(h)
+            h = succ[h]
+        if len(ring) == len(hosts):
+            n = len(ring)
+            return JobSpec(name, Collective.ALLREDUCE, [ring],
+                           max(n, round(mean * n / (2 * (n - 1)))), host_pairs=True)
+    return JobSpec(name, Collective.FLOWS, [list(p) for p in sorted(nxt)],
+                   max(1, round(mean)), host_pairs=True)
