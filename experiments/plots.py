@@ -24,7 +24,7 @@ def emulated_vs_predicted(results: dict, path: Path) -> None:
         ax.scatter(pred, run["cct_s"], label=f"{run['routing']} "
                    f"(error {run['prediction_error_fraction']:+.1%})", s=28)
         hi = max(hi, *pred, *run["cct_s"])
-    hi *= 1.08
+    hi = hi * 1.08 or 1.0          # no predicted run (programs with no model): an empty frame
     ax.plot([0, hi], [0, hi], color="grey", lw=1, ls="--", label="y = x")
     ax.set_xlim(0, hi)
     ax.set_ylim(0, hi)
@@ -58,7 +58,7 @@ def timeline(results: dict, path: Path) -> None:
     fig, axes = plt.subplots(len(runs), 1, figsize=(8, 2.6 * len(runs)), squeeze=False,
                              sharex=True, sharey=True)
     top = max((max(j["cct_s"]) for r in runs for j in r["jobs"] if j["cct_s"]), default=1.0)
-    top = max([top] + [r["ideal_cct_s"] for r in runs if r["ideal_cct_s"] is not None])
+    top = max([top, 1e-6] + [r["ideal_cct_s"] for r in runs if r["ideal_cct_s"] is not None])
     for ax, run in zip(axes[:, 0], runs):
         for i, j in enumerate(run["jobs"]):
             ax.plot(j["iteration_end_s"], j["cct_s"], lw=1, label=j["name"], **_marker(i))
