@@ -1,22 +1,23 @@
 """`demand: measured`: a controller that learns the traffic from the switches, then plans it.
 
-Hedera's controller learned its demand from edge-switch flow statistics; so does this one.
-Every ordered pair of the jobs' hosts has a counting rule at its destination leaf (priority
-150, `ip,nw_src,nw_dst`, delivering as the leaf would anyway: routing/rules.py
-pair_counting_rules), so the bytes each host delivered to each other host are read per
-OpenFlow cookie, whatever the ports (a program's are ephemeral), and a retransmission counts
-only what arrived. The run starts hashed (ECMP). A
-learning window opens once every running job has done one step (start-up, compilation and
-warm-up left out: program step records, or iterations of our agents' jobs) and closes when
-each has done `learn_steps` more (or after `learn_s` seconds). The controller then reads the
-counters (after the revalidators have pushed the datapath's counts into the rules) and keeps
-as demand every pair that sent at a rate of at least ELEPHANT_FRACTION of its host link
-over the window (Hedera's elephants: 10% of the NIC; acknowledgements and rendezvous
-traffic stay hashed), and its strategy places exactly those pairs (pinned per host pair at
-their source leaf), live, as an epoch. It goes on learning over windows of the same kind and
-re-plans when a new pair carries demand or a job ends (its pairs go back to the hash).
-Results record every window's matrix (bytes per step per pair), when the plan went in, and
-each job's step times before and after it.
+Hedera's controller learned its demand from edge-switch flow statistics; so does this one
+(docs/programs.md has the whole story):
+
+- every ordered pair of the jobs' hosts has a counting rule at its destination leaf
+  (routing/rules.py pair_counting_rules), read every SAMPLE_S once the revalidators are
+  current, with the time of the reading: the bytes each host delivered to each other host,
+  whatever the ports (a program's are ephemeral);
+- a job's learning windows run from the end of its first step (start-up and warm-up left
+  out) over `learn_steps` steps at a time (or `learn_s` seconds): what each pair delivered in
+  one (its counter interpolated at both ends), over the window's steps, is its bytes per
+  step; a pair is demand when it delivered at ELEPHANT_FRACTION of its host link's rate or
+  more (Hedera's elephants);
+- the run starts hashed; once every running job has learned once, the strategy places
+  exactly the demand pairs (pinned per host pair at their source leaf), live, as an epoch;
+  it places new demand as it appears, and a job's pairs go back to the hash when it ends;
+- the model predicts each learned job (a cycle: a ring all-reduce of its bytes per edge) as
+  hashed while learning and as placed; results record every window, when each job's pairs
+  were placed, and its step times before and after.
 """
 from __future__ import annotations
 
@@ -47,17 +48,15 @@ def candidate_pairs(owners: dict[str, str]) -> list[Connection]:
             for i, (a, b) in enumerate((a, b) for a in hosts for b in hosts if a != b)]
 
 
-def rate(readings: list[tuple[float, dict[int, int]]], cid: int) -> float | None:
-    """The least-squares slope of a pair's delivered bytes over time (B/s) from timestamped
-    counter readings: robust to what any one reading happened to catch mid-step (None:
-    fewer than two readings)."""
-    if len(readings) < 2:
-        return None
-    ts = [t for t, _ in readings]
-    ys = [c.get(cid, 0) for _, c in readings]
-    t0, y0 = statistics.fmean(ts), statistics.fmean(ys)
-    den = sum((t - t0) ** 2 for t in ts)
-    return sum((t - t0) * (y - y0) for t, y in zip(ts, ys)) / den if den else None
+def delivered_at(readings: list[tuple[float, dict[int, int]]], cid: int, t: float) -> float:
+    """A pair's cumulative delivered bytes at time t, interpolated linearly between the
+    readings either side of t (the nearest one when t lies outside them)."""
+    for (t0, c0), (t1, c1) in zip(readings, readings[1:]):
+        if t0 <= t <= t1:
+            y0, y1 = c0.get(cid, 0), c1.get(cid, 0)
+            return y0 + (y1 - y0) * ((t - t0) / (t1 - t0) if t1 > t0 else 1.0)
+    near = min(readings, key=lambda r: abs(r[0] - t))
+    return near[1].get(cid, 0)
 
 
 class DemandLearner:
@@ -65,8 +64,8 @@ class DemandLearner:
 
     Every SAMPLE_S the counters of every running job's pairs are read, with the time of the
     reading. A job's window runs from the end of one of its steps to the end of the
-    learn_steps-th after it (steps' ends as the ranks timed them); the pairs' rates over the
-    readings inside it, times the job's step period there, are its bytes per step."""
+    learn_steps-th after it (steps' ends as the ranks timed them); what each pair delivered
+    in it, its counter interpolated at both ends, over those steps, is its bytes per step."""
 
     def __init__(self, controller, exp, log: Callable[[str], None],
                  clock: Callable[[], float] = time.monotonic):
@@ -85,6 +84,9 @@ class DemandLearner:
         self.planned_at: dict[str, float] = {}     # per job, when its pairs were first placed
         self.demand: frozenset[int] = frozenset()
         self._ever: frozenset[int] = frozenset()  # every pair ever placed
+        #: demand learned but not placed yet: the first plan waits until every running job
+        #: has learned once (a job placed alone would meet the others' hashed flows)
+        self.pending: frozenset[int] = frozenset()
         self.hashed_counts: dict[str, dict[int, int]] = {}   # switch counters at the plan
 
     # -- counters ------------------------------------------------------------------------------
@@ -122,6 +124,7 @@ class DemandLearner:
         self.running.discard(job)
         self.window.pop(job, None)
         self.c.policy.active.discard(job)
+        self.pending = frozenset(cid for cid in self.pending if self.by_id[cid].job != job)
         left = frozenset(cid for cid in self.demand if self.by_id[cid].job != job)
         if left != self.demand:
             self._plan(left, t, f"finish {job}")
@@ -160,31 +163,30 @@ class DemandLearner:
 
     # -- learning and planning -------------------------------------------------------------------
     def _learn(self, job: str, start: float, end: float) -> None:
-        """`job`'s window [start, end] closed: each pair's rate over the readings inside it
-        (one either side if it holds fewer than two), demand where that is a tenth of its
-        link or more, bytes per step at the job's step period there, a plan if the demand
-        grew, and the next window from `end`."""
-        inside = [r for r in self.readings if start <= r[0] <= end]
-        if len(inside) < 2:
-            before = [r for r in self.readings if r[0] < start][-1:]
-            after = [r for r in self.readings if r[0] > end][:1]
-            inside = before + inside + after
+        """`job`'s window [start, end] closed: what each pair delivered in it (its counter
+        interpolated at both ends between the readings around them), demand where that is a
+        tenth of its link or more, bytes per step over the job's steps there, a plan if the
+        demand grew, and the next window from `end`."""
         steps = [e for e in self.ends.get(job, []) if start < e <= end]
-        period = (end - start) / len(steps) if steps else None
+        span = max(end - start, 1e-9)
         mine = [c.conn_id for c in self.pairs if c.job == job]
-        rates = {cid: rate(inside, cid) or 0.0 for cid in mine}
-        new = frozenset(cid for cid, r in rates.items()
-                        if r * 8 / 1e6 >= ELEPHANT_FRACTION * self.host_mbps)
+        sent = {cid: delivered_at(self.readings, cid, end) - delivered_at(self.readings, cid,
+                                                                         start)
+                for cid in mine}
+        new = frozenset(cid for cid, b in sent.items()
+                        if b * 8 / span / 1e6 >= ELEPHANT_FRACTION * self.host_mbps)
         self.windows.append({
             "job": job, "from_s": start, "to_s": end, "steps": len(steps),
-            "readings": len(inside),
-            "pairs": [{"src": self.by_id[cid].src, "dst": self.by_id[cid].dst,
-                       "rate_mbps": r * 8 / 1e6,
-                       "bytes_per_step": None if period is None else r * period,
-                       "demand": cid in new} for cid, r in sorted(rates.items()) if r > 0]})
+            "readings": sum(1 for r in self.readings if start <= r[0] <= end),
+            "pairs": [{"src": self.by_id[cid].src, "dst": self.by_id[cid].dst, "bytes": b,
+                       "rate_mbps": b * 8 / span / 1e6,
+                       "bytes_per_step": b / len(steps) if steps else None,
+                       "demand": cid in new} for cid, b in sorted(sent.items()) if b > 0]})
         self.window[job] = end
-        if self.demand | new != self.demand:
-            self._plan(self.demand | new, end, "learned")
+        self.pending |= new
+        learning = [j for j in self.running if not any(w["job"] == j for w in self.windows)]
+        if not learning and self.demand | self.pending != self.demand:
+            self._plan(self.demand | self.pending, end, "learned")
 
     def _plan(self, demand: frozenset[int], t: float, reason: str) -> None:
         if not self.planned_at and demand:         # what the hash chose while learning
@@ -277,3 +279,43 @@ def learned_job(name: str, matrix: dict[tuple[str, str], float]) -> JobSpec | No
                            max(n, round(mean * n / (2 * (n - 1)))), host_pairs=True)
     return JobSpec(name, Collective.FLOWS, [list(p) for p in sorted(nxt)],
                    max(1, round(mean)), host_pairs=True)
+
+
+# -- our agents' jobs under demand: measured --------------------------------------------------
+def agents_prediction(exp, plans, learner: DemandLearner, goodput: float):
+    """The agents' jobs as the learned plan routes them (each connection on its host
+    pair's path), in its steady state."""
+    from traffic.predictor import predict
+    path = {(c.src, c.dst): learner.c.policy.final_path(c.conn_id) for c in learner.pairs}
+    spine_of = {c.conn_id: path.get((c.src, c.dst)) for p in plans for c in p.connections}
+    return predict(exp.fabric, plans, spine_of, goodput)
+
+
+def agents_learned(run: dict, plans, driven, learner: DemandLearner) -> None:
+    """results.json's `learned`, and per job: its learned bytes per step beside the ones
+    its DAG declares (the check that the controller learned what ran), its iterations before
+    and after its plan, and the model's error on the iterations that began once every job's
+    pairs were placed."""
+    run["learned"] = learner.record()
+    settled = max(learner.planned_at.values(), default=None)
+    for p, j in zip(plans, run["jobs"]):
+        declared: dict[tuple[str, str], int] = {}
+        conn = {c.conn_id: c for c in p.connections}
+        for t in p.transfers:
+            pair = (conn[t.conn_id].src, conn[t.conn_id].dst)
+            declared[pair] = declared.get(pair, 0) + t.size_bytes
+        learned = learner.matrix(p.name)
+        j["learned_bytes_per_step"] = [
+            {"src": a, "dst": b, "bytes": v, "declared_bytes": declared.get((a, b), 0)}
+            for (a, b), v in sorted(learned.items())]
+        j["planned_at_s"] = learner.planned_at.get(p.name)
+        its = driven.records[p.name].iterations
+        after = [it.cct_s for it in its if settled is not None
+                 and it.start_s - driven.t0 >= settled]
+        before = [it.cct_s for it in its if j["planned_at_s"] is None
+                  or it.end_s - driven.t0 <= j["planned_at_s"]]
+        j["step_time_before_s"] = statistics.median(before) if before else None
+        j["step_time_after_s"] = statistics.median(after) if after else None
+        if after:
+            j["prediction_error_fraction"] = (statistics.fmean(after)
+                                              / j["predicted_cct_mean_s"] - 1)

@@ -255,9 +255,15 @@ def run_one_routing(exp: Experiment, emu, entry: RoutingEntry, rp, plans: list[J
     inst = install(exp, emu, entry, rp, plans, run_dir, log, port_offset)
     driven = drive(exp, emu, entry, inst, timeout_s, run_dir, log)
     measured = measure(entry, inst, driven, run_dir)
-    pred = predict_policy(exp, entry, rp, inst, goodput, measured)
-    run = assemble(exp, entry, rp, inst, job_results(inst.plans, driven, pred, ideal_pred),
-                   driven, measured, goodput)
+    if driven.learner is not None:      # the plan it learned, in its steady state
+        from .learner import agents_learned, agents_prediction
+        pred = agents_prediction(exp, inst.plans, driven.learner, goodput)
+    else:
+        pred = predict_policy(exp, entry, rp, inst, goodput, measured)
+    jobs = job_results(inst.plans, driven, pred, ideal_pred)
+    run = assemble(exp, entry, rp, inst, jobs, driven, measured, goodput)
+    if driven.learner is not None:
+        agents_learned(run, inst.plans, driven, driven.learner)
     log_run(entry.name, run, inst.controller, log)
     return run
 
@@ -277,6 +283,7 @@ class Driven:
     t0: float                       # time.monotonic() when the jobs' clock started
     fidelity: dict                  # the CPU monitor's verdict and advice
     capture: object | None          # testbed/capture.py SpineCapture, when capturing
+    learner: object | None = None   # demand: measured, experiments/learner.py
 
 
 @dataclasses.dataclass(frozen=True)
@@ -347,7 +354,8 @@ def drive(exp: Experiment, emu, entry: RoutingEntry, inst: Installed, timeout_s:
                                       on_iteration=on_iteration)
     finally:
         driver.stop_agents()
-    return Driven(records, driver.t0, monitor_verdict(exp, monitor, run_dir), capture)
+    return Driven(records, driver.t0, monitor_verdict(exp, monitor, run_dir), capture,
+                  watch if learns(exp, entry) else None)
 
 
 def monitor_verdict(exp: Experiment, monitor: CpuMonitor, run_dir: Path) -> dict:
@@ -382,7 +390,7 @@ def measure(entry: RoutingEntry, inst: Installed, driven: Driven, run_dir: Path)
     every = inst.controller.fabric_all  # candidates and counters of every switch, failed or not
     counts = switch_counts(every)
     flows = observed_paths(every, _conns(inst.plans), counts)
-    if entry.paths_given:
+    if entry.paths_given and driven.learner is None:   # learned: pinned per pair, not flow
         verify_paths(entry.name, inst.controller, flows)
     return Measured(every, counts, flows, {cid: o["path"] for cid, o in flows.items()})
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from experiments.config import ConfigError, parse
-from experiments.learner import (ELEPHANT_FRACTION, PAIR_CONN_BASE, DemandLearner, rate,
+from experiments.learner import (ELEPHANT_FRACTION, PAIR_CONN_BASE, DemandLearner, delivered_at,
                                  candidate_pairs, learned_job)
 from routing.rules import PAIR_PRIORITY, rules_for
 from testbed.fabric import FabricSpec, build_fabric
@@ -215,21 +215,18 @@ def test_the_learner_keeps_the_pairs_that_send_a_tenth_of_their_link(monkeypatch
     assert (w["from_s"], w["to_s"], w["steps"], w["readings"]) == (1.0, 3.0, 2, 5)
     assert [(p["src"], round(p["rate_mbps"], 3), p["demand"]) for p in w["pairs"]] == [
         ("h1", 20.0, True), ("h3", 0.32, False)]
+    assert [p["bytes"] for p in w["pairs"]] == [pytest.approx(5e6), pytest.approx(80e3)]
     assert 0.32 < ELEPHANT_FRACTION * 20 < 20.0
     learner.job_finished("a", 5.0)               # its pairs go back to the hash
     assert c.policy.placed[-1] == ([], "finish a")
     assert pairs[0].conn_id >= PAIR_CONN_BASE
 
 
-def test_a_pairs_rate_is_the_slope_of_its_counter_series():
-    """Readings at t = 0, 0.5, 1, 1.5, 2 s of a pair delivering 3 MB/s in bursts, each
-    reading off by what had just arrived (e = +0.5, 0, +1.0, 0, +0.5 MB). The least-squares
-    slope is 3 MB/s + sum((t - 1) e) / sum((t - 1)^2) = 3 MB/s + (-0.5 + 0.5) MB / 2.5 s^2 =
-    3 MB/s exactly; with the last reading 0.5 MB later, 3 + 0.5 x 1 / 2.5 = 3.2 MB/s (the
-    two end points alone would say 3.25)."""
-    err = [0.5e6, 0.0, 1.0e6, 0.0, 0.5e6]
-    readings = [(0.5 * i, {7: 3e6 * 0.5 * i + e}) for i, e in enumerate(err)]
-    assert rate(readings, 7) == pytest.approx(3e6)
-    late = readings[:-1] + [(2.0, {7: 6e6 + 1.0e6})]
-    assert rate(late, 7) == pytest.approx(3e6 + 0.5e6 * 1.0 / 2.5)
-    assert rate(readings[:1], 7) is None
+def test_what_a_pair_delivered_by_a_time_is_interpolated_between_readings():
+    """Readings at 0, 0.5 and 1.5 s of 0, 1 and 4 MB: at 1.0 s, halfway from 1 to 4 MB =
+    2.5 MB; before the first and after the last reading, the nearest one."""
+    readings = [(0.0, {7: 0}), (0.5, {7: 1_000_000}), (1.5, {7: 4_000_000})]
+    assert delivered_at(readings, 7, 1.0) == pytest.approx(2_500_000)
+    assert delivered_at(readings, 7, 0.5) == pytest.approx(1_000_000)
+    assert delivered_at(readings, 7, 9.0) == 4_000_000
+    assert delivered_at(readings, 8, 1.0) == 0              # a pair never counted
