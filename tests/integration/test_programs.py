@@ -146,3 +146,20 @@ def test_ctrl_c_while_programs_run_leaves_nothing(runs):  # noqa: F811
     assert leftovers() == NOTHING
     assert subprocess.run([sys.executable, "-m", "experiments", "clean"], cwd=ROOT,
                           capture_output=True).returncode == 0
+
+
+def test_the_controller_learns_what_our_agents_declared(tmp_path):
+    """Our agents' two 2-rank rings under demand: measured: the pairs learned carry the bytes
+    their DAG declares (a 2-rank all-reduce of S sends S each way per iteration) within 5%,
+    and they are placed (the first plan after both rings learned once)."""
+    from .helpers import small_config
+    doc = {**small_config(["ilp"], iterations=6, size_bytes=600_000), "demand": "measured",
+           "learn_steps": 2}
+    run, = run_experiment(parse(doc), tmp_path, log=lambda s: None)["runs"]
+    for j in run["jobs"]:
+        assert j["planned_at_s"] is not None
+        assert len(j["learned_bytes_per_step"]) == 2
+        for p in j["learned_bytes_per_step"]:
+            assert abs(p["bytes"] / p["declared_bytes"] - 1) < 0.05, (j["name"], p)
+    assert run["learned"]["windows"]
+    assert leftovers() == NOTHING
