@@ -105,7 +105,7 @@ def add_nonblocking_fraction(results: dict, reference: str = "nonblocking") -> N
 def solve_block(one_plan: dict, epoch_solves: list[dict] | None) -> dict:
     """The run's `solve`. A strategy that places flows re-solves at every epoch (job start or
     finish, failure, repair): every solve, then their count, sum and max time, the statuses
-    seen, the largest gap and bound, and whether CBC ran in any. ECMP and fixed host-enforced
+    seen, the largest gap and bound, whether a solver ran in any and which. ECMP and fixed host-enforced
     plans: the one plan computed before the run (`one_plan`, a SolveStats dict)."""
     if not epoch_solves:
         return {"scope": "one plan", **one_plan}
@@ -116,6 +116,8 @@ def solve_block(one_plan: dict, epoch_solves: list[dict] | None) -> dict:
               if s.get("lower_bound_link_flows") is not None]
     ran = [s["solver_ran"] for s in epoch_solves if s.get("solver_ran") is not None]
     calls = [s["solver_calls"] for s in epoch_solves if s.get("solver_calls") is not None]
+    solvers = sorted({x.strip() for s in epoch_solves for x in (s.get("solver") or "").split(",")
+                      if x.strip()})
     return {"scope": "epochs", "count": len(epoch_solves),
             "time_s": sum(times), "time_s_max": max(times),
             "status": statuses[0] if len(statuses) == 1 else "mixed: " + ", ".join(statuses),
@@ -123,6 +125,7 @@ def solve_block(one_plan: dict, epoch_solves: list[dict] | None) -> dict:
             "lower_bound_link_flows": max(bounds) if bounds else None,
             "solver_ran": any(ran) if ran else None,
             "solver_calls": sum(calls) if calls else None,
+            "solver": ", ".join(solvers) or None,
             "epochs": epoch_solves}
 
 

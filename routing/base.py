@@ -29,11 +29,14 @@ class SolveStats:
     # `time_s` is no CBC time), and how many CBC solves were made.
     solver_ran: bool | None = None
     solver_calls: int | None = None
+    # which solvers ran ("cbc", "highs", "cbc, highs"); None when none did
+    solver: str | None = None
 
     def as_dict(self) -> dict:
         return {"time_s": self.time_s, "status": self.status, "gap": self.gap,
                 "lower_bound_link_flows": self.lower_bound_link_flows,
-                "solver_ran": self.solver_ran, "solver_calls": self.solver_calls}
+                "solver_ran": self.solver_ran, "solver_calls": self.solver_calls,
+                "solver": self.solver}
 
 
 @dataclass

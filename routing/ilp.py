@@ -252,7 +252,8 @@ def route_ilp(fabric: Fabric, conns: list[Connection], seed: int = 0,
                                       solver_ran=False, solver_calls=0))
     r = solve_min_max(t, seed, previous, time_limit_s)
     stats = SolveStats(time.perf_counter() - t0, r.status, r.gap, lb,
-                       solver_ran=r.solver_ran, solver_calls=int(r.solver_ran))
+                       solver_ran=r.solver_ran, solver_calls=int(r.solver_ran),
+                       solver="cbc" if r.solver_ran else None)
     return RoutingPlan("ilp", spine_of_from_assignment(t, r.assign), stats)
 
 
@@ -333,5 +334,6 @@ def route_ilp_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,
                                       solver_ran=False, solver_calls=0))
     r = solve_min_max_paths(t, fabric, seed, previous, time_limit_s)
     stats = SolveStats(time.perf_counter() - t0, r.status, r.gap, path_lower_bound(t, fabric),
-                       solver_ran=r.solver_ran, solver_calls=int(r.solver_ran))
+                       solver_ran=r.solver_ran, solver_calls=int(r.solver_ran),
+                       solver="cbc" if r.solver_ran else None)
     return RoutingPlan("ilp", path_of_assignment(t, r.assign), stats)

@@ -87,9 +87,7 @@ from traffic.collectives import Connection
 from .base import (FlowTable, RoutingPlan, SolveStats, assignment_from_spine_of,
                    assignment_loads, flow_table, spine_of_from_assignment, table_lower_bound)
 from .ilp import (assignment_counts, cbc, counts_to_assignment, flow_groups,
-                  solve_min_max, solve_min_max_paths, solved_values)
-from .paths import Path, PathTable, loads_of, max_load, path_lower_bound, path_of_assignment, \
-    path_table
+                  solve_min_max, solved_values)
 from .mmf_bounds import (Bounds, clean_capacity, first_appearance_limits, job_levels,
                          leaf_sides, relabel_first_appearance, rename_towards, round_value,
                          spine_classes)
@@ -147,7 +145,8 @@ def route_mmf(fabric: Fabric, conns: list[Connection], seed: int = 0,
     m = max(max(up), max(down))
     gap = 0.0 if (all_optimal or top_proven) else (m - lb) / m
     stats = SolveStats(time.perf_counter() - t0, status, gap, lb,
-                       solver_ran=calls > 0, solver_calls=calls)
+                       solver_ran=calls > 0, solver_calls=calls,
+                       solver="cbc" if calls else None)
     return RoutingPlan("mmf", spine_of_from_assignment(t, assign), stats)
 
 
@@ -326,126 +325,3 @@ class MmfRounds:
             return current
         self.assign = assign
         return value
-
-
-# -- three tiers: the same two layers over paths -------------------------------------------------
-def route_mmf_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,
-                    previous: dict[int, Path | None] | None = None,
-                    time_limit_s: float = 60.0) -> RoutingPlan:
-    """The two layers of the module docstring on paths (three tiers): the same unary model with
-    y[j,(a,b),p] per candidate path and every directed switch link as a link, rounds from the
-    top level down, jobs then links, each warm-started from the last solution. None of the
-    leaf-spine speed-ups (cuts, bounds, symmetry) is used here: on large fabrics rounds end on
-    their share of `time_limit_s` and the status says so."""
-    t0 = time.perf_counter()
-    t = path_table(fabric, conns)
-    lb = path_lower_bound(t, fabric)
-    if not t.flows:
-        return RoutingPlan("mmf", path_of_assignment(t, []),
-                           SolveStats(time.perf_counter() - t0, "optimal", 0.0, lb,
-                                      solver_ran=False, solver_calls=0))
-    deadline = t0 + time_limit_s
-    top = solve_min_max_paths(t, fabric, seed, previous, time_limit_s / 2)
-    calls, assign, A = int(top.solver_ran), top.assign, top.value
-    all_optimal = jobs_optimal = top.status == "optimal"
-    if A >= 2:
-        model = _PathRounds(t, A, assign)
-        todo = [(layer, k) for layer in ("jobs", "links") for k in range(A, 1, -1)]
-        for n_round, (layer, k) in enumerate(todo):
-            share = max(1.0, (deadline - time.perf_counter()) / (len(todo) - n_round))
-            optimal = model.minimize(layer, k, share)
-            calls += 1
-            all_optimal = all_optimal and optimal
-            if layer == "jobs":
-                jobs_optimal = jobs_optimal and optimal
-        assign = model.assign
-    status = ("optimal" if all_optimal else
-              "feasible (job layer optimal)" if A >= 2 and jobs_optimal else "feasible")
-    m = max_load(loads_of(t, assign))
-    gap = 0.0 if top.status == "optimal" else (m - lb) / m
-    stats = SolveStats(time.perf_counter() - t0, status, gap, lb,
-                       solver_ran=calls > 0, solver_calls=calls)
-    return RoutingPlan("mmf", path_of_assignment(t, assign), stats)
-
-
-class _PathRounds:
-    """The unary two-layer model on a PathTable; `minimize` solves one round and fixes it."""
-
-    def __init__(self, t: PathTable, A: int, assign: list[int]):
-        self.t, self.A, self.assign = t, A, list(assign)
-        self.groups = flow_groups(t, by_job=True)
-        prob = pulp.LpProblem("mmf_paths", pulp.LpMinimize)
-        ks = range(2, A + 1)
-        self.y: dict[tuple, pulp.LpVariable] = {}
-        on_link: dict[int, list] = defaultdict(list)
-        job_on: dict[tuple[int, int], list] = defaultdict(list)   # (job, link) -> (y, n)
-        for key, ids in self.groups.items():
-            j, a, b = key
-            vs = []
-            for p in t.pair_paths[a, b]:
-                v = pulp.LpVariable(f"y_{j}_{a}_{b}_{p}", 0, len(ids), cat="Integer")
-                self.y[key, p] = v
-                vs.append(v)
-                for e in t.path_links[p]:
-                    on_link[e].append(v)
-                    job_on[j, e].append((v, len(ids)))
-            prob += pulp.lpSum(vs) == len(ids)
-        self.g = {(e, k): pulp.LpVariable(f"g_{e}_{k}", cat="Binary") for e in on_link for k in ks}
-        jobs = sorted({key[0] for key in self.groups})
-        self.l = {(j, k): pulp.LpVariable(f"l_{j}_{k}", cat="Binary") for j in jobs for k in ks}
-        for e, vs in on_link.items():
-            prob += pulp.lpSum(vs) <= 1 + pulp.lpSum(self.g[e, k] for k in ks)
-            for k in ks[:-1]:
-                prob += self.g[e, k + 1] <= self.g[e, k]
-        for j in jobs:
-            for k in ks[:-1]:
-                prob += self.l[j, k + 1] <= self.l[j, k]
-        for (j, e), uses in job_on.items():
-            u = pulp.LpVariable(f"u_{j}_{e}", 0, 1)
-            for v, n in uses:
-                prob += v <= n * u
-            for k in ks:
-                prob += u + self.g[e, k] <= 1 + self.l[j, k]
-        self.prob, self.jobs, self.on_link = prob, jobs, on_link
-
-    def _warm(self) -> None:
-        counts = assignment_counts(self.groups, self.assign)
-        for (key, p), v in self.y.items():
-            v.setInitialValue(counts[key].get(p, 0))
-        load = loads_of(self.t, self.assign)
-        level = {j: 1 for j in self.jobs}
-        for i, p in enumerate(self.assign):
-            j = self.t.job[i]
-            level[j] = max(level[j], max(load[e] for e in self.t.path_links[p]))
-        for (e, k), v in self.g.items():
-            v.setInitialValue(int(load[e] >= k))
-        for (j, k), v in self.l.items():
-            v.setInitialValue(int(level[j] >= k))
-
-    def minimize(self, layer: str, k: int, time_limit_s: float) -> bool:
-        """One round: minimize the count at level k of `layer`, keep it; True when proven."""
-        terms = ([self.l[j, k] for j in self.jobs] if layer == "jobs"
-                 else [self.g[e, k] for e in self.on_link])
-        self._warm()
-        self.prob.setObjective(pulp.lpSum(terms))
-        try:
-            self.prob.solve(cbc(time_limit_s, warm=True))
-            sol = self.prob.sol_status
-        except pulp.PulpSolverError:
-            sol = None
-        if sol in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
-            counts = {key: {p: solved_values(self.y, (key, p))
-                            for p in self.t.pair_paths[key[1], key[2]]} for key in self.groups}
-            self.assign = counts_to_assignment(self.t, self.groups, counts, self.assign)
-        self.prob += pulp.lpSum(terms) <= self._count(layer, k)   # what the solution has
-        return sol == pulp.LpSolutionOptimal
-
-    def _count(self, layer: str, k: int) -> int:
-        load = loads_of(self.t, self.assign)
-        if layer == "links":
-            return sum(1 for x in load if x >= k)
-        level = {j: 1 for j in self.jobs}
-        for i, p in enumerate(self.assign):
-            j = self.t.job[i]
-            level[j] = max(level[j], max(load[e] for e in self.t.path_links[p]))
-        return sum(1 for j in self.jobs if level[j] >= k)

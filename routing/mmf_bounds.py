@@ -159,14 +159,20 @@ class Bounds:
     nothing here depends on the clock."""
 
     def __init__(self, t: FlowTable, A: int, top_proven: bool, work: int = 2_000_000):
-        self.A, self.top_proven = A, top_proven
-        self.full = leaf_sides(t)
-        self.sides = self.full + restricted_sides(t)
-        self.node_budget = max(100, work // max(1, len(self.sides)))
-        J = self.J = len(t.job_names)
-        flows = [0] * J
+        flows = [0] * len(t.job_names)
         for j in t.job:
             flows[j] += 1
+        self.setup(A, top_proven, leaf_sides(t), restricted_sides(t), flows, work)
+
+    def setup(self, A: int, top_proven: bool, full: list, restricted: list,
+              flows: list[int], work: int) -> None:
+        """`full` sides (disjoint links: the hot-link sums add up), `restricted` ones, and
+        each job's flow count."""
+        self.A, self.top_proven = A, top_proven
+        self.full = full
+        self.sides = full + restricted
+        self.node_budget = max(100, work // max(1, len(self.sides)))
+        J = self.J = len(flows)
         self.order = sorted(range(J), key=lambda j: (-flows[j], j))
         self.on_side = [[(j, n) for j, n in dj.items()] for dj, _ in self.sides]
 

@@ -15,7 +15,8 @@ from .edge_coloring import route_edge_coloring, route_edge_coloring_paths
 from .gff import route_gff
 from .greedy import route_greedy, route_greedy_paths, warm_kernels
 from .ilp import route_ilp, route_ilp_paths
-from .mmf import route_mmf, route_mmf_paths
+from .mmf import route_mmf
+from .mmf_paths import route_mmf_paths
 from .paths import Path
 from .spray import route_spray
 

@@ -42,7 +42,7 @@ def test_strategy_signature_stats_and_intra_leaf(name):
     assert plan.spine_of[100] is None
     d = plan.stats.as_dict()
     assert set(d) == {"time_s", "status", "gap", "lower_bound_link_flows", "solver_ran",
-                      "solver_calls"}
+                      "solver_calls", "solver"}
     assert d["lower_bound_link_flows"] == 1
     if name != "ecmp":
         assert max_link_flows(f, conns, plan.spine_of) <= 2

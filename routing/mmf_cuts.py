@@ -1,0 +1,129 @@
+"""mmf on paths, combinatorially: the cuts that bound each round, and a descent that meets them.
+
+Pure code (numba for the descent). routing/mmf_paths.py solves; this module proves.
+
+Cuts. Every hop of a shortest up-down path crosses one tier in one direction (leaf->agg,
+agg->core, core->agg, agg->leaf; leaf->spine, spine->leaf), and a flow may take any of its
+pair's paths. Group the links that some flow may take at the same hop (union over flows of
+their candidate links at that hop, joined when they share a link): each group is a *cut*, a
+set of links of which every flow crossing it uses exactly one, and the cuts partition the
+links that flows can use (a leaf's uplinks, its downlinks, a pod's links to the cores, the
+cores' links into a pod). A cut with d flows over U links, whatever the routing, is a side
+in the sense of routing/mmf_bounds.py: the job relaxation (Bounds) applies to it unchanged,
+and so do the restricted sides of failed links (flows limited to a subset T of the cut).
+
+Balanced bound (layer 2). In one cut of d flows over U links the most even loads (d mod U
+links at ceil(d / U), the rest at floor) have the lexicographically smallest sorted load
+vector, so no routing has fewer links at >= k in that cut than the balanced one once it has
+exactly the balanced counts at every level above k. Summed over the cuts (disjoint), while
+every count fixed so far equals its balanced sum, G_k >= the balanced sum at k.
+
+Descent. Single-flow moves, each taking a flow off a link at load m and putting it only on
+links that stay below m (the sorted load vector then strictly decreases: the count at >= m
+falls and none above changes), never above the level of any job on those links (no job's
+level rises, so layer 1 never gets worse). It stops when no flow has such a move; the rounds
+then compare its counts with the bounds.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from .mmf_bounds import Bounds
+from .paths import PathTable
+
+Side = tuple[dict[int, int], int]       # flows per job index, links
+
+
+def cut_sides(t: PathTable) -> tuple[list[Side], list[Side]]:
+    """(cuts, restricted sides): per cut its flows per job and links; per cut and per set T
+    of its links that some flows are limited to, the flows whose links there are within T,
+    and |T|."""
+    parent: dict[int, int] = {}
+
+    def find(x: int) -> int:
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+    hop_sets: dict[tuple[int, int], list[frozenset[int]]] = {}
+    for pair, paths in t.pair_paths.items():
+        links = [t.path_links[p] for p in paths]
+        sets = [frozenset(x[h] for x in links) for h in range(len(links[0]))]
+        hop_sets[pair] = sets
+        for s in sets:
+            first = min(s)
+            for e in s:
+                parent[find(e)] = find(first)
+    per_job: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    links: dict[int, set[int]] = defaultdict(set)
+    subsets: dict[int, dict[frozenset[int], dict[int, int]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(int)))
+    for a, b, j in zip(t.src, t.dst, t.job):
+        for s in hop_sets[a, b]:
+            r = find(min(s))
+            per_job[r][j] += 1
+            links[r] |= s
+            subsets[r][s][j] += 1
+    cuts = [(dict(per_job[r]), len(links[r])) for r in sorted(per_job)]
+    restricted = []
+    for r in sorted(per_job):
+        for T in sorted((T for T in subsets[r] if len(T) < len(links[r])), key=sorted):
+            dj: dict[int, int] = defaultdict(int)
+            for T2, d in subsets[r].items():
+                if T2 <= T:
+                    for j, n in d.items():
+                        dj[j] += n
+            restricted.append((dict(dj), len(T)))
+    return cuts, restricted
+
+
+def balanced_at_least(d: int, U: int, k: int) -> int:
+    """Links at >= k flows when d flows sit as evenly as possible on U links."""
+    q, r = divmod(d, U)
+    return U if q >= k else (r if k == q + 1 else 0)
+
+
+class CutBounds(Bounds):
+    """Bounds (routing/mmf_bounds.py) over a PathTable's cuts, plus the balanced bound."""
+
+    def __init__(self, t: PathTable, A: int, top_proven: bool, work: int = 2_000_000):
+        cuts, restricted = cut_sides(t)
+        flows = [0] * len(t.job_names)
+        for j in t.job:
+            flows[j] += 1
+        self.setup(A, top_proven, cuts, restricted, flows, work)
+        self.balanced = {k: sum(balanced_at_least(sum(dj.values()), U, k) for dj, U in cuts)
+                         for k in range(2, A + 1)}
+
+    def links_after(self, k: int, job_fixes: dict[int, int], link_fixes: dict[int, int]) -> int:
+        """Lower bound on G_k given layer 1's counts and the link counts fixed above k."""
+        bound = self.links(k, job_fixes)
+        if all(link_fixes.get(h) == self.balanced[h] for h in range(k + 1, self.A + 1)):
+            bound = max(bound, self.balanced[k])
+        return bound
+
+
+# -- the descent ---------------------------------------------------------------------------------
+def path_link_array(t: PathTable) -> np.ndarray:
+    """(paths, hops) link ids, -1 past a shorter path's last hop."""
+    H = max((len(x) for x in t.path_links), default=1)
+    out = np.full((len(t.path_links), H), -1, dtype=np.int64)
+    for p, links in enumerate(t.path_links):
+        out[p, :len(links)] = links
+    return out
+
+
+def descend(t: PathTable, assign: list[int], max_moves: int = 1_000_000) -> tuple[list[int], int]:
+    """The descent of the module docstring from `assign` (every flow placed): the new
+    assignment and how many moves it made. Deterministic (flows in order, first best path)."""
+    if not t.flows:
+        return list(assign), 0
+    lo = np.array([c.start for c in t.cand], dtype=np.int64)
+    hi = np.array([c.stop for c in t.cand], dtype=np.int64)
+    out = np.array(assign, dtype=np.int64)
+    from .mmf_descent import descend_kernel      # numba: imported when mmf first needs it
+    moves = descend_kernel(path_link_array(t), lo, hi, np.array(t.job, dtype=np.int64),
+                           len(t.job_names), t.n_links, out, max_moves)
+    return out.tolist(), int(moves)

@@ -1,0 +1,189 @@
+"""mmf's descent on paths, compiled (numba, cached beside this file): see routing/mmf_cuts.py.
+
+State: load[e] (flows on link e), on[e, j] (job j's flows on it), hist[j, v] (links of job j
+at load v: its level is the top v) and, per link, the flows on it as linked lists of
+(flow, hop) slots, so that a chain finds the flows of one link without a scan.
+
+A move takes flow i from path p to q. It *improves* when every link it adds stays below the
+most loaded link it leaves (rem): the sorted load vector falls. It is *level* when exactly one
+added link reaches rem (the vector is unchanged). A chain is a level move followed by an
+improving move of another flow off the link that reached rem; together they improve. No move
+puts a link above the level of a job on it (or of the flow's own job), so no job's level
+rises. Flows are visited in order and ties go to the first path: deterministic.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+IMPROVING, LEVEL = 0, 1
+
+
+@numba.njit(cache=True)
+def _levels(hist: np.ndarray, level: np.ndarray) -> None:
+    for k in range(hist.shape[0]):
+        level[k] = 0
+        for v in range(hist.shape[1] - 1, 0, -1):
+            if hist[k, v]:
+                level[k] = v
+                break
+
+
+@numba.njit(cache=True)
+def _shared(pl: np.ndarray, p: int, e: int) -> bool:
+    for y in range(pl.shape[1]):
+        if pl[p, y] == e:
+            return True
+    return False
+
+
+@numba.njit(cache=True)
+def _best(i: int, kind: int, pl, lo, hi, job, assign, load, on, level) -> tuple[int, int]:
+    """Flow i's best move of `kind` (the smallest (largest new load, sum of new loads), first
+    path on ties): (path, the link that reaches rem for a level move), or (-1, -1)."""
+    p, j, H = assign[i], job[i], pl.shape[1]
+    best, best_m, best_s, best_e = -1, 0, 0, -1
+    for q in range(lo[i], hi[i]):
+        if q == p:
+            continue
+        rem = 0                                  # the most loaded link the flow leaves
+        for x in range(H):
+            e = pl[p, x]
+            if e >= 0 and load[e] > rem and not _shared(pl, q, e):
+                rem = load[e]
+        m, s, at, hot = 0, 0, 0, -1
+        ok = rem > 0
+        for x in range(H):
+            e = pl[q, x]
+            if not ok or e < 0 or _shared(pl, p, e):
+                continue
+            nv = load[e] + 1
+            if nv == rem:
+                at += 1
+                hot = e
+            ok = nv <= rem and nv <= level[j]
+            for k in range(on.shape[1]):
+                ok = ok and (on[e, k] == 0 or nv <= level[k])
+            m = max(m, nv)
+            s += nv
+        ok = ok and (at == 0 if kind == IMPROVING else at == 1)
+        if ok and (best < 0 or m < best_m or (m == best_m and s < best_s)):
+            best, best_m, best_s, best_e = q, m, s, hot
+    return best, best_e
+
+
+@numba.njit(cache=True)
+def _move(i: int, q: int, pl, job, assign, load, on, hist, head, nxt, prv) -> None:
+    """Flow i to path q: loads, job counts and histograms, and the per-link flow lists."""
+    p, j, H = assign[i], job[i], pl.shape[1]
+    for x in range(H):                           # leave p's links
+        e = pl[p, x]
+        if e < 0:
+            continue
+        node = i * H + x
+        if prv[node] >= 0:
+            nxt[prv[node]] = nxt[node]
+        else:
+            head[e] = nxt[node]
+        if nxt[node] >= 0:
+            prv[nxt[node]] = prv[node]
+        on[e, j] -= 1
+        if on[e, j] == 0:
+            hist[j, load[e]] -= 1
+        for k in range(on.shape[1]):
+            if on[e, k]:
+                hist[k, load[e]] -= 1
+                hist[k, load[e] - 1] += 1
+        load[e] -= 1
+    for x in range(H):                           # take q's
+        e = pl[q, x]
+        if e < 0:
+            continue
+        node = i * H + x
+        nxt[node], prv[node] = head[e], -1
+        if head[e] >= 0:
+            prv[head[e]] = node
+        head[e] = node
+        for k in range(on.shape[1]):
+            if on[e, k]:
+                hist[k, load[e]] -= 1
+                hist[k, load[e] + 1] += 1
+        load[e] += 1
+        on[e, j] += 1
+        if on[e, j] == 1:
+            hist[j, load[e]] += 1
+    assign[i] = q
+
+
+@numba.njit(cache=True)
+def descend_kernel(pl: np.ndarray, lo: np.ndarray, hi: np.ndarray, job: np.ndarray, J: int,
+                   E: int, assign: np.ndarray, max_moves: int) -> int:
+    """Improving moves and chains (module docstring) until none is left or max_moves were
+    made; updates `assign` (path id per flow) and returns the moves made."""
+    n, H = assign.shape[0], pl.shape[1]
+    load = np.zeros(E, np.int64)
+    on = np.zeros((E, J), np.int64)
+    head = np.full(E, -1, np.int64)
+    nxt = np.full(n * H, -1, np.int64)
+    prv = np.full(n * H, -1, np.int64)
+    for i in range(n):
+        for x in range(H):
+            e = pl[assign[i], x]
+            if e >= 0:
+                load[e] += 1
+                on[e, job[i]] += 1
+                node = i * H + x
+                nxt[node] = head[e]
+                if head[e] >= 0:
+                    prv[head[e]] = node
+                head[e] = node
+    top = 1
+    for e in range(E):
+        top = max(top, load[e])
+    hist = np.zeros((J, top + 2), np.int64)
+    for e in range(E):
+        for j in range(J):
+            if on[e, j]:
+                hist[j, load[e]] += 1
+    level = np.zeros(J, np.int64)
+    moves = 0
+    moved = True
+    while moved and moves < max_moves:
+        moved = False
+        for i in range(n):
+            _levels(hist, level)
+            q, _ = _best(i, IMPROVING, pl, lo, hi, job, assign, load, on, level)
+            if q >= 0:
+                _move(i, q, pl, job, assign, load, on, hist, head, nxt, prv)
+                moves += 1
+                moved = True
+            elif _chain(i, pl, lo, hi, job, assign, load, on, hist, level, head, nxt, prv):
+                moves += 2
+                moved = True
+            if moves >= max_moves:
+                break
+    return moves
+
+
+@numba.njit(cache=True)
+def _chain(i, pl, lo, hi, job, assign, load, on, hist, level, head, nxt, prv) -> bool:
+    """Flow i's level move, then an improving move of another flow off the link it filled;
+    undone when there is none. True when the pair was made."""
+    q, hot = _best(i, LEVEL, pl, lo, hi, job, assign, load, on, level)
+    if q < 0:
+        return False
+    p, H = assign[i], pl.shape[1]
+    _move(i, q, pl, job, assign, load, on, hist, head, nxt, prv)
+    _levels(hist, level)
+    node = head[hot]
+    while node >= 0:
+        k = node // H
+        node = nxt[node]
+        if k == i:
+            continue
+        q2, _ = _best(k, IMPROVING, pl, lo, hi, job, assign, load, on, level)
+        if q2 >= 0:
+            _move(k, q2, pl, job, assign, load, on, hist, head, nxt, prv)
+            return True
+    _move(i, p, pl, job, assign, load, on, hist, head, nxt, prv)
+    return False
