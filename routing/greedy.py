@@ -59,7 +59,7 @@ from traffic.collectives import Connection
 from .base import (FlowTable, RoutingPlan, SolveStats, assignment_from_spine_of,
                    assignment_loads, flow_table, spine_of_from_assignment, table_lower_bound)
 from .paths import (LinkBlocks, Path, PathTable, assignment_of_paths, leaf_pairs, loads_of,
-                    max_load, padded_link_array, pair_blocks, pairs_lower_bound,
+                    max_load, no_path, padded_link_array, pair_blocks, pairs_lower_bound,
                     path_lower_bound, path_of_assignment, path_table)
 
 
@@ -515,17 +515,20 @@ def fresh_greedy_paths(fabric: Fabric, conns: list[Connection], seed: int = 0
     pairs' paths and link blocks come from the fabric's cache (pair_blocks). Returns conn_id
     -> path (None for intra-leaf connections) and the inter-leaf flows' source and
     destination leaves (as leaf_pairs, for pairs_lower_bound)."""
-    flows, src, dst = leaf_pairs(fabric, conns)
+    flows, src, dst = leaf_pairs(fabric, conns, check=False)
     pairs, start, order = visit_order(src, dst, len(fabric.leaves), [-1] * len(flows))
     cache = pair_blocks(fabric)
     blocks = cache.select(fabric, pairs)
+    if len(pairs) and not blocks.width.min():       # a pair with no live path: its first flow
+        L = len(fabric.leaves)
+        cut = set(pairs[blocks.width == 0].tolist())
+        raise no_path(fabric, next(c for c, a, b in zip(flows, src, dst) if a * L + b in cut))
     width = int(blocks.width.max()) if len(pairs) else 0
     pos = place_in_order(blocks, start, path_rank(width, seed),
                          np.zeros(len(fabric.links), dtype=np.int64)).tolist()
     path_of: dict[int, Path | None] = {c.conn_id: None for c in conns}
     order, start = order.tolist(), start.tolist()
     for k, q in enumerate(pairs.tolist()):
-        ps = cache.paths[q]
         for j in range(start[k], start[k + 1]):
-            path_of[flows[order[j]].conn_id] = ps[pos[j]]
+            path_of[flows[order[j]].conn_id] = cache.path(q, pos[j])
     return path_of, src, dst

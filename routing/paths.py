@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,8 +44,8 @@ class PathTable:
     job_names: list[str]
     leaf_names: list[str]
     links: list[tuple[str, str]]            # link id -> (u, v)
-    paths: list[Path]                       # path id -> switches
-    path_links: list[tuple[int, ...]]       # path id -> link ids
+    paths: Sequence[Path]                   # path id -> switches
+    path_links: Sequence[tuple[int, ...]]   # path id -> link ids
     pair_paths: dict[tuple[int, int], range]   # a pair's paths have consecutive ids
     cand: list[range]                       # flow -> candidate path ids
     uplinks: dict[int, list[int]]           # leaf index -> its live uplink ids (on any path)
@@ -63,11 +64,17 @@ class PathTable:
         return f"{c.job}:{c.src}->{c.dst} (conn {c.conn_id})"
 
 
-def leaf_pairs(fabric: Fabric, conns: list[Connection]
+def no_path(fabric: Fabric, c: Connection) -> RoutingError:
+    a, b = fabric.leaf_of(c.src), fabric.leaf_of(c.dst)
+    return RoutingError(f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) has no live path "
+                        f"between {a} and {b}")
+
+
+def leaf_pairs(fabric: Fabric, conns: list[Connection], check: bool = True
                ) -> tuple[list[Connection], list[int], list[int]]:
     """The inter-leaf connections of `conns` (input order) with their source and destination
     leaf indices (into `fabric.leaves`); raises RoutingError naming the first flow with no live
-    path."""
+    path (`check` False: the caller checks)."""
     leaf_of = leaf_index(fabric)
     leaves = fabric.leaves
     flows, src, dst = [], [], []
@@ -76,11 +83,9 @@ def leaf_pairs(fabric: Fabric, conns: list[Connection]
         a, b = leaf_of[c.src], leaf_of[c.dst]
         if a == b:
             continue
-        if (a, b) not in seen:
+        if check and (a, b) not in seen:
             if not fabric.switch_paths(leaves[a], leaves[b]):
-                raise RoutingError(
-                    f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) has no live path "
-                    f"between {leaves[a]} and {leaves[b]}")
+                raise no_path(fabric, c)
             seen.add((a, b))
         flows.append(c)
         src.append(a)
@@ -100,7 +105,105 @@ def leaf_index(fabric: Fabric) -> dict[str, int]:
 
 def path_table(fabric: Fabric, conns: list[Connection]) -> PathTable:
     """Build the PathTable of `conns`; raises RoutingError naming a flow with no live path.
-    Link ids are indices into `fabric.links`; the fabric caches each leaf pair's paths."""
+    Link ids are indices into `fabric.links`; the fabric caches each leaf pair's links
+    (pair_blocks; paths are named from them when asked for: _Paths)."""
+    cache = pair_blocks(fabric)
+    if not cache.index.ok:
+        return _path_table_per_pair(fabric, conns)
+    flows, src, dst = leaf_pairs(fabric, conns, check=False)
+    L = len(fabric.leaves)
+    order = list(dict.fromkeys(a * L + b for a, b in zip(src, dst)))
+    qs = np.array(order, dtype=np.int64)
+    blocks = cache.select(fabric, qs)
+    if len(qs) and not blocks.width.min():
+        cut = set(qs[blocks.width == 0].tolist())
+        raise no_path(fabric, next(c for c, a, b in zip(flows, src, dst) if a * L + b in cut))
+    pair_paths: dict[tuple[int, int], range] = {}
+    pair_links: dict[tuple[int, int], np.ndarray | None] = {}
+    buf, off, hops, width = blocks.links, blocks.off.tolist(), blocks.hops.tolist(), \
+        blocks.width.tolist()
+    n0 = 0
+    for k, q in enumerate(order):
+        pair = divmod(q, L)
+        pair_paths[pair] = range(n0, n0 + width[k])
+        pair_links[pair] = buf[off[k]:off[k] + hops[k] * width[k]].reshape(hops[k], width[k])
+        n0 += width[k]
+    keys = _path_keys(order, width)
+    path_links = _PathLinks(blocks.links, np.repeat(blocks.off, blocks.width) + keys[1],
+                            np.repeat(blocks.hops, blocks.width),
+                            np.repeat(blocks.width, blocks.width))
+    cand = [pair_paths[a, b] for a, b in zip(src, dst)]
+    job_idx: dict[str, int] = {}
+    job = [job_idx.setdefault(c.job, len(job_idx)) for c in flows]
+    paths = _Paths(cache, keys)
+    up, down = _leaf_links(fabric, src, dst)
+    return PathTable(list(conns), flows, src, dst, job, list(job_idx), list(fabric.leaves),
+                     fabric.links, paths, path_links, pair_paths, cand, up, down, pair_links)
+
+
+def _path_keys(order: list[int], width: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Per path id of a PathTable: its pair id and its column in the pair's block."""
+    w = np.array(width, dtype=np.int64)
+    pair = np.repeat(np.array(order, dtype=np.int64), w)
+    col = np.arange(int(w.sum()), dtype=np.int64) - np.repeat(np.cumsum(w) - w, w)
+    return pair, col
+
+
+class _Paths:
+    """A PathTable's paths as switch names, each made when first asked for."""
+
+    def __init__(self, cache: "PairBlocks", keys: tuple[np.ndarray, np.ndarray]):
+        self.cache, self.pair, self.col = cache, keys[0], keys[1]
+        self.made: dict[int, Path] = {}
+
+    def __len__(self) -> int:
+        return len(self.pair)
+
+    def __getitem__(self, p: int) -> Path:
+        path = self.made.get(p)
+        if path is None:
+            path = self.made[p] = self.cache.path(int(self.pair[p]), int(self.col[p]))
+        return path
+
+
+class _PathLinks:
+    """A PathTable's path_links from its pairs' blocks: path p's link ids are
+    links[start[p] + x * step[p]] for x < hops[p], made into a tuple when first asked for."""
+
+    def __init__(self, links: np.ndarray, start: np.ndarray, hops: np.ndarray,
+                 step: np.ndarray):
+        self.links, self.start = links, start.tolist()
+        self.hops, self.step = hops.tolist(), step.tolist()
+        self.made: list[tuple[int, ...] | None] = [None] * len(self.start)
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def __getitem__(self, p: int) -> tuple[int, ...]:
+        x = self.made[p]
+        if x is None:
+            o, w = self.start[p], self.step[p]
+            x = self.made[p] = tuple(self.links[o:o + self.hops[p] * w:w].tolist())
+        return x
+
+    def __iter__(self):
+        return (self[p] for p in range(len(self.start)))
+
+
+def _leaf_links(fabric: Fabric, src: list[int], dst: list[int]
+                ) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """Per source leaf its live uplink ids, per destination leaf its live downlink ids."""
+    li, leaves = fabric.link_index, fabric.leaves
+    up = {a: [li[leaves[a], u] for u in fabric.uplinks(leaves[a]) if fabric.is_live(leaves[a], u)]
+          for a in set(src)}
+    down = {b: [li[u, leaves[b]] for u in fabric.uplinks(leaves[b])
+                if fabric.is_live(u, leaves[b])] for b in set(dst)}
+    return up, down
+
+
+def _path_table_per_pair(fabric: Fabric, conns: list[Connection]) -> PathTable:
+    """path_table from Fabric.switch_paths pair by pair (fabrics whose leaves do not share
+    one uplink order per pod)."""
     flows, src, dst = leaf_pairs(fabric, conns)
     paths: list[Path] = []
     path_links: list[tuple[int, ...]] = []
@@ -120,11 +223,7 @@ def path_table(fabric: Fabric, conns: list[Connection]) -> PathTable:
             pair_links[a, b] = link_array(fabric, leaves[a], leaves[b])
         job.append(job_idx.setdefault(c.job, len(job_idx)))
         cand.append(pc)
-    li = fabric.link_index
-    up = {a: [li[leaves[a], u] for u in fabric.uplinks(leaves[a]) if fabric.is_live(leaves[a], u)]
-          for a in set(src)}
-    down = {b: [li[u, leaves[b]] for u in fabric.uplinks(leaves[b])
-                if fabric.is_live(u, leaves[b])] for b in set(dst)}
+    up, down = _leaf_links(fabric, src, dst)
     return PathTable(list(conns), flows, src, dst, job, list(job_idx), list(leaves),
                      fabric.links, paths, path_links, pair_paths, cand, up, down, pair_links)
 
@@ -178,33 +277,58 @@ class LinkBlocks:
 
 
 class PairBlocks:
-    """One fabric's leaf pairs met so far, by pair id a * n_leaves + b: their live paths
-    (`paths[q]`, as Fabric.switch_paths) and link arrays (block q of `blocks`, off -1 until
-    met; the buffer doubles as it fills), so that a solve picks its pairs' blocks with one
-    numpy index. Cached on the fabric (pair_blocks)."""
+    """One fabric's leaf pairs met so far, by pair id a * n_leaves + b: their link arrays
+    (block q of `blocks`, off -1 until met; the buffer doubles as it fills), so that a solve
+    picks its pairs' blocks with one numpy index, and `path(q, p)` names path p of pair q
+    (Fabric.switch_paths's order). Made by numpy for many pairs at once (_UpDown); a fabric
+    small enough (PREFILL_LINKS) gets every pair on first use, so no solve pays for pairs it
+    meets first. Cached on the fabric (pair_blocks)."""
 
-    def __init__(self, n_leaves: int):
-        n = n_leaves * n_leaves
-        self.paths: list[list[Path] | None] = [None] * n
+    #: every pair's blocks at once when they hold at most this many link ids (8 bytes each):
+    #: the 2,048-NIC clos3 has 1.0 M, the k=16 fat-tree 4.2 M
+    PREFILL_LINKS = 5_000_000
+
+    def __init__(self, fabric: Fabric):
+        L = self.L = len(fabric.leaves)
+        n = L * L
+        self.links = fabric.links
         self.blocks = LinkBlocks(np.zeros(1024, dtype=np.int64), np.full(n, -1, dtype=np.int64),
                                  np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
         self.used = 0                            # of blocks.links
+        self.index = _UpDown(fabric)
+        if self.index.ok and L > 1:
+            hops, width = 2 * len(fabric.choice_points), 1
+            for _, ways in fabric.choice_points:
+                width *= ways
+            if L * (L - 1) * hops * width <= self.PREFILL_LINKS:
+                q = np.arange(n, dtype=np.int64)
+                self._add(fabric, q[q // L != q % L])
 
     def select(self, fabric: Fabric, pairs: np.ndarray) -> LinkBlocks:
         """The blocks of `pairs` (distinct pair ids, int64), adding the pairs not met yet."""
-        new = pairs[self.blocks.off[pairs] < 0].tolist()
-        if new:
+        new = pairs[self.blocks.off[pairs] < 0]
+        if len(new):
             self._add(fabric, new)
         return self.blocks.select(pairs)
 
-    def _add(self, fabric: Fabric, new: list[int]) -> None:
-        leaves, L = fabric.leaves, len(fabric.leaves)
-        ends = [(leaves[q // L], leaves[q % L]) for q in new]
-        arrays = []
-        for a, b in ends:
-            arr = link_array(fabric, a, b)
-            arrays.append(padded_link_array(fabric.switch_path_links(a, b))
-                          if arr is None else arr)
+    def path(self, q: int, p: int) -> Path:
+        """Path p (a column of its block) of pair q, as switch names."""
+        b = self.blocks
+        o, w = int(b.off[q]), int(b.width[q])
+        ids = b.links[o + p:o + int(b.hops[q]) * w:w].tolist()
+        links = self.links
+        return (links[ids[0]][0], *(links[e][1] for e in ids if e >= 0))
+
+    def _add(self, fabric: Fabric, new: np.ndarray) -> None:
+        if self.index.ok:
+            arrays = self.index.blocks(new, self.L)
+        else:
+            leaves, L = fabric.leaves, self.L
+            arrays = []
+            for a, b in ((leaves[q // L], leaves[q % L]) for q in new.tolist()):
+                arr = link_array(fabric, a, b)
+                arrays.append(padded_link_array(fabric.switch_path_links(a, b))
+                              if arr is None else arr)
         add, b = LinkBlocks.of(arrays), self.blocks
         end = self.used + len(add.links)
         if end > len(b.links):      # a new buffer: blocks selected before keep the old one
@@ -216,13 +340,86 @@ class PairBlocks:
         b.hops[new] = add.hops
         b.width[new] = add.width
         self.used = end
-        for q, (x, y) in zip(new, ends):
-            self.paths[q] = fabric.switch_paths(x, y)
+
+
+class _UpDown:
+    """A fabric's shortest up-down paths as arrays, so that many leaf pairs' link blocks are
+    made by numpy at once: per leaf its uplinks (up_id, up_ok: link id and liveness, by the
+    position of the switch above in `uplinks`) and the matching downlinks (down_id, down_ok);
+    per pair of pods (or the one group of a leaf-spine) the middle hops (agg -> core -> agg'),
+    by plane and core, in Fabric.switch_paths's order. `ok` False: the fabric's leaves do not
+    share one uplink order per pod (then PairBlocks asks Fabric.switch_path_links per pair)."""
+
+    def __init__(self, fabric: Fabric):
+        leaves, li = fabric.leaves, fabric.link_index
+        ups = [fabric.uplinks(x) for x in leaves]
+        self.pod = np.array([fabric.pod_of(x) if fabric.has_pods else 0 for x in leaves])
+        first = {}
+        self.ok = len({len(u) for u in ups}) == 1
+        for x, u in zip(self.pod.tolist(), ups):
+            self.ok = self.ok and first.setdefault(x, u) == u
+        if not self.ok:
+            return
+        self.first = first
+        self.up_id = np.array([[li[x, g] for g in u] for x, u in zip(leaves, ups)])
+        self.up_ok = np.array([[fabric.is_live(x, g) for g in u] for x, u in zip(leaves, ups)])
+        self.down_id = np.array([[li[g, x] for g in u] for x, u in zip(leaves, ups)])
+        self.down_ok = np.array([[fabric.is_live(g, x) for g in u] for x, u in zip(leaves, ups)])
+        self.fabric = fabric
+        self.middle: dict[tuple[int, int], tuple[np.ndarray, ...]] = {}
+
+    def mid(self, A: int, B: int) -> tuple[np.ndarray, ...]:
+        """Pods A -> B: per middle path (position of its agg in A's uplinks, the same plane's
+        position in B's, agg -> core link, core -> agg' link), live ones only."""
+        if (A, B) not in self.middle:
+            f = self.fabric
+            plane_b = {f.graph.nodes[g]["plane"]: i for i, g in enumerate(self.first[B])}
+            rows = []
+            for i, g in enumerate(self.first[A]):
+                j = plane_b[f.graph.nodes[g]["plane"]]
+                g2 = self.first[B][j]
+                rows += [(i, j, f.link_index[g, c], f.link_index[c, g2]) for c in f.uplinks(g)
+                         if f.is_live(g, c) and f.is_live(c, g2)]
+            arr = np.array(rows, dtype=np.int64).reshape(-1, 4)
+            self.middle[A, B] = tuple(arr[:, k].copy() for k in range(4))
+        return self.middle[A, B]
+
+    def blocks(self, pairs: np.ndarray, L: int) -> list[np.ndarray]:
+        """The (hops, paths) link arrays of `pairs` (ids a * L + b, a != b), in order."""
+        a, b = pairs // L, pairs % L
+        out: list[np.ndarray | None] = [None] * len(pairs)
+        same = self.pod[a] == self.pod[b]
+        if same.any():                      # leaf -> switch above -> leaf
+            k = np.flatnonzero(same)
+            ids = np.stack([self.up_id[a[k]], self.down_id[b[k]]], axis=1)
+            self._fill(out, k, ids, self.up_ok[a[k]] & self.down_ok[b[k]])
+        cross = np.flatnonzero(~same)
+        if len(cross):
+            key = self.pod[a[cross]] * (self.pod.max() + 1) + self.pod[b[cross]]
+            for kk in np.unique(key).tolist():
+                k = cross[key == kk]
+                i, j, l1, l2 = self.mid(*divmod(kk, int(self.pod.max()) + 1))
+                n = len(k)
+                ids = np.stack([self.up_id[a[k]][:, i], np.broadcast_to(l1, (n, len(l1))),
+                                np.broadcast_to(l2, (n, len(l2))), self.down_id[b[k]][:, j]],
+                               axis=1)
+                self._fill(out, k, ids, self.up_ok[a[k]][:, i] & self.down_ok[b[k]][:, j])
+        return out
+
+    @staticmethod
+    def _fill(out: list, k: np.ndarray, ids: np.ndarray, live: np.ndarray) -> None:
+        """ids (pairs, hops, paths) with live (pairs, paths): each pair's live columns."""
+        if live.all():
+            for r, q in enumerate(k.tolist()):
+                out[q] = ids[r]
+            return
+        for r, q in enumerate(k.tolist()):
+            out[q] = ids[r][:, live[r]]
 
 
 def pair_blocks(fabric: Fabric) -> PairBlocks:
     """The fabric's PairBlocks (cached on it)."""
-    return _cached(fabric, ("pair-blocks",), lambda: PairBlocks(len(fabric.leaves)))
+    return _cached(fabric, ("pair-blocks",), lambda: PairBlocks(fabric))
 
 
 # -- loads --------------------------------------------------------------------------------------
@@ -297,6 +494,7 @@ def pairs_lower_bound(fabric: Fabric, src: list[int], dst: list[int]) -> int:
             bound = max(bound, math.ceil(n / max(1, _pod_core_links(fabric, pod, up=False))))
     forced: Counter = Counter()      # links on every path of a pair carry all its flows
     leaves = fabric.leaves
+    _forced_batch(fabric, list(pairs))
     for (a, b), n in pairs.items():
         for e in _forced_links(fabric, leaves[a], leaves[b]):
             forced[e] += n
@@ -326,9 +524,47 @@ def _leaf_pods(fabric: Fabric) -> list[int | None]:
 def _forced_links(fabric: Fabric, a: str, b: str) -> tuple[int, ...]:
     """The link ids on every live path from leaf a to leaf b."""
     def common() -> tuple[int, ...]:
+        cache = pair_blocks(fabric)
+        if cache.index.ok:
+            L, idx = len(fabric.leaves), leaf_number(fabric)
+            q = idx[a] * L + idx[b]
+            blk = cache.select(fabric, np.array([q], dtype=np.int64))
+            o, h, w = int(blk.off[0]), int(blk.hops[0]), int(blk.width[0])
+            if not w:
+                return ()
+            arr = blk.links[o:o + h * w].reshape(h, w)
+            return tuple(sorted(arr[(arr == arr[:, :1]).all(axis=1), 0].tolist()))
         links = fabric.switch_path_links(a, b)
         return tuple(sorted(set(links[0]).intersection(*links[1:]))) if links else ()
     return _cached(fabric, (a, b, "forced"), common)
+
+
+def _forced_batch(fabric: Fabric, pairs: list[tuple[int, int]]) -> None:
+    """_forced_links of the leaf pairs (a, b) (indices) not cached yet, by numpy at once."""
+    cache, leaves, L = pair_blocks(fabric), fabric.leaves, len(fabric.leaves)
+    todo = [(a, b) for a, b in pairs if (leaves[a], leaves[b], "forced") not in
+            fabric._path_cache]
+    if not cache.index.ok or not todo:
+        return
+    qs = np.array([a * L + b for a, b in todo], dtype=np.int64)
+    blk = cache.select(fabric, qs)
+    for h, w in set(zip(blk.hops.tolist(), blk.width.tolist())):
+        k = np.flatnonzero((blk.hops == h) & (blk.width == w))
+        if not w:
+            found = [()] * len(k)
+        else:
+            arr = blk.links[blk.off[k][:, None] + np.arange(h * w)].reshape(len(k), h, w)
+            same = (arr == arr[:, :, :1]).all(axis=2)
+            found = [tuple(sorted(arr[r, same[r], 0].tolist())) for r in range(len(k))]
+        for r, kk in enumerate(k.tolist()):
+            a, b = todo[kk]
+            fabric._path_cache[leaves[a], leaves[b], "forced"] = found[r]
+
+
+def leaf_number(fabric: Fabric) -> dict[str, int]:
+    """leaf name -> its index in `fabric.leaves` (cached on the fabric)."""
+    return _cached(fabric, ("leaf-number",),
+                   lambda: {name: i for i, name in enumerate(fabric.leaves)})
 
 
 def _pod_core_links(fabric: Fabric, pod: int, up: bool) -> int:

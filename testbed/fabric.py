@@ -225,7 +225,27 @@ class Fabric:
 
     # -- liveness and paths ----------------------------------------------------------------
     def is_live(self, u: str, v: str) -> bool:
-        return bool(self.graph.edges[u, v]["live"])
+        if (u, v) in self._dead:
+            return False
+        self._lid[u][v]          # (a KeyError for a link the fabric does not have)
+        return True
+
+    @cached_property
+    def _dead(self) -> frozenset[tuple[str, str]]:
+        """The failed directed links (a failed switch's included)."""
+        return frozenset((u, v) for u, v, live in self.graph.edges(data="live") if not live)
+
+    @cached_property
+    def _lid(self) -> dict[str, dict[str, int]]:
+        """u -> v -> index of link (u, v) in `links`."""
+        out: dict[str, dict[str, int]] = {n: {} for n in self.graph}
+        for i, (u, v) in enumerate(self.links):
+            out[u][v] = i
+        return out
+
+    @cached_property
+    def _ups(self) -> dict[str, list[str]]:
+        return {n: d.get("up", []) for n, d in self.graph.nodes(data=True)}
 
     @staticmethod
     def link_key(u: str, v: str) -> tuple[str, str]:
@@ -353,8 +373,8 @@ class Fabric:
         key = (src_leaf, dst_leaf, "links")
         cache = self._path_cache
         if key not in cache:
-            li = self.link_index
-            cache[key] = [tuple(li[e] for e in zip(p, p[1:]))
+            lid = self._lid
+            cache[key] = [tuple(lid[u][v] for u, v in zip(p, p[1:]))
                           for p in self.switch_paths(src_leaf, dst_leaf)]
         return cache[key]
 
@@ -376,19 +396,24 @@ class Fabric:
     def _switch_paths(self, a: str, b: str) -> list[tuple[str, ...]]:
         if a == b:
             return [(a,)]
-        live = self.is_live
+        dead, ups = self._dead, self._ups
         if self.tiers == 2:
-            return [(a, s, b) for s in self.spines if live(a, s) and live(s, b)]
+            return [(a, s, b) for s in self.spines if (a, s) not in dead and (s, b) not in dead]
         if self.pod_of(a) == self.pod_of(b):
-            return [(a, g, b) for g in self.uplinks(a) if live(a, g) and live(g, b)]
-        down = {self.graph.nodes[g]["plane"]: g for g in self.uplinks(b)}
+            return [(a, g, b) for g in ups[a] if (a, g) not in dead and (g, b) not in dead]
+        plane = self._plane
+        down = {plane[g]: g for g in ups[b]}
         out = []
-        for g in self.uplinks(a):              # plane by plane
-            g2 = down[self.graph.nodes[g]["plane"]]
-            if not (live(a, g) and live(g2, b)):
+        for g in ups[a]:                       # plane by plane
+            g2 = down[plane[g]]
+            if (a, g) in dead or (g2, b) in dead:
                 continue
-            out += [(a, g, c, g2, b) for c in self.uplinks(g) if live(g, c) and live(c, g2)]
+            out += [(a, g, c, g2, b) for c in ups[g] if (g, c) not in dead and (c, g2) not in dead]
         return out
+
+    @cached_property
+    def _plane(self) -> dict[str, int]:
+        return {n: d["plane"] for n, d in self.graph.nodes(data=True) if "plane" in d}
 
     def path(self, src_host: str, dst_host: str, spine: str | None) -> list[str]:
         """Leaf-spine node list of a path; spine None exactly when both hosts share a leaf."""

@@ -203,4 +203,4 @@ def test_pair_blocks_grow_across_solves():
         block = b.links[b.off[k]:b.off[k] + b.hops[k] * b.width[k]]
         assert block.reshape(b.hops[k], b.width[k]).T.tolist() == [
             list(x) for x in f.switch_path_links(a, c)]
-        assert cache.paths[q] == f.switch_paths(a, c)
+        assert [cache.path(q, p) for p in range(b.width[k])] == f.switch_paths(a, c)

@@ -141,8 +141,9 @@ _TIMING = {"install_s", "solve_time_s", "time_s", "time_s_max", "time_s_mean", "
 
 
 #: keys records gained after the digests were written (fidelity's reordering counters, each
-#: job's predicted iteration ends)
-_ADDED = {"tcp_out_of_order_packets", "tcp_reordering_seen", "predicted_iteration_end_s"}
+#: job's predicted iteration ends, the solve's solver)
+_ADDED = {"tcp_out_of_order_packets", "tcp_reordering_seen", "predicted_iteration_end_s",
+          "solver"}
 
 
 def _scrub(o):
