@@ -31,6 +31,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 
+import numpy as np
 import psutil
 import pulp
 
@@ -282,44 +283,49 @@ def solve_min_max_paths(t: PathTable, fabric: Fabric, seed: int = 0,
     groups = flow_groups(t)
     if ub <= lb:
         return MinMax(start, ub, "optimal", 0.0, solver_ran=False)
-    start_counts = assignment_counts(groups, start)
-    prob = pulp.LpProblem("min_max_link_flows_paths", pulp.LpMinimize)
-    a = pulp.LpVariable("a", lowBound=lb, upBound=ub, cat="Integer")
-    a.setInitialValue(ub)
-    prob += a
-    y: dict[tuple, pulp.LpVariable] = {}
-    on_link: dict[int, list] = defaultdict(list)
+    return _min_max_highs(t, groups, start, prefer, lb, ub, time_limit_s)
+
+
+def _min_max_highs(t: PathTable, groups: Groups, start: list[int], prefer: list[int], lb: int,
+                   ub: int, time_limit_s: float) -> MinMax:
+    """The aggregated min-max ILP on paths in HiGHS (routing/highs.py), from `start`."""
+    from .highs import FEASIBLE, OPTIMAL, Model
+    m = Model()
+    a = int(m.add_columns([lb], [ub], True)[0])
+    keys = [(key, p) for key in groups for p in t.pair_paths[key[-2], key[-1]]]
+    cols = m.add_columns(np.zeros(len(keys)), [len(groups[key]) for key, _ in keys], True)
+    y = dict(zip(keys, cols.tolist()))
+    on_link: dict[int, list[int]] = defaultdict(list)
+    rows = []
     for key, ids in groups.items():
-        sa, sb = key[-2], key[-1]
-        vs = []
-        for p in t.pair_paths[sa, sb]:
-            v = pulp.LpVariable(f"y_{sa}_{sb}_{p}", lowBound=0, upBound=len(ids), cat="Integer")
-            v.setInitialValue(start_counts[key].get(p, 0))
-            y[key, p] = v
-            vs.append(v)
+        vs = [y[key, p] for p in t.pair_paths[key[-2], key[-1]]]
+        rows.append((len(ids), len(ids), vs, [1.0] * len(vs)))
+        for p in t.pair_paths[key[-2], key[-1]]:
             for e in t.path_links[p]:
-                on_link[e].append(v)
-        prob += pulp.lpSum(vs) == len(ids), f"pair_{sa}_{sb}"
-    for e, vs in on_link.items():
-        prob += pulp.lpSum(vs) <= a, f"link_{e}"
-    try:
-        prob.solve(solver := cbc(time_limit_s, warm=True))
-        sol = prob.sol_status
-    except pulp.PulpSolverError as exc:
-        sol, status_text = None, solver_error(solver, exc)
-    if sol in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
-        counts = {key: {p: solved_values(y, (key, p)) for p in t.pair_paths[key[-2], key[-1]]}
-                  for key in groups}
-        assign = counts_to_assignment(t, groups, counts, prefer)
-        best = max_load(loads_of(t, assign))
-        if best > ub:
-            assign, best = start, ub
-        optimal = sol == pulp.LpSolutionOptimal or best <= lb
-        return MinMax(assign, best, "optimal" if optimal else "feasible",
-                      0.0 if optimal else (best - lb) / best, solver_ran=True)
-    if sol is not None:
-        status_text = f"time-limit-start ({pulp.LpStatus[prob.status].lower()})"
-    return MinMax(start, ub, status_text, (ub - lb) / ub, solver_ran=True)
+                on_link[e].append(y[key, p])
+    rows += [(-np.inf, 0.0, vs + [a], [1.0] * len(vs) + [-1.0]) for vs in on_link.values()]
+    m.add_rows(rows)
+    x0 = np.zeros(m.n_cols)
+    x0[a] = ub
+    for key, c in assignment_counts(groups, start).items():
+        for p, n in c.items():
+            x0[y[key, p]] = n
+    cost = np.zeros(m.n_cols)
+    cost[a] = 1.0
+    out = m.minimize(cost, x0, time_limit_s)
+    if out.status not in (OPTIMAL, FEASIBLE):
+        return MinMax(start, ub, "time-limit-start (no solution)", (ub - lb) / ub,
+                      solver_ran=True)
+    counts = {key: {p: int(round(out.x[y[key, p]])) for p in t.pair_paths[key[-2], key[-1]]}
+              for key in groups}
+    assign = counts_to_assignment(t, groups, counts, prefer)
+    best = max_load(loads_of(t, assign))
+    if best > ub:
+        assign, best = start, ub
+    optimal = out.status == OPTIMAL or best <= max(lb, out.bound)
+    return MinMax(assign, best, "optimal" if optimal else "feasible",
+                  0.0 if optimal else (best - max(lb, int(np.ceil(out.bound - 1e-6)))) / best,
+                  solver_ran=True)
 
 
 def route_ilp_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,
@@ -335,5 +341,5 @@ def route_ilp_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,
     r = solve_min_max_paths(t, fabric, seed, previous, time_limit_s)
     stats = SolveStats(time.perf_counter() - t0, r.status, r.gap, path_lower_bound(t, fabric),
                        solver_ran=r.solver_ran, solver_calls=int(r.solver_ran),
-                       solver="cbc" if r.solver_ran else None)
+                       solver="highs" if r.solver_ran else None)
     return RoutingPlan("ilp", path_of_assignment(t, r.assign), stats)

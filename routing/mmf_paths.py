@@ -1,8 +1,8 @@
 """mmf on three tiers: the two layers of routing/mmf.py over paths, proven by cuts, with HiGHS
 only for the rounds the cuts do not settle.
 
-    top level A      the min-max ILP on paths (routing/ilp.py; CBC only when greedy and the
-                     staged colouring miss the path lower bound)
+    top level A      the min-max ILP on paths (routing/ilp.py; HiGHS only when greedy and
+                     the staged colouring miss the path lower bound)
     descent          single-flow moves that lower the sorted link loads without raising any
                      job's level (routing/mmf_cuts.py), from the ILP's solution
     rounds           jobs at >= k for k = A..2, then links at >= k, each compared with its
@@ -23,7 +23,7 @@ solution of the first round (jobs at 4) in 60 s either, which is why the cuts co
 
 Status: "optimal" when the ILP and every round are proven; else "feasible (job layer
 optimal)" or "feasible", with the gap of the top level as in routing/mmf.py. `solver_calls`
-counts CBC's and HiGHS's solves; `solver` names those that ran.
+counts the HiGHS solves (the ILP's included); `solver` is "highs" when one ran.
 """
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ from testbed.fabric import Fabric
 from traffic.collectives import Connection
 
 from .base import RoutingPlan, SolveStats
+from .highs import Model
 from .ilp import flow_groups, solve_min_max_paths
 from .mmf_cuts import CutBounds, descend
 from .paths import Path, PathTable, loads_of, max_load, path_lower_bound, path_of_assignment, \
@@ -55,7 +56,7 @@ def route_mmf_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,
                                       solver_ran=False, solver_calls=0))
     top = solve_min_max_paths(t, fabric, seed, previous, time_limit_s / 2)
     calls, assign, A = int(top.solver_ran), top.assign, top.value
-    solvers = ["cbc"] if top.solver_ran else []
+    solvers = ["highs"] if top.solver_ran else []
     all_optimal = jobs_optimal = top.status == "optimal"
     if A >= 2:
         bounds = CutBounds(t, A, top.status == "optimal")
@@ -64,6 +65,7 @@ def route_mmf_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,
             # the low-churn start's descent is stuck above a bound: a fresh start's may not be
             fresh = solve_min_max_paths(t, fabric, seed, None, time_limit_s / 2)
             calls += int(fresh.solver_ran)
+            solvers += ["highs"] if fresh.solver_ran and not solvers else []
             if fresh.value == A:
                 other = descend(t, fresh.assign)[0]
                 if objective(t, other) < objective(t, assign):
@@ -72,7 +74,7 @@ def route_mmf_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,
         all_optimal, jobs_optimal = rounds.run(bounds, all_optimal)
         if rounds.calls:
             calls += rounds.calls
-            solvers.append("highs")
+            solvers = ["highs"]
         assign = rounds.assign
     status = ("optimal" if all_optimal else
               "feasible (job layer optimal)" if A >= 2 and jobs_optimal else "feasible")
@@ -183,56 +185,37 @@ class _HighsModel:
     def __init__(self, t: PathTable, A: int, jobs_apart: bool = True):
         """`jobs_apart` False: one job stands for all (valid once every job is at level A:
         no load above A can raise one), a model without per-job levels to tell apart."""
-        from highspy import HighsVarType      # (imported only when a round needs it)
-        from highspy._core import _Highs      # (the wrapper prints a banner on stdout)
-        self.t, self.A = t, A
-        self.jobs_apart = jobs_apart
+        self.t, self.A, self.jobs_apart = t, A, jobs_apart
         self.groups = (flow_groups(t, by_job=True) if jobs_apart else
                        {(0, *key): ids for key, ids in flow_groups(t).items()})
-        self.n_cols = 0
-        self.lo: list[float] = []
-        self.hi: list[float] = []
-        self.integer: list[int] = []
-        self.rows: list[tuple[float, float, list[int], list[float]]] = []
+        self.m = Model()
         self._columns()
         self._constraints()
-        h = self.h = _Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("threads", 1)
-        h.addVars(self.n_cols, np.array(self.lo), np.array(self.hi))
-        ints = np.array(self.integer, dtype=np.int32)
-        h.changeColsIntegrality(len(ints), ints,
-                                np.full(len(ints), HighsVarType.kInteger.value, dtype=np.uint8))
-        self._add_rows(self.rows)
-        self.rows = []
-
-    def _col(self, lo: float, hi: float, integer: bool) -> int:
-        self.lo.append(lo)
-        self.hi.append(hi)
-        if integer:
-            self.integer.append(self.n_cols)
-        self.n_cols += 1
-        return self.n_cols - 1
 
     def _columns(self) -> None:
-        t, ks = self.t, range(2, self.A + 1)
+        t, ks, m = self.t, range(2, self.A + 1), self.m
         self.y: dict[tuple, int] = {}
         self.on_link: dict[int, list[int]] = defaultdict(list)
         self.job_on: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
-        for key, ids in self.groups.items():
-            j, a, b = key
-            for p in t.pair_paths[a, b]:
-                c = self.y[key, p] = self._col(0, len(ids), True)
-                for e in t.path_links[p]:
-                    self.on_link[e].append(c)
-                    self.job_on[j, e].append((c, len(ids)))
+        keys = [(key, p) for key, ids in self.groups.items()
+                for p in t.pair_paths[key[1], key[2]]]
+        cols = m.add_columns(np.zeros(len(keys)),
+                             [len(self.groups[key]) for key, _ in keys], True).tolist()
+        for (key, p), c in zip(keys, cols):
+            self.y[key, p] = c
+            for e in t.path_links[p]:
+                self.on_link[e].append(c)
+                self.job_on[key[0], e].append((c, len(self.groups[key])))
         self.jobs = sorted({key[0] for key in self.groups})
-        self.g = {(e, k): self._col(0, 1, True) for e in self.on_link for k in ks}
-        self.l = {(j, k): self._col(0, 1, True) for j in self.jobs for k in ks}
-        self.u = {je: self._col(0, 1, False) for je in self.job_on}
+        gk = [(e, k) for e in self.on_link for k in ks]
+        self.g = dict(zip(gk, m.add_columns(np.zeros(len(gk)), np.ones(len(gk)), True).tolist()))
+        lk = [(j, k) for j in self.jobs for k in ks]
+        self.l = dict(zip(lk, m.add_columns(np.zeros(len(lk)), np.ones(len(lk)), True).tolist()))
+        self.u = dict(zip(self.job_on, m.add_columns(np.zeros(len(self.job_on)),
+                                                     np.ones(len(self.job_on)), False).tolist()))
 
     def _constraints(self) -> None:
-        t, ks, rows = self.t, list(range(2, self.A + 1)), self.rows
+        t, ks, rows = self.t, list(range(2, self.A + 1)), []
         for key, ids in self.groups.items():
             cols = [self.y[key, p] for p in t.pair_paths[key[1], key[2]]]
             rows.append((len(ids), len(ids), cols, [1.0] * len(cols)))
@@ -249,14 +232,7 @@ class _HighsModel:
             rows += [(-np.inf, 0, [c, u], [1.0, -float(n)]) for c, n in uses]
             rows += [(-np.inf, 1, [u, self.g[e, k], self.l[j, k]], [1.0, 1.0, -1.0])
                      for k in ks]
-
-    def _add_rows(self, rows: list) -> None:
-        starts = np.cumsum([0] + [len(r[2]) for r in rows[:-1]]).astype(np.int32)
-        index = np.array([c for r in rows for c in r[2]], dtype=np.int32)
-        value = np.array([v for r in rows for v in r[3]], dtype=float)
-        self.h.addRows(len(rows), np.array([r[0] for r in rows], dtype=float),
-                       np.array([r[1] for r in rows], dtype=float), len(index), starts,
-                       index, value)
+        self.m.add_rows(rows)
 
     def _terms(self, layer: str, k: int) -> list[int]:
         return ([self.l[j, k] for j in self.jobs] if layer == "jobs"
@@ -267,16 +243,15 @@ class _HighsModel:
         if layer == "jobs" and not self.jobs_apart:
             return
         cols = self._terms(layer, k)
-        self._add_rows([(-np.inf, value, cols, [1.0] * len(cols))])
+        self.m.add_rows([(-np.inf, value, cols, [1.0] * len(cols))])
 
     def start(self, assign: list[int]) -> np.ndarray:
         """Every column's value in the solution `assign`."""
-        x = np.zeros(self.n_cols)
-        t = self.t
+        x = np.zeros(self.m.n_cols)
         for key, ids in self.groups.items():
             for i in ids:
                 x[self.y[key, assign[i]]] += 1
-        load, level = counts(t, assign)
+        load, level = counts(self.t, assign)
         for (e, k), c in self.g.items():
             x[c] = load[e] >= k
         for (j, k), c in self.l.items():
@@ -289,37 +264,16 @@ class _HighsModel:
               budget_s: float) -> tuple[list[int] | None, int]:
         """Minimize count k of `layer` from `assign` within budget_s seconds: (the solution
         found, or None; the proven lower bound on the count)."""
-        from highspy import HighsModelStatus, HighsSolution
-        h = self.h
-        terms = self._terms(layer, k)
-        cost = np.zeros(self.n_cols)
-        cost[terms] = 1.0
-        h.changeColsCost(self.n_cols, np.arange(self.n_cols, dtype=np.int32), cost)
-        end = time.perf_counter() + budget_s
-        for presolve in ("on", "off"):
-            sol = HighsSolution()
-            sol.col_value = self.start(assign).tolist()
-            h.setSolution(sol)
-            h.setOptionValue("presolve", presolve)
-            h.setOptionValue("time_limit", max(0.1, end - time.perf_counter()))
-            h.run()
-            info = h.getInfo()
-            x = np.asarray(h.getSolution().col_value)
-            # HiGHS 1.16 after presolve may hand back the start in place of a better solution
-            # it reports: then again without presolve
-            if info.primal_solution_status != 2 or \
-                    abs(x[terms].sum() - info.objective_function_value) < 0.5:
-                break
-        dual = int(np.ceil(info.mip_dual_bound - 1e-6)) if np.isfinite(info.mip_dual_bound) \
-            else 0
-        if h.getModelStatus() == HighsModelStatus.kOptimal:
-            dual = max(dual, int(round(info.objective_function_value)))
-        if info.primal_solution_status != 2:                 # no feasible solution
+        cost = np.zeros(self.m.n_cols)
+        cost[self._terms(layer, k)] = 1.0
+        out = self.m.minimize(cost, self.start(assign), budget_s)
+        dual = int(np.ceil(out.bound - 1e-6)) if np.isfinite(out.bound) else 0
+        if out.x is None:
             return None, dual
-        out = [-1] * len(self.t.flows)
+        found = [-1] * len(self.t.flows)
         for key, ids in self.groups.items():
             pool = [p for p in self.t.pair_paths[key[1], key[2]]
-                    for _ in range(int(round(x[self.y[key, p]])))]
+                    for _ in range(int(round(out.x[self.y[key, p]])))]
             for i, p in zip(ids, pool):
-                out[i] = p
-        return (out if -1 not in out else None), dual
+                found[i] = p
+        return (found if -1 not in found else None), dual
