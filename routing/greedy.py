@@ -60,6 +60,7 @@ from .base import (FlowTable, RoutingPlan, SolveStats, assignment_from_spine_of,
                    assignment_loads, flow_table, spine_of_from_assignment, table_lower_bound)
 from .paths import (LinkBlocks, Path, PathTable, assignment_of_paths, leaf_pairs, loads_of,
                     max_load, no_path, padded_link_array, pair_blocks, pairs_lower_bound,
+                    path_link_matrix,
                     path_lower_bound, path_of_assignment, path_table)
 
 
@@ -447,9 +448,96 @@ def warm_kernels() -> tuple[float, str]:
 
 
 def improve_max_paths(t: PathTable, assign: list[int], load: list[int],
-                      max_moves: int = 10_000) -> int:
+                      max_moves: int = 10_000, kernel: Callable[..., int] | None = None) -> int:
     """Move flows off the busiest links while a move relieves a link at the max and keeps every
-    link it adds below it."""
+    link it adds below it; updates `assign` and `load` in place and returns the moves made.
+    One compiled loop (improve_kernel); `kernel` (tests): the loop to run instead."""
+    if not assign:
+        return 0
+    a = np.array(assign, dtype=np.int64)
+    loads = np.array(load, dtype=np.int64)
+    lo = np.array([c.start for c in t.cand], dtype=np.int64)
+    hi = np.array([c.stop for c in t.cand], dtype=np.int64)
+    moves = (kernel or compiled("improve", improve_kernel))(
+        path_link_matrix(t), lo, hi, a, loads, max_moves)
+    assign[:] = a.tolist()
+    load[:] = loads.tolist()
+    return int(moves)
+
+
+def improve_kernel(pl: np.ndarray, lo: np.ndarray, hi: np.ndarray, assign: np.ndarray,
+                   load: np.ndarray, max_moves: int) -> int:
+    """improve_max_paths's loop, plain Python that numba compiles (ints only). Each round
+    takes m, the max load, and the flows on a link at m (in flow order); each of them moves
+    to its first candidate path q that takes it off a link at m that q does not share and
+    adds no link reaching m. Rounds repeat while one moves a flow."""
+    n, H = assign.shape[0], pl.shape[1]
+    moves = 0
+    hot = np.empty(n, np.int64)
+    while moves < max_moves:
+        m = 0
+        for e in range(load.shape[0]):
+            m = max(m, load[e])
+        if m <= 1:
+            return moves
+        n_hot = 0
+        for i in range(n):
+            for x in range(H):
+                e = pl[assign[i], x]
+                if e >= 0 and load[e] == m:
+                    hot[n_hot] = i
+                    n_hot += 1
+                    break
+        moved = False
+        for k in range(n_hot):
+            i = hot[k]
+            p = assign[i]
+            at_max = False
+            for x in range(H):
+                e = pl[p, x]
+                at_max = at_max or (e >= 0 and load[e] == m)
+            if not at_max:
+                continue
+            for q in range(lo[i], hi[i]):
+                if q == p:
+                    continue
+                relieves = False
+                for x in range(H):
+                    e = pl[p, x]
+                    if e >= 0 and load[e] == m:
+                        shared = False
+                        for y in range(H):
+                            shared = shared or pl[q, y] == e
+                        relieves = relieves or not shared
+                fits = True
+                for x in range(H):
+                    e = pl[q, x]
+                    if e >= 0 and load[e] + 1 >= m:
+                        shared = False
+                        for y in range(H):
+                            shared = shared or pl[p, y] == e
+                        fits = fits and shared
+                if relieves and fits:
+                    for x in range(H):
+                        if pl[p, x] >= 0:
+                            load[pl[p, x]] -= 1
+                    for x in range(H):
+                        if pl[q, x] >= 0:
+                            load[pl[q, x]] += 1
+                    assign[i] = q
+                    moves += 1
+                    moved = True
+                    break
+            if moves >= max_moves:
+                return moves
+        if not moved:
+            return moves
+    return moves
+
+
+def improve_max_paths_reference(t: PathTable, assign: list[int], load: list[int],
+                                max_moves: int = 10_000) -> int:
+    """The per-link Python loop improve_kernel replaced (tests compare the two)."""
     pl = t.path_links
     moves = 0
     while moves < max_moves:
@@ -465,8 +553,6 @@ def improve_max_paths(t: PathTable, assign: list[int], load: list[int],
                 continue
             for q in t.cand[i]:
                 new = pl[q]
-                # the move must take the flow off a link at the max (not one both paths share)
-                # and put nothing at the max: the links at m strictly decrease, so it ends
                 if (q != p and any(load[e] == m for e in old if e not in new)
                         and all(load[e] + 1 < m for e in new if e not in old)):
                     for e in old:

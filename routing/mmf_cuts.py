@@ -31,7 +31,7 @@ from collections import defaultdict
 import numpy as np
 
 from .mmf_bounds import Bounds
-from .paths import PathTable
+from .paths import PathTable, path_link_matrix
 
 Side = tuple[dict[int, int], int]       # flows per job index, links
 
@@ -106,15 +106,6 @@ class CutBounds(Bounds):
 
 
 # -- the descent ---------------------------------------------------------------------------------
-def path_link_array(t: PathTable) -> np.ndarray:
-    """(paths, hops) link ids, -1 past a shorter path's last hop."""
-    H = max((len(x) for x in t.path_links), default=1)
-    out = np.full((len(t.path_links), H), -1, dtype=np.int64)
-    for p, links in enumerate(t.path_links):
-        out[p, :len(links)] = links
-    return out
-
-
 def descend(t: PathTable, assign: list[int], max_moves: int = 1_000_000) -> tuple[list[int], int]:
     """The descent of the module docstring from `assign` (every flow placed): the new
     assignment and how many moves it made. Deterministic (flows in order, first best path)."""
@@ -124,6 +115,6 @@ def descend(t: PathTable, assign: list[int], max_moves: int = 1_000_000) -> tupl
     hi = np.array([c.stop for c in t.cand], dtype=np.int64)
     out = np.array(assign, dtype=np.int64)
     from .mmf_descent import descend_kernel      # numba: imported when mmf first needs it
-    moves = descend_kernel(path_link_array(t), lo, hi, np.array(t.job, dtype=np.int64),
+    moves = descend_kernel(path_link_matrix(t), lo, hi, np.array(t.job, dtype=np.int64),
                            len(t.job_names), t.n_links, out, max_moves)
     return out.tolist(), int(moves)

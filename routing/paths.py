@@ -190,6 +190,23 @@ class _PathLinks:
         return (self[p] for p in range(len(self.start)))
 
 
+def path_link_matrix(t: PathTable) -> np.ndarray:
+    """(paths, hops) int64 link ids of a PathTable's paths, -1 past a shorter path's end."""
+    pl = t.path_links
+    if isinstance(pl, _PathLinks) and len(pl):
+        start, hops, step = (np.array(x, dtype=np.int64) for x in (pl.start, pl.hops, pl.step))
+        H = int(hops.max())
+        x = np.arange(H, dtype=np.int64)
+        idx = start[:, None] + x[None, :] * step[:, None]
+        ok = x[None, :] < hops[:, None]
+        return np.where(ok, pl.links[np.where(ok, idx, 0)], -1)
+    H = max((len(x) for x in pl), default=1)
+    out = np.full((len(pl), H), -1, dtype=np.int64)
+    for p, links in enumerate(pl):
+        out[p, :len(links)] = links
+    return out
+
+
 def _leaf_links(fabric: Fabric, src: list[int], dst: list[int]
                 ) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
     """Per source leaf its live uplink ids, per destination leaf its live downlink ids."""
@@ -447,9 +464,16 @@ def assignment_of_paths(t: PathTable, path_of: dict[int, Path | None] | None) ->
     if not path_of:
         return [-1] * len(t.flows)
     out = []
+    ids: dict[int, dict[Path, int]] = {}          # per candidate range: path -> id
     for c, cand in zip(t.flows, t.cand):
         want = path_of.get(c.conn_id)
-        out.append(next((p for p in cand if t.paths[p] == want), -1) if want else -1)
+        if not want or not isinstance(want, tuple):
+            out.append(-1)                            # (a list never equals a path tuple)
+            continue
+        by_path = ids.get(cand.start)
+        if by_path is None:
+            by_path = ids[cand.start] = {t.paths[p]: p for p in cand}
+        out.append(by_path.get(want, -1))
     return out
 
 

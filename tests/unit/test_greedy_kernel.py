@@ -11,7 +11,8 @@ import pytest
 
 from routing import route
 from routing.base import flow_table
-from routing.greedy import (greedy_fill_paths, order_kernel, path_rank, place_flows,
+from routing.greedy import (greedy_fill_paths, improve_kernel, improve_max_paths,
+                            improve_max_paths_reference, order_kernel, path_rank, place_flows,
                             place_in_order, visit_order, visit_pairs, warm_kernels)
 from routing.paths import (LinkBlocks, loads_of, pair_blocks, path_lower_bound,
                            path_of_assignment, path_table)
@@ -204,3 +205,21 @@ def test_pair_blocks_grow_across_solves():
         assert block.reshape(b.hops[k], b.width[k]).T.tolist() == [
             list(x) for x in f.switch_path_links(a, c)]
         assert [cache.path(q, p) for p in range(b.width[k])] == f.switch_paths(a, c)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_improve_kernel_moves_as_the_python_loop(seed):
+    """improve_max_paths (compiled, and its loop run as plain Python) makes the moves the
+    per-link reference makes, from a random start that leaves links above the max."""
+    f, conns = random_case(seed)
+    t = path_table(f, conns)
+    rng = random.Random(seed)
+    start = [rng.choice(list(c)) for c in t.cand]
+    runs = []
+    for fn, kw in ((improve_max_paths, {}), (improve_max_paths, {"kernel": improve_kernel}),
+                   (improve_max_paths_reference, {})):
+        assign, load = list(start), loads_of(t, start)
+        moves = fn(t, assign, load, **kw)
+        assert load == loads_of(t, assign)
+        runs.append((moves, assign))
+    assert runs[0] == runs[1] == runs[2]
