@@ -153,17 +153,16 @@ class _Paths:
     """A PathTable's paths as switch names, each made when first asked for."""
 
     def __init__(self, cache: "PairBlocks", keys: tuple[np.ndarray, np.ndarray]):
-        self.cache, self.pair, self.col = cache, keys[0], keys[1]
-        self.made: dict[int, Path] = {}
+        self.cache, self.pair, self.col = cache, keys[0].tolist(), keys[1].tolist()
+        self.every: list[Path] | None = None
 
     def __len__(self) -> int:
         return len(self.pair)
 
     def __getitem__(self, p: int) -> Path:
-        path = self.made.get(p)
-        if path is None:
-            path = self.made[p] = self.cache.path(int(self.pair[p]), int(self.col[p]))
-        return path
+        if self.every is None:          # every pair's names (kept by the fabric's cache)
+            self.every = [x for q in dict.fromkeys(self.pair) for x in self.cache.names(q)]
+        return self.every[p]
 
 
 class _PathLinks:
@@ -312,6 +311,8 @@ class PairBlocks:
         self.blocks = LinkBlocks(np.zeros(1024, dtype=np.int64), np.full(n, -1, dtype=np.int64),
                                  np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
         self.used = 0                            # of blocks.links
+        self._names: dict[int, list[Path]] = {}
+        self._columns: dict[int, dict[Path, int]] = {}
         self.index = _UpDown(fabric)
         if self.index.ok and L > 1:
             hops, width = 2 * len(fabric.choice_points), 1
@@ -330,11 +331,31 @@ class PairBlocks:
 
     def path(self, q: int, p: int) -> Path:
         """Path p (a column of its block) of pair q, as switch names."""
-        b = self.blocks
+        named = self._names.get(q)
+        if named is not None:
+            return named[p]
+        b, links = self.blocks, self.links
         o, w = int(b.off[q]), int(b.width[q])
         ids = b.links[o + p:o + int(b.hops[q]) * w:w].tolist()
-        links = self.links
         return (links[ids[0]][0], *(links[e][1] for e in ids if e >= 0))
+
+    def names(self, q: int) -> list[Path]:
+        """Every path of pair q as switch names (made once per pair, then kept)."""
+        out = self._names.get(q)
+        if out is None:
+            b, links = self.blocks, self.links
+            o, h, w = int(b.off[q]), int(b.hops[q]), int(b.width[q])
+            cols = b.links[o:o + h * w].reshape(h, w).T.tolist()
+            out = self._names[q] = [(links[ids[0]][0], *(links[e][1] for e in ids if e >= 0))
+                                    for ids in cols]
+        return out
+
+    def column_of(self, q: int) -> dict[Path, int]:
+        """Pair q's paths -> their columns (made once per pair, then kept)."""
+        out = self._columns.get(q)
+        if out is None:
+            out = self._columns[q] = {x: c for c, x in enumerate(self.names(q))}
+        return out
 
     def _add(self, fabric: Fabric, new: np.ndarray) -> None:
         if self.index.ok:
@@ -472,9 +493,17 @@ def assignment_of_paths(t: PathTable, path_of: dict[int, Path | None] | None) ->
             continue
         by_path = ids.get(cand.start)
         if by_path is None:
-            by_path = ids[cand.start] = {t.paths[p]: p for p in cand}
+            by_path = ids[cand.start] = _path_ids(t, cand)
         out.append(by_path.get(want, -1))
     return out
+
+
+def _path_ids(t: PathTable, cand: range) -> dict[Path, int]:
+    """A pair's candidate paths -> their path ids in `t`."""
+    if isinstance(t.paths, _Paths) and len(cand):
+        q = t.paths.pair[cand.start]
+        return {x: cand.start + c for x, c in t.paths.cache.column_of(q).items()}
+    return {t.paths[p]: p for p in cand}
 
 
 def link_loads(fabric: Fabric, conns: list[Connection],

@@ -3,9 +3,11 @@
     python experiments/benchmarks/predictor_bench.py [--config PATH] [--repeats N]
         [--routing ecmp greedy ...] [--iterations 1 11]
 
-For each routing: the wall and CPU time of `predict` for 1 and for 11 iterations of every job
-(median of --repeats runs, after one untimed run that compiles or loads the numba kernels;
-its time is printed first), the event batches (rate recomputations) and completions per second, the
+It prints the conditions first (load average, versions, which kernels are compiled and
+whether numba's cache held them) and the load average again at the end. For each routing:
+the wall and CPU time of `predict` for 1 and for 11 iterations of every job (median of
+--repeats runs, after one untimed run that compiles or loads the numba kernels; its time is
+printed first), the event batches (rate recomputations) and completions per second, the
 peak Python heap of one run (tracemalloc, run separately), and the network-wide efficiency
 against `ideal`. Targets: one iteration of the 5-job scenario in at most 1 s on 2 cores, on the
 paper's leaf-spine (default) and on the 2,048-NIC clos3 (--config
@@ -27,6 +29,8 @@ from routing import route  # noqa: E402
 from traffic.collectives import plan_jobs  # noqa: E402
 from traffic.metrics import network_efficiency  # noqa: E402
 from traffic.predictor import Prediction, ideal, predict  # noqa: E402
+
+from experiments.benchmarks.conditions import header, load_average  # noqa: E402
 
 DEFAULT_CONFIG = ROOT / "experiments" / "configs" / "paper-5jobs-d4.yaml"
 
@@ -67,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     if not all(1 <= n <= 100 for n in args.iterations):
         ap.error("--iterations: each must be 1-100")
 
+    print(header())
     cfg, fabric, specs = load(args.config)
     n_conns = sum(len(p.connections) for p in plan_jobs(specs))
     n_transfers = sum(len(p.transfers) for p in plan_jobs(specs))
@@ -88,16 +93,17 @@ def main(argv: list[str] | None = None) -> int:
         for iterations in args.iterations:
             plans = plan_jobs([replace(s, iterations=iterations) for s in specs])
             wall, cpu, pr = timed(lambda: predict(fabric, plans, rp.path_of), args.repeats)
-            iwall, _, ip = timed(lambda: ideal(fabric, plans), args.repeats)
+            iwall, icpu, ip = timed(lambda: ideal(fabric, plans), args.repeats)
             heap = peak_heap_mb(lambda: predict(fabric, plans, rp.path_of))
             print(f"  {iterations:2d} iteration(s): predict {wall:.3f} s (CPU {cpu:.3f} s), "
                   f"{pr.event_batches} event batches ({pr.event_batches / wall:,.0f}/s), "
                   f"{pr.completions} completions ({pr.completions / wall:,.0f}/s), "
-                  f"peak heap {heap:.1f} MB; ideal {iwall:.3f} s; "
+                  f"peak heap {heap:.1f} MB; ideal {iwall:.3f} s (CPU {icpu:.3f} s); "
                   f"efficiency {network_efficiency(pr, ip):.3f}")
         worst = {n: max(j.cct_s) for n, j in pr.jobs.items()}
         print("  CCT per job (max over iterations, s): "
               + ", ".join(f"{n} {c:.3f}" for n, c in worst.items()))
+    print(f"\nend: {load_average()}")
     return 0
 
 

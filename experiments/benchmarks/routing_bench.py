@@ -23,11 +23,13 @@ spines, 2-8 hosts per leaf, 2-7 jobs of all-to-all / ring / pipeline / all-gathe
 failed spines and links), solved by ilp and mmf; it prints the median and max solve time,
 the statuses and the worst case.
 
-It first prints how long greedy's compiled loops (visiting order, placement on paths) took to
-get ready (numba import, then compile or load from numba's cache): a one-time cost per
-process, kept out of the solve times. The three-tier section's tables give the
-strategies' own solve times (wall clock) and the CPU time of the whole `route` call (solve and
-lower bound; process_time, which the load of a shared machine moves less than wall time).
+It first prints the conditions (load average, versions) and how long the compiled loops took
+to get ready (numba import, then compile or load from numba's cache: a one-time cost per
+process, kept out of the solve times), and the load average again at the end. The three-tier
+section times whole `route` calls (solve and lower bound): per case one first call, then
+--calls-per-case more; its tables give the medians of wall and CPU time per call
+(process_time, which the load of a shared machine moves less than wall time), the max, and
+the first calls' median apart, after each fabric's path index is built (its time printed).
 
 Jobs come from traffic/models.py (`model_job`, random whole leaves) when it is importable; else
 they are generated here with the same layout (GPU i of every copy forms ring i). The predicted
@@ -47,10 +49,12 @@ from collections import Counter
 from routing import STRATEGIES, RoutingError, route  # noqa: E402
 from routing.base import lower_bound_link_flows, max_link_flows  # noqa: E402
 from routing.epochs import churn as spine_churn, recompute  # noqa: E402
-from routing.greedy import warm_kernels  # noqa: E402
+from routing.paths import pair_blocks  # noqa: E402
 from testbed.fabric import Fabric, FabricError, FabricSpec, build_fabric  # noqa: E402
 from testbed.topologies import fat_tree_spec  # noqa: E402
 from traffic.collectives import Connection, JobSpec, Collective, plan_jobs  # noqa: E402
+
+from experiments.benchmarks.conditions import Calls, header, load_average  # noqa: E402
 
 try:  # model presets (another module of the project); fall back to the generator below
     from traffic.models import model_job  # noqa: E402
@@ -295,25 +299,33 @@ def three_tier_jobs(fabric: Fabric, rng: random.Random, placement: str) -> list[
     return specs
 
 
-def three_tier(names: list[str], seeds: int, opts: dict) -> None:
-    """Per fabric and placement: median and max solve time, median CPU time of the route call,
-    max link flows over the path lower bound (sum over cases), cases at the bound."""
+def three_tier(names: list[str], seeds: int, opts: dict, repeats: int = 3) -> None:
+    """Per fabric and placement: wall and CPU time per route call, medians over every case's
+    `repeats` calls (the first call of a case counted apart: its leaf pairs' paths may be
+    new to the fabric's cache on fabrics too large to fill it at once), max link flows over
+    the path lower bound (sum over cases), cases at the bound. The fabric's path index
+    (routing/paths.py pair_blocks) is built before the first timed call, and its time printed."""
     for title, spec in three_tier_fabrics():
         fabric = build_fabric(spec)
+        t0 = time.perf_counter()
+        index = pair_blocks(fabric)
+        print(f"\n{title}: path index of {index.used:,} link ids built in "
+              f"{time.perf_counter() - t0:.2f} s ({load_average()})")
         for placement in ("whole-leaves", "fragmented"):
-            rows = {n: {"t": [], "cpu": [], "max": [], "lb": [], "at": 0} for n in names}
+            rows = {n: {"first": Calls(), "calls": Calls(), "max": [], "lb": [], "at": 0}
+                    for n in names}
             for seed in range(seeds):
                 rng = random.Random(f"{title}-{placement}-{seed}")
                 conns = connections(three_tier_jobs(fabric, rng, placement))
                 for name in names:
-                    cpu0 = time.process_time()
-                    plan = route(name, fabric, conns, seed=seed, **opts.get(name, {}))
-                    cpu = time.process_time() - cpu0
+                    r = rows[name]
+                    call = (lambda: route(name, fabric, conns, seed=seed,  # noqa: E731
+                                          **opts.get(name, {})))
+                    plan = r["first"].time(call)
+                    for _ in range(repeats):
+                        r["calls"].time(call)
                     m = max_link_flows(fabric, conns, plan.path_of)
                     lb = plan.stats.lower_bound_link_flows
-                    r = rows[name]
-                    r["t"].append(plan.stats.time_s)
-                    r["cpu"].append(cpu)
                     r["max"].append(m)
                     r["lb"].append(lb)
                     r["at"] += m == lb
@@ -321,13 +333,15 @@ def three_tier(names: list[str], seeds: int, opts: dict) -> None:
                           f"{1000 * plan.stats.time_s:.1f} ms, max {m} (bound {lb}), "
                           f"{plan.stats.status}", file=sys.stderr, flush=True)
             print(f"\n{title} ({len(fabric.hosts)} hosts, {len(fabric.switches)} switches), "
-                  f"{placement}, {seeds} cases")
-            print("| strategy | median solve (ms) | max solve (ms) | median CPU per call (ms) "
+                  f"{placement}, {seeds} cases x {repeats} calls ({load_average()})")
+            print("| strategy | median wall per call (ms) | median CPU per call (ms) "
+                  "| max wall (ms) | first call of a case: median wall (ms) "
                   "| max link flows / bound | cases at bound |")
-            print("| --- | ---: | ---: | ---: | ---: | ---: |")
+            print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
             for name, r in rows.items():
-                print(f"| {name} | {fmt_ms(statistics.median(r['t']))} | {fmt_ms(max(r['t']))} "
-                      f"| {fmt_ms(statistics.median(r['cpu']))} "
+                c = r["calls"]
+                print(f"| {name} | {fmt_ms(c.median_wall())} | {fmt_ms(c.median_cpu())} "
+                      f"| {fmt_ms(max(c.wall))} | {fmt_ms(r['first'].median_wall())} "
                       f"| {sum(r['max']) / max(1, sum(r['lb'])):.2f} | {r['at']}/{seeds} |")
 
 
@@ -346,7 +360,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--three-tier-strategies", default="ecmp,gff,greedy,edge-coloring,ilp,"
                     "annealing")
     ap.add_argument("--only-three-tier", action="store_true")
+    ap.add_argument("--calls-per-case", type=int, default=3,
+                    help="three tiers: timed route calls per case after its first (1-100)")
     args = ap.parse_args(argv)
+    if not 1 <= args.calls_per_case <= 100:
+        ap.error("--calls-per-case: 1-100")
     names = args.strategies.split(",")
     for n in names:
         if n not in STRATEGIES:
@@ -361,13 +379,13 @@ def main(argv: list[str] | None = None) -> int:
             "stats": [], "case": []}
         for n in names}
     cases = 0
-    # greedy's visiting order (every strategy warm-started by greedy) and its placement on
-    # paths are numba loops: the first use imports numba, then compiles or loads them
-    took, how = warm_kernels()
-    print(f"greedy's compiled loops ready in {took:.2f} s ({how}; first use in this process, "
-          "outside every solve time below)")
+    # the compiled loops (greedy's order and placement, the predictor's water-filling) are
+    # made ready first: numba's import and compile or cache load, outside every time below
+    print(header())
     if args.only_three_tier:
-        three_tier(args.three_tier_strategies.split(","), args.three_tier, opts)
+        three_tier(args.three_tier_strategies.split(","), args.three_tier, opts,
+                   args.calls_per_case)
+        print(f"\nend: {load_average()}")
         return 0
     for n_jobs in ([] if args.no_paper else range(1, 6)):
         for ring in rings:
@@ -453,7 +471,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.mixed > 0:
         mixed(args.mixed, [n for n in ("ilp", "mmf") if n in names], opts)
     if args.three_tier > 0:
-        three_tier(args.three_tier_strategies.split(","), args.three_tier, opts)
+        three_tier(args.three_tier_strategies.split(","), args.three_tier, opts,
+                   args.calls_per_case)
+    print(f"\nend: {load_average()}")
     return 0
 
 

@@ -6,6 +6,9 @@ are computed from the routes here (tests/unit/mmf_cases.py), not by the code und
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -81,3 +84,29 @@ def _levels(fabric, t, assign):
     for j, p in zip(t.job, assign):
         level[j] = max(level.get(j, 0), max(load[e] for e in t.path_links[p]))
     return list(level), list(level.values())
+
+
+def test_the_compiled_descent_moves_as_its_plain_python_run():
+    """The descent's loops compiled and run as plain Python (NUMBA_DISABLE_JIT, a fresh
+    interpreter) make the same moves."""
+    script = ("import json, sys\n"
+              "from tests.unit.mmf_cases import case\n"
+              "from routing.mmf_cuts import descend\n"
+              "from routing.paths import path_table\n"
+              "out = []\n"
+              "for n in (1, 11, 24):\n"
+              "    fabric, conns, _ = case(n)\n"
+              "    t = path_table(fabric, conns)\n"
+              "    out.append(descend(t, [c[len(c) // 2] for c in t.cand]))\n"
+              "print(json.dumps(out))\n")
+    root = Path(__file__).parents[2]
+    plain = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True,
+                           text=True, check=True,
+                           env={**os.environ, "NUMBA_DISABLE_JIT": "1"}).stdout
+    compiled = []
+    for n in (1, 11, 24):
+        fabric, conns, _ = case(n)
+        t = path_table(fabric, conns)
+        compiled.append(list(descend(t, [c[len(c) // 2] for c in t.cand])))
+    assert json.loads(plain) == compiled
+    assert any(moves for _, moves in compiled)
