@@ -10,6 +10,8 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from testbed.fabric import Fabric
 from traffic.collectives import Connection
 
@@ -89,8 +91,19 @@ def link_flow_counts(fabric: Fabric, conns: list[Connection],
 
 def max_link_flows(fabric: Fabric, conns: list[Connection],
                    routes: dict[int, tuple[str, ...] | str | None]) -> int:
-    load = link_flow_counts(fabric, conns, routes)
-    return max(load.values(), default=0)
+    """The most flows on any switch link (by link ids when every route is a live path)."""
+    ids: list[int] = []
+    for c in conns:
+        r = routes.get(c.conn_id)
+        if r is None:
+            continue
+        if isinstance(r, str):
+            r = (fabric.leaf_of(c.src), r, fabric.leaf_of(c.dst))
+        got = fabric.route_links(tuple(r))
+        if got is None:                  # (a route that is not a live path: count by name)
+            return max(link_flow_counts(fabric, conns, routes).values(), default=0)
+        ids += got
+    return int(np.bincount(ids).max()) if ids else 0
 
 
 def lower_bound_link_flows(fabric: Fabric, conns: list[Connection]) -> int:

@@ -60,7 +60,7 @@ from .base import (FlowTable, RoutingPlan, SolveStats, assignment_from_spine_of,
                    assignment_loads, flow_table, spine_of_from_assignment, table_lower_bound)
 from .paths import (LinkBlocks, Path, PathTable, assignment_of_paths, leaf_pairs, loads_of,
                     max_load, no_path, padded_link_array, pair_blocks, pairs_lower_bound,
-                    path_link_matrix,
+                    path_link_arrays,
                     path_lower_bound, path_of_assignment, path_table)
 
 
@@ -458,20 +458,23 @@ def improve_max_paths(t: PathTable, assign: list[int], load: list[int],
     loads = np.array(load, dtype=np.int64)
     lo = np.array([c.start for c in t.cand], dtype=np.int64)
     hi = np.array([c.stop for c in t.cand], dtype=np.int64)
+    buf, start, hops, step = path_link_arrays(t)
     moves = (kernel or compiled("improve", improve_kernel))(
-        path_link_matrix(t), lo, hi, a, loads, max_moves)
+        buf, start, hops, step, lo, hi, a, loads, max_moves)
     assign[:] = a.tolist()
     load[:] = loads.tolist()
     return int(moves)
 
 
-def improve_kernel(pl: np.ndarray, lo: np.ndarray, hi: np.ndarray, assign: np.ndarray,
-                   load: np.ndarray, max_moves: int) -> int:
-    """improve_max_paths's loop, plain Python that numba compiles (ints only). Each round
-    takes m, the max load, and the flows on a link at m (in flow order); each of them moves
-    to its first candidate path q that takes it off a link at m that q does not share and
-    adds no link reaching m. Rounds repeat while one moves a flow."""
-    n, H = assign.shape[0], pl.shape[1]
+def improve_kernel(buf: np.ndarray, start: np.ndarray, hops: np.ndarray, step: np.ndarray,
+                   lo: np.ndarray, hi: np.ndarray, assign: np.ndarray, load: np.ndarray,
+                   max_moves: int) -> int:
+    """improve_max_paths's loop, plain Python that numba compiles (ints only). Path p's link
+    x is buf[start[p] + x * step[p]] for x < hops[p]. Each round takes m, the max load, and
+    the flows on a link at m (in flow order); each of them moves to its first candidate path
+    q that takes it off a link at m that q does not share and adds no link reaching m. Rounds
+    repeat while one moves a flow."""
+    n = assign.shape[0]
     moves = 0
     hot = np.empty(n, np.int64)
     while moves < max_moves:
@@ -482,9 +485,9 @@ def improve_kernel(pl: np.ndarray, lo: np.ndarray, hi: np.ndarray, assign: np.nd
             return moves
         n_hot = 0
         for i in range(n):
-            for x in range(H):
-                e = pl[assign[i], x]
-                if e >= 0 and load[e] == m:
+            p = assign[i]
+            for x in range(hops[p]):
+                if load[buf[start[p] + x * step[p]]] == m:
                     hot[n_hot] = i
                     n_hot += 1
                     break
@@ -493,37 +496,34 @@ def improve_kernel(pl: np.ndarray, lo: np.ndarray, hi: np.ndarray, assign: np.nd
             i = hot[k]
             p = assign[i]
             at_max = False
-            for x in range(H):
-                e = pl[p, x]
-                at_max = at_max or (e >= 0 and load[e] == m)
+            for x in range(hops[p]):
+                at_max = at_max or load[buf[start[p] + x * step[p]]] == m
             if not at_max:
                 continue
             for q in range(lo[i], hi[i]):
                 if q == p:
                     continue
                 relieves = False
-                for x in range(H):
-                    e = pl[p, x]
-                    if e >= 0 and load[e] == m:
+                for x in range(hops[p]):
+                    e = buf[start[p] + x * step[p]]
+                    if load[e] == m:
                         shared = False
-                        for y in range(H):
-                            shared = shared or pl[q, y] == e
+                        for y in range(hops[q]):
+                            shared = shared or buf[start[q] + y * step[q]] == e
                         relieves = relieves or not shared
                 fits = True
-                for x in range(H):
-                    e = pl[q, x]
-                    if e >= 0 and load[e] + 1 >= m:
+                for x in range(hops[q]):
+                    e = buf[start[q] + x * step[q]]
+                    if load[e] + 1 >= m:
                         shared = False
-                        for y in range(H):
-                            shared = shared or pl[p, y] == e
+                        for y in range(hops[p]):
+                            shared = shared or buf[start[p] + y * step[p]] == e
                         fits = fits and shared
                 if relieves and fits:
-                    for x in range(H):
-                        if pl[p, x] >= 0:
-                            load[pl[p, x]] -= 1
-                    for x in range(H):
-                        if pl[q, x] >= 0:
-                            load[pl[q, x]] += 1
+                    for x in range(hops[p]):
+                        load[buf[start[p] + x * step[p]]] -= 1
+                    for x in range(hops[q]):
+                        load[buf[start[q] + x * step[q]]] += 1
                     assign[i] = q
                     moves += 1
                     moved = True

@@ -154,15 +154,16 @@ class _Paths:
 
     def __init__(self, cache: "PairBlocks", keys: tuple[np.ndarray, np.ndarray]):
         self.cache, self.pair, self.col = cache, keys[0].tolist(), keys[1].tolist()
-        self.every: list[Path] | None = None
+        self.made: dict[int, Path] = {}
 
     def __len__(self) -> int:
         return len(self.pair)
 
     def __getitem__(self, p: int) -> Path:
-        if self.every is None:          # every pair's names (kept by the fabric's cache)
-            self.every = [x for q in dict.fromkeys(self.pair) for x in self.cache.names(q)]
-        return self.every[p]
+        path = self.made.get(p)
+        if path is None:
+            path = self.made[p] = self.cache.path(self.pair[p], self.col[p])
+        return path
 
 
 class _PathLinks:
@@ -171,9 +172,20 @@ class _PathLinks:
 
     def __init__(self, links: np.ndarray, start: np.ndarray, hops: np.ndarray,
                  step: np.ndarray):
-        self.links, self.start = links, start.tolist()
-        self.hops, self.step = hops.tolist(), step.tolist()
+        self.links, self.arrays = links, (start, hops, step)
+        self.start, self.hops, self.step = start.tolist(), hops.tolist(), step.tolist()
         self.made: list[tuple[int, ...] | None] = [None] * len(self.start)
+
+    def matrix(self, paths: np.ndarray | None = None) -> np.ndarray:
+        """(paths, hops) link ids of `paths` (default: every path), -1 past a path's end."""
+        start, hops, step = self.arrays
+        if paths is not None:
+            start, hops, step = start[paths], hops[paths], step[paths]
+        H = int(hops.max()) if len(hops) else 1
+        x = np.arange(H, dtype=np.int64)
+        ok = x[None, :] < hops[:, None]
+        idx = np.where(ok, start[:, None] + x[None, :] * step[:, None], 0)
+        return np.where(ok, self.links[idx], -1)
 
     def __len__(self) -> int:
         return len(self.start)
@@ -189,16 +201,23 @@ class _PathLinks:
         return (self[p] for p in range(len(self.start)))
 
 
+def path_link_arrays(t: PathTable) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A PathTable's path links as (buf, start, hops, step): path p's link x is
+    buf[start[p] + x * step[p]] for x < hops[p] (from its pairs' blocks, nothing copied)."""
+    pl = t.path_links
+    if isinstance(pl, _PathLinks):
+        return (pl.links, *pl.arrays)
+    m = path_link_matrix(t)
+    P, H = m.shape
+    return (m.ravel(), np.arange(P, dtype=np.int64) * H, (m >= 0).sum(axis=1).astype(np.int64),
+            np.ones(P, dtype=np.int64))
+
+
 def path_link_matrix(t: PathTable) -> np.ndarray:
     """(paths, hops) int64 link ids of a PathTable's paths, -1 past a shorter path's end."""
     pl = t.path_links
     if isinstance(pl, _PathLinks) and len(pl):
-        start, hops, step = (np.array(x, dtype=np.int64) for x in (pl.start, pl.hops, pl.step))
-        H = int(hops.max())
-        x = np.arange(H, dtype=np.int64)
-        idx = start[:, None] + x[None, :] * step[:, None]
-        ok = x[None, :] < hops[:, None]
-        return np.where(ok, pl.links[np.where(ok, idx, 0)], -1)
+        return pl.matrix()
     H = max((len(x) for x in pl), default=1)
     out = np.full((len(pl), H), -1, dtype=np.int64)
     for p, links in enumerate(pl):
@@ -463,6 +482,10 @@ def pair_blocks(fabric: Fabric) -> PairBlocks:
 # -- loads --------------------------------------------------------------------------------------
 def loads_of(t: PathTable, assign: list[int]) -> list[int]:
     """Flows per link id of a (possibly partial: -1 = unassigned) path assignment."""
+    if isinstance(t.path_links, _PathLinks):
+        a = np.array(assign, dtype=np.int64)
+        ids = t.path_links.matrix(a[a >= 0])
+        return np.bincount(ids[ids >= 0], minlength=t.n_links).tolist()
     load = [0] * t.n_links
     pl = t.path_links
     for p in assign:
@@ -491,19 +514,15 @@ def assignment_of_paths(t: PathTable, path_of: dict[int, Path | None] | None) ->
         if not want or not isinstance(want, tuple):
             out.append(-1)                            # (a list never equals a path tuple)
             continue
+        if isinstance(t.paths, _Paths) and len(cand):
+            col = t.paths.cache.column_of(t.paths.pair[cand.start]).get(want)
+            out.append(-1 if col is None else cand.start + col)
+            continue
         by_path = ids.get(cand.start)
         if by_path is None:
-            by_path = ids[cand.start] = _path_ids(t, cand)
+            by_path = ids[cand.start] = {t.paths[p]: p for p in cand}
         out.append(by_path.get(want, -1))
     return out
-
-
-def _path_ids(t: PathTable, cand: range) -> dict[Path, int]:
-    """A pair's candidate paths -> their path ids in `t`."""
-    if isinstance(t.paths, _Paths) and len(cand):
-        q = t.paths.pair[cand.start]
-        return {x: cand.start + c for x, c in t.paths.cache.column_of(q).items()}
-    return {t.paths[p]: p for p in cand}
 
 
 def link_loads(fabric: Fabric, conns: list[Connection],

@@ -183,7 +183,11 @@ class Fabric:
         return node in self.graph and self.role(node) != "host"
 
     def leaf_of(self, host: str) -> str:
-        return self.graph.nodes[host]["leaf"]
+        return self._leaf_of[host]
+
+    @cached_property
+    def _leaf_of(self) -> dict[str, str]:
+        return {n: leaf for n, leaf in self.graph.nodes(data="leaf") if leaf}
 
     def pod_of(self, node: str) -> int | None:
         """The pod of a host, leaf or agg (None in leaf-spine and for cores)."""
@@ -391,6 +395,28 @@ class Fabric:
                 for i in p:
                     count[i] = count.get(i, 0) + 1
             cache[key] = [(i, n / len(paths)) for i, n in count.items()]
+        return cache[key]
+
+    def route_links(self, path: tuple[str, ...]) -> tuple[int, ...] | None:
+        """The indices in `links` of a path's links when it is one of switch_paths between
+        its end leaves, else None (cached per path)."""
+        cache = self._route_links
+        if path not in cache:
+            ok = len(path) > 1 and path in self._path_set(path[0], path[-1])
+            cache[path] = (tuple(self._lid[u][v] for u, v in zip(path, path[1:])) if ok
+                           else None)
+        return cache[path]
+
+    @cached_property
+    def _route_links(self) -> dict[tuple[str, ...], tuple[int, ...] | None]:
+        return {}
+
+    def _path_set(self, a: str, b: str) -> frozenset[tuple[str, ...]]:
+        key = (a, b, "set")
+        cache = self._path_cache
+        if key not in cache:
+            cache[key] = frozenset(self.switch_paths(a, b)) if a in self._lid and \
+                b in self._lid else frozenset()
         return cache[key]
 
     def _switch_paths(self, a: str, b: str) -> list[tuple[str, ...]]:

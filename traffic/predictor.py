@@ -246,7 +246,9 @@ def _conn_links(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | 
     pad = len(fabric.links)
     width = path_width(fabric)
     conns = [c for p in plans for c in p.connections]
-    table = np.full((len(conns), width), pad, dtype=np.int64)
+    rows: list[list[int]] = []                    # one list per row: numpy takes them at once
+    inner = [pad] * (width - 2)
+    unrouted = [UNROUTED] * (width - 2)
     row_of: dict[int, int] = {}
     for r, c in enumerate(conns):
         if c.conn_id in row_of:
@@ -256,24 +258,25 @@ def _conn_links(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | 
             a, b = fabric.leaf_of(c.src), fabric.leaf_of(c.dst)
         except KeyError as e:
             raise PredictorError(f"jobs.{c.job}: host {e} is not in the fabric") from None
-        table[r, 0] = li[(c.src, a)]
-        table[r, width - 1] = li[(b, c.dst)]
+        ends = (li[(c.src, a)], li[(b, c.dst)])
         if nonblocking or a == b:
+            rows.append([ends[0], *inner, ends[1]])
             continue
         s = None if spine_of is None else spine_of.get(c.conn_id)
         if s is None:
             if allow_unrouted:
-                table[r, 1:width - 1] = UNROUTED
+                rows.append([ends[0], *unrouted, ends[1]])
                 continue
             raise PredictorError(f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) crosses "
                                  f"{a}->{b} but has no route")
         path = (a, s, b) if isinstance(s, str) else tuple(s)
-        if path not in fabric.switch_paths(a, b):
+        ids = fabric.route_links(path) if path[0] == a and path[-1] == b else None
+        if ids is None:
             raise PredictorError(f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) is routed "
                                  f"via {'/'.join(path[1:-1]) or s}, which is failed or unknown "
                                  f"between {a} and {b}")
-        for k, e in enumerate(zip(path, path[1:])):
-            table[r, 1 + k] = li[e]
+        rows.append([ends[0], *ids, *inner[len(ids):], ends[1]])
+    table = np.array(rows, dtype=np.int64).reshape(len(conns), width)
     return table, row_of
 
 
