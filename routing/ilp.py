@@ -322,10 +322,10 @@ def _min_max_highs(t: PathTable, groups: Groups, start: list[int], prefer: list[
     best = max_load(loads_of(t, assign))
     if best > ub:
         assign, best = start, ub
-    optimal = out.status == OPTIMAL or best <= max(lb, out.bound)
+    proven = max(lb, int(np.ceil(out.bound - 1e-6)) if np.isfinite(out.bound) else lb)
+    optimal = out.status == OPTIMAL or best <= proven
     return MinMax(assign, best, "optimal" if optimal else "feasible",
-                  0.0 if optimal else (best - max(lb, int(np.ceil(out.bound - 1e-6)))) / best,
-                  solver_ran=True)
+                  0.0 if optimal else (best - proven) / best, solver_ran=True)
 
 
 def route_ilp_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,

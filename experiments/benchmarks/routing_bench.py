@@ -379,6 +379,8 @@ def main(argv: list[str] | None = None) -> int:
             "stats": [], "case": []}
         for n in names}
     cases = 0
+    case_s: list[float] = []           # wall seconds per case, every strategy
+    cpu0 = time.process_time()
     # the compiled loops (greedy's order and placement, the predictor's water-filling) are
     # made ready first: numba's import and compile or cache load, outside every time below
     print(header())
@@ -396,6 +398,7 @@ def main(argv: list[str] | None = None) -> int:
                     specs = make_jobs(n_jobs, ring, fabric, rng)
                     if specs is None:
                         continue
+                    case0 = time.perf_counter()
                     conns = connections(specs)
                     lb = lower_bound_link_flows(fabric, conns)
                     cases += 1
@@ -440,15 +443,20 @@ def main(argv: list[str] | None = None) -> int:
                         for n in names:
                             if ref:
                                 rows[n]["ar"].append(ar[n] / ref)
+                    case_s.append(time.perf_counter() - case0)
                     print(f"jobs={n_jobs} ring={ring} failed_spines={n_fail} "
-                          f"failed_links={frac:.0%} flows={len(conns)} bound={lb} max: "
+                          f"failed_links={frac:.0%} flows={len(conns)} bound={lb} "
+                          f"case {case_s[-1]:.2f} s max: "
                           + " ".join(f"{n}={rows[n]['max'][-1]}" for n in names)
                           + " ms: " + " ".join(f"{n}={1000 * rows[n]['t'][-1]:.0f}"
                                                for n in names),
                           file=sys.stderr, flush=True)
     if cases:
         print(f"\n{cases} cases (64 leaves x 32 spines x 32 NICs; {args.repeats} seed(s) "
-              "per cell)\n")
+              f"per cell): every strategy routed, re-routed at an epoch change and its "
+              f"all-reduce predicted in {sum(case_s):.1f} s wall ({time.process_time() - cpu0:.1f} "
+              f"s CPU), per case median {statistics.median(case_s):.2f} s, max "
+              f"{max(case_s):.2f} s ({load_average()})\n")
         print("| strategy | median solve (ms) | max solve (ms) | max link flows / bound (sum) "
               "| cases at bound | worst max/bound | all-reduce / ILP (mean, worst) "
               "| churn low-churn mode | churn fresh solve |")
