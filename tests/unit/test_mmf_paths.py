@@ -27,12 +27,16 @@ OPTIMAL = [n for n in range(CASES) if BEFORE[str(n)]["status"] == "optimal"]
 #: vectors than before at the same limit (`python -m tests.unit.mmf_cases`: not asserted
 #: here, since what a time-limited solve reaches depends on the machine's load)
 NOW_PROVEN = [26, 33]
+#: the solver's budget here: a bound on the worst case, not the expected time (the slowest of
+#: these cases is proven in about 4 s at load 3; a busy machine must not turn that into a
+#: time-limit status)
+LIMIT_S = 300.0
 
 
 @pytest.mark.parametrize("n", OPTIMAL)
 def test_a_case_proven_before_has_the_same_optimum(n):
     fabric, conns, _ = case(n)
-    plan = route("mmf", fabric, conns, time_limit_s=20.0)
+    plan = route("mmf", fabric, conns, time_limit_s=LIMIT_S)
     assert plan.stats.status == "optimal"
     jobs, links = vectors(fabric, conns, plan.path_of)
     assert (jobs, links) == (BEFORE[str(n)]["jobs"], BEFORE[str(n)]["links"])
@@ -41,7 +45,7 @@ def test_a_case_proven_before_has_the_same_optimum(n):
 @pytest.mark.parametrize("n", NOW_PROVEN)
 def test_a_case_left_feasible_before_is_now_proven_and_at_least_as_good(n):
     fabric, conns, _ = case(n)
-    plan = route("mmf", fabric, conns, time_limit_s=20.0)
+    plan = route("mmf", fabric, conns, time_limit_s=LIMIT_S)
     assert plan.stats.status == "optimal"
     assert vectors(fabric, conns, plan.path_of) <= (BEFORE[str(n)]["jobs"],
                                                     BEFORE[str(n)]["links"])
