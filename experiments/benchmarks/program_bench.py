@@ -24,11 +24,13 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from experiments.config import parse
 from experiments.config.yamlio import read_yaml
 from experiments.runner import run_experiment
+from testbed.registry import RunClash
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -36,9 +38,21 @@ CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 def run(name: str, out: Path, **changes) -> dict:
     """A shipped config with `changes` at the top level, emulated; its results."""
     doc = {**read_yaml(CONFIGS / f"{name}.yaml"), **changes}
-    print(f"-- {name} {changes or ''}: load average {os.getloadavg()[0]:.1f}", flush=True)
-    return run_experiment(parse(doc, base_dir=CONFIGS.parent.parent), out,
-                          log=lambda s: None)
+    return emulate(parse(doc, base_dir=CONFIGS.parent.parent), out, name, changes)
+
+
+def emulate(exp, out: Path, name: str, changes: dict, wait_s: float = 1800.0) -> dict:
+    """run_experiment, waiting while another run holds the fabric's names (RunClash)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        print(f"-- {name} {changes or ''}: load average {os.getloadavg()[0]:.1f}", flush=True)
+        try:
+            return run_experiment(exp, out, log=lambda s: None)
+        except RunClash as e:
+            if time.monotonic() > deadline:
+                raise
+            print(f"   waiting: {e}", flush=True)
+            time.sleep(20)
 
 
 def _mean(xs: list[float]) -> float | None:
@@ -90,8 +104,8 @@ def cross(out: Path) -> dict:
     doc = read_yaml(CONFIGS / "jax-rings.yaml")
     jobs = [{"name": j["name"], "collective": "allreduce", "hosts": j["hosts"],
              "size_bytes": j["traffic"]["size_bytes"], "iterations": 12} for j in doc["jobs"]]
-    agents = run_experiment(parse({**doc, "jobs": jobs, "routing": ["ilp"]}),
-                            out / "agents", log=lambda s: None)
+    agents = emulate(parse({**doc, "jobs": jobs, "routing": ["ilp"]}), out / "agents",
+                     "agents on jax-rings", {})
     programs = run("jax-rings", out / "programs", routing=["ilp"])
     a = {j["name"]: j["cct_mean_s"] for j in agents["runs"][0]["jobs"]}
     p = {j["name"]: j["cct_mean_s"] for j in programs["runs"][0]["jobs"]}
