@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 
 from routing.policy import Decision, EpochPolicy
-from routing.rules import cookie_of, rules_for
-from testbed.openflow import Rule, diff_lines
+from routing.rules import cookie_of, rules_for, static_rules
+from testbed.openflow import Rule, diff_lines, rule_key
 from routing.paths import Path as SwitchPath
 from testbed.fabric import Fabric, build_fabric, link_key
 from testbed.installer import apply_lines, flow_bytes_by_cookie, install
@@ -70,6 +70,8 @@ class Controller:
         self.policy = EpochPolicy(self.strategy, fabric, placed, seed, static=static_paths,
                                   time_limit_s=time_limit_s)
         self.installed: list[Rule] = []
+        self._pins: set = set()      # upper switches' pins (rule keys) now
+        self._held: set = set()      # those kept one update after their flows left
         self.epochs: list[dict] = []
         self.events: list[dict] = []
         self._n = 0
@@ -112,10 +114,24 @@ class Controller:
             self.peak_rules_per_switch[sw] = max(n, self.peak_rules_per_switch.get(sw, 0))
 
     def _apply(self, label: str) -> tuple[int, int, float]:
-        new = self._desired()
+        """Swap in the rules that differ, the switches above the leaves first: a flow whose
+        leaf now sends it elsewhere finds its pin wherever it arrives (an agg choosing its
+        core), and the pins it leaves stay until the next update, for the packets still
+        queued towards them; then the leaves."""
+        leaves = set(self.fabric0.leaves)
+        pins = ({rule_key(r) for r in static_rules(self.fabric, self.conns,
+                                                   self.policy.assignment)
+                 if r.switch not in leaves} if self.policy.static is None else set())
+        hold = {k for k in self._pins - pins if k not in self._held}
+        installed = {rule_key(r): r for r in self.installed}
+        new = [r for r in self._desired() if rule_key(r) not in hold]
+        new += [installed[k] for k in hold if k in installed]
+        self._pins, self._held = pins | hold, hold
         lines = diff_lines(self.installed, new)
         t0 = time.perf_counter()
-        apply_lines(lines, self.rules_dir, label)
+        apply_lines({s: ls for s, ls in lines.items() if s not in leaves}, self.rules_dir,
+                    label)
+        apply_lines({s: ls for s, ls in lines.items() if s in leaves}, self.rules_dir, label)
         install_s = time.perf_counter() - t0
         self.installed = new
         self._note_peak()

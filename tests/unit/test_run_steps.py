@@ -190,8 +190,12 @@ def emulated_digest(config: Path, out: Path) -> str:
 #: spine and link events (after_events, unfired events)
 BEFORE = {
     "host-enforced": "cca56fdecb47ec22095f4ba240e4d6799757c6107d0dc9543b679900a125cf2b",
-    "hedera-k4": "112fddac3e618f195a5b1931d40cdd976022d6c42b2e8d31c870b69ce7da1009",
-    "failover": "07fdab8b2b6dd4069b83d450a20f79448d82c0ad32dcadac143864bc0532deed",
+    # rewritten when an agg's pin began to be held one update after its flow left (the
+    # finishing job's epoch re-adds 14 fewer counting rules; every other key the same)
+    "hedera-k4": "a6ed668c2881facfa0babe97ade312281cdba6d2421cd3bfa0d3a8f3a30fe407",
+    # rewritten when rule updates began with the switches above the leaves: the same records
+    # and bundles, commands.txt lists spine2's and spine3's bundles before the leaves'
+    "failover": "324ef86496fac94e9b30c7a896f468644bd496318e886c8f188a01b9f1311635",
 }
 
 
