@@ -381,11 +381,19 @@ _AFTER = {c: _AFTER.get(c, "") for c in ("run", "predict", "sweep", "report", "v
 
 def cli() -> None:
     """The `mlfabric` command (and `python -m experiments`): main(), then exit with its code."""
-    code = main()
-    # the work is done: the interpreter's shutdown restores the default handlers, under which
-    # a late SIGTERM killed the process (-15) after a clean run; ignore them from here on
-    for held in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(held, signal.SIG_IGN)
+    try:
+        code = main()
+    except KeyboardInterrupt:   # a second Ctrl-C after main() had caught the first one
+        code = 130
+    except Terminated:
+        code = 143
+    finally:
+        # the work is done: the interpreter's shutdown restores the default handlers, under
+        # which a late SIGTERM killed the process (-15) after a clean run, and a KeyboardInterrupt
+        # left uncaught makes Python end itself by SIGINT (-2, CI 2026-12-03, after it had
+        # printed "interrupted: the fabric was torn down"); ignore them from here on
+        for held in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(held, signal.SIG_IGN)
     sys.exit(code)
 
 
