@@ -174,6 +174,7 @@ def emulation_environment(exp: Experiment, emu, load: dict,
     env = environment(emu.datapath, em.tcp_cc, exp.seed, em.mtu_bytes)
     env["load_avg_before"] = load
     env["port_type"] = emu.port_type
+    env["switch_processes"] = em.switch_processes
     env["ovs_send_buffer_bytes"] = emu.send_buffer_bytes
     env["ovs_vswitchd_malloc_tuned"] = emu.malloc_tuned
     if emu.malloc_tuned is False:
@@ -349,7 +350,8 @@ def drive(exp: Experiment, emu, entry: RoutingEntry, inst: Installed, timeout_s:
     try:
         driver.start_agents()
         driver.connect()
-        with CpuMonitor(emu.taps) as monitor, (capture or contextlib.nullcontext()):
+        with (CpuMonitor(emu.taps, others=emu.other_vswitchds) as monitor,
+              (capture or contextlib.nullcontext())):
             records = driver.run_jobs(on_start=on_start, on_finish=on_finish, timers=timers,
                                       on_iteration=on_iteration)
     finally:

@@ -38,7 +38,7 @@ PROGRAM_JOB_KEYS = {"name", "program", "hosts", "placement", "ranks", "env", "ti
 
 EMULATION_KEYS = {"datapath", "port_type", "tcp_cc", "mtu_bytes", "queue_packets",
                   "link_scheduler", "window_frames", "switch_burst_frames",
-                  "iteration_timeout_s", "capture"}
+                  "iteration_timeout_s", "capture", "switch_processes"}
 
 
 TCP_CCS = ("cubic", "bbr", "reno")

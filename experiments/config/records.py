@@ -48,6 +48,8 @@ class EmulationConfig:
     iteration_timeout_s: float | None = None  # None: 20 x ideal CCT + 30 s
     capture: bool | tuple[str, str] = False   # scapy pcap per routing (testbed/capture.py):
                                     # true: leaf1's first live uplink; (a, b): a's port to b
+    switch_processes: int = DEFAULTS.switch_processes   # ovs-vswitchd instances the
+                                    # switches are spread over (testbed/instances.py)
 
     def settings(self) -> EmulationSettings:
         """What the emulator builds with (testbed/settings.py), by keyword."""
@@ -56,18 +58,22 @@ class EmulationConfig:
                                  scheduler=self.link_scheduler,
                                  window_frames=self.window_frames,
                                  switch_burst_frames=self.switch_burst_frames,
-                                 port_type=self.port_type)
+                                 port_type=self.port_type,
+                                 switch_processes=self.switch_processes)
 
     def resolved(self) -> dict:
         """As the YAML says it: `mtu_bytes: auto` when it was chosen from the link rates (it
         then resolves to the same number again), window_frames as the number it resolved to."""
+        extra = ({"switch_processes": self.switch_processes} if self.switch_processes != 1
+                 else {})     # left out at its default: older runs' configs stay the same
         return {"datapath": self.datapath, "port_type": self.port_type, "tcp_cc": self.tcp_cc,
                 "mtu_bytes": "auto" if self.mtu_auto else self.mtu_bytes,
                 "queue_packets": self.queue_packets, "link_scheduler": self.link_scheduler,
                 "window_frames": self.window_frames,
                 "switch_burst_frames": self.switch_burst_frames,
                 "iteration_timeout_s": self.iteration_timeout_s,
-                "capture": list(self.capture) if isinstance(self.capture, tuple) else self.capture}
+                "capture": list(self.capture) if isinstance(self.capture, tuple) else self.capture,
+                **extra}
 
 
 @dataclass(frozen=True)
