@@ -38,6 +38,12 @@ START_TIMEOUT_S = 20.0
 UNIX_PATH_MAX = 107          # sun_path holds 108 bytes with its NUL
 
 
+def process_count(fabric: Fabric, asked: int) -> int:
+    """The processes a fabric is built with: `asked`, at most one per pod (or leaf); a
+    fabric of one leaf group (the non-blocking reference's one switch) gets one."""
+    return max(1, min(asked, len(fabric.leaf_groups)))
+
+
 def placement(fabric: Fabric, processes: int) -> dict[str, int]:
     """Every switch -> the process (0..processes-1) that runs it, as split_fabric places
     machines (pods whole, in order; the top tier balanced over the processes)."""

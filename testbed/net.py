@@ -114,9 +114,9 @@ class EmulatedFabric:
         self.net = None
         self.record = RunRecord(run_id)
         # switch -> its ovs-vswitchd process (0: the machine's; testbed/instances.py)
-        self.process_of = instances.placement(fabric, self.settings.switch_processes)
-        self.instances = [OvsInstance(run_id, k, STATE_DIR)
-                          for k in range(1, self.settings.switch_processes)]
+        processes = instances.process_count(fabric, self.settings.switch_processes)
+        self.process_of = instances.placement(fabric, processes)
+        self.instances = [OvsInstance(run_id, k, STATE_DIR) for k in range(1, processes)]
         self.vswitchd_pids: dict[int, int] = {}     # process index -> its ovs-vswitchd PID
 
     # -- lifecycle ---------------------------------------------------------------------------

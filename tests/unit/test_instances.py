@@ -37,6 +37,15 @@ def test_two_processes_split_leaves_and_spines_evenly():
     assert sorted(where[f"spine{i}"] for i in (1, 2, 3, 4)) == [0, 0, 1, 1]
 
 
+def test_a_one_switch_fabric_gets_one_process():
+    exp = parse(with_emulation(switch_processes=2))
+    twin = exp.fabric.nonblocking()        # the `nonblocking` reference's fabric
+    assert instances.process_count(twin, 2) == 1
+    assert set(placement(twin, 1).values()) == {0}
+    assert instances.process_count(exp.fabric, 2) == 2
+    assert instances.process_count(exp.fabric, 4) == 4
+
+
 def test_fat_tree_pods_stay_whole():
     f = build_fabric(fat_tree_spec(4, 10, 10))
     where = placement(f, 4)
