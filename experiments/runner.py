@@ -71,6 +71,10 @@ def _listed(path: tuple[str, ...] | None) -> list[str] | None:
 def check_emulable(exp: Experiment) -> None:
     """Raise ConfigError (before anything is built) for a fabric the emulator cannot shape,
     or semantics its agents and controller do not run."""
+    if exp.machines:
+        raise ConfigError("machines: `run` over several machines is not built yet (the "
+                          "config and each machine's pre-flight are); remove machines, or "
+                          "use emulation.switch_processes on one machine")
     sem = exp.semantics
     if sem.ring_sync != "rank" or sem.tail_step or sem.recompute == "iterations":
         raise ConfigError("semantics: the emulator runs ring_sync: rank, recompute: epochs or "

@@ -8,7 +8,10 @@ from testbed import topologies
 TOP_KEYS = {"name", "seed", "fabric", "jobs", "routing", "emulation", "events",
             "jobs_from", "semantics", "replay_log", "solver_time_limit_s", "subflows",
             "demand", "learn_steps", "learn_s",
-            "split", "split_piece_bytes"}
+            "split", "split_piece_bytes", "machines"}
+
+
+MACHINE_KEYS = {"name", "address", "user", "ovs_rundir"}
 
 
 EVENT_KINDS = ("fail_spine", "restore_spine", "fail_switch", "restore_switch", "fail_link",

@@ -117,6 +117,8 @@ class Experiment:
     programs: list[ProgramSpec] = field(default_factory=list)
     #: the controller's demand: (declared | measured, learn_steps, learn_s or None)
     demand: tuple[str, int, float | None] = ("declared", DEFAULT_LEARN_STEPS, None)
+    #: the machines the fabric is split over (testbed/remote.py MachineSpec); (): this one
+    machines: tuple = ()
     #: `routing` parsed once, entry by entry (experiments/routing_entry.py)
     routings: list[RoutingEntry] = field(init=False, repr=False, compare=False)
 
@@ -148,6 +150,7 @@ class Experiment:
             **({"demand": demand} if demand != "declared" else {}),
             **({"learn_s": window} if window is not None else
                {"learn_steps": steps} if steps != DEFAULT_LEARN_STEPS else {}),
+            **({"machines": [m.as_dict() for m in self.machines]} if self.machines else {}),
         }
 
 
