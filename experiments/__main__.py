@@ -105,6 +105,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--duration-s", type=float, default=8.0,
                    help=f"length of each test, whole seconds 1..{MAX_CALIBRATE_S}")
     sub.add_parser("clean", help="remove what a crashed mlfabric run left (root)")
+    pf = sub.add_parser("preflight", help="check every machine of CONFIG's `machines:` over "
+                        "ssh (root, OVS version, commit, VXLAN port, clock); builds nothing")
+    pf.add_argument("config", type=Path)
     return p
 
 
@@ -359,7 +362,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     try:
         return {"run": _cmd_run, "predict": _cmd_predict, "sweep": _cmd_sweep,
                 "report": _cmd_report, "validate": _cmd_validate, "calibrate": _cmd_calibrate,
-                "clean": _cmd_clean}[args.command](args)
+                "clean": _cmd_clean, "preflight": _cmd_preflight}[args.command](args)
     except ConfigError as e:            # bad input: found before anything was built
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -376,7 +379,36 @@ def _dispatch(args: argparse.Namespace) -> int:
 _AFTER = {"run": ": the fabric was torn down", "calibrate": ": the fabric was torn down",
           "sweep": ": finished points are kept; start it again to resume"}
 _AFTER = {c: _AFTER.get(c, "") for c in ("run", "predict", "sweep", "report", "validate",
-                                         "calibrate", "clean")}
+                                         "calibrate", "clean", "preflight")}
+
+
+def _cmd_preflight(args: argparse.Namespace) -> int:
+    """Pre-flight every machine of the config (testbed/remote.py): one line per problem and
+    exit 2, or one line per ready machine and 0. Nothing is built on any machine."""
+    import shutil
+    import tempfile
+
+    from testbed import remote
+    from .config import ConfigError, load
+    exp = load(args.config)
+    if not exp.machines:
+        raise ConfigError("machines: the config names no machines; add machines: "
+                          "[{name, address, user}, ...]")
+    control = Path(tempfile.mkdtemp(prefix="mlf-ssh-"))   # short: a unix socket's path
+    try:
+        checkout = str(Path(__file__).resolve().parents[1])    # the same path on each
+        problems = remote.preflight_all(exp.machines, checkout, control)
+    finally:
+        for m in exp.machines:
+            remote.close(m, control)
+        shutil.rmtree(control, ignore_errors=True)
+    for p in problems:
+        print(f"error: {p}", file=sys.stderr)
+    if problems:
+        return 2
+    for m in exp.machines:
+        print(f"{m.name} ({m.user}@{m.address}): ready")
+    return 0
 
 
 def cli() -> None:

@@ -203,3 +203,27 @@ def preflight(m: MachineSpec, control_dir: Path, checkout: str, ovs_version: str
         return [f"machines.{m.name}: unreachable over ssh as {m.user}@{m.address} ({why})"]
     return preflight_problems(m.name, parse_preflight(split_batch(p.stdout, len(cmds)),
                                                       t_send, t_recv), ovs_version, commit)
+
+
+def local_facts(checkout: str) -> tuple[str, str]:
+    """The coordinator's (Open vSwitch version, mlfabric commit) every machine must match."""
+    from .ovs import run
+    ver = re.search(r"\(Open vSwitch\) (\d+\.\d+(\.\d+)?)",
+                    run(["ovs-vsctl", "--version"]).stdout)
+    commit = run(["git", "-C", checkout, "rev-parse", "HEAD"]).stdout.strip()
+    if ver is None:
+        raise RemoteError("ovs-vsctl --version: no version in its output; run `make setup`")
+    return ver.group(1), commit
+
+
+def preflight_all(machines: tuple[MachineSpec, ...], checkout: str,
+                  control_dir: Path) -> list[str]:
+    """Every machine's pre-flight at once (one thread and one ssh each); every problem, one
+    line each, in the machines' order; [] when all are ready. The multiplexed connections
+    stay open (ControlPersist) for what follows; `close` ends them."""
+    from concurrent.futures import ThreadPoolExecutor
+    ovs_version, commit = local_facts(checkout)
+    with ThreadPoolExecutor(max_workers=min(16, len(machines))) as pool:
+        found = list(pool.map(lambda m: preflight(m, control_dir, checkout, ovs_version,
+                                                  commit), machines))
+    return [p for probs in found for p in probs]

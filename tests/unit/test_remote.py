@@ -93,3 +93,22 @@ def test_run_refuses_machines_before_building():
     from experiments.runner import check_emulable
     with pytest.raises(ConfigError, match="^machines: `run` over several machines"):
         check_emulable(parse({**DOC, "machines": TWO}))
+
+
+def test_preflight_command_says_each_unreachable_machine_in_one_line(tmp_path, monkeypatch,
+                                                                    capsys):
+    """Addresses from TEST-NET-1 (RFC 5737): nothing answers; ssh gives up in its
+    ConnectTimeout. Exit 2, one line per machine, nothing built anywhere."""
+    import yaml
+
+    from experiments.__main__ import main
+    from testbed import remote
+    monkeypatch.setattr(remote, "local_facts", lambda checkout: ("3.1.0", "a" * 40))
+    monkeypatch.setattr(remote, "SSH_CONNECT_TIMEOUT_S", 1)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({**DOC, "machines": [
+        {"name": "a", "address": "192.0.2.1"}, {"name": "b", "address": "192.0.2.2"}]}))
+    assert main(["preflight", str(cfg)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert [e.split(":")[1].strip() for e in err] == ["machines.a", "machines.b"]
+    assert all("unreachable over ssh as root@192.0.2." in e or "no answer" in e for e in err)
