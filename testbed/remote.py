@@ -15,6 +15,7 @@ clock (the coordinator's before and after the call bound the offset: NTP's midpo
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 import shlex
 import subprocess
@@ -65,8 +66,11 @@ def check_address(value: str) -> bool:
 
 
 def ssh_base(m: MachineSpec, control_dir: Path) -> list[str]:
-    """ssh to `m` over its multiplexed connection (started by the first call)."""
-    return ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={SSH_CONNECT_TIMEOUT_S}",
+    """ssh to `m` over its multiplexed connection (started by the first call); with
+    $MLFABRIC_SSH_CONFIG, ssh reads that file instead of ~/.ssh/config."""
+    cfg = os.environ.get("MLFABRIC_SSH_CONFIG")
+    return ["ssh", *(["-F", cfg] if cfg else []), "-o", "BatchMode=yes",
+            "-o", f"ConnectTimeout={SSH_CONNECT_TIMEOUT_S}",
             "-o", "ControlMaster=auto", "-o", f"ControlPath={control_dir}/{m.name}.sock",
             "-o", f"ControlPersist={CONTROL_PERSIST_S}", "-o", "ServerAliveInterval=2",
             "-o", "ServerAliveCountMax=3", "-l", m.user, m.address]
