@@ -104,7 +104,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--force", action="store_true", help=_FORCE_HELP)
     c.add_argument("--duration-s", type=float, default=8.0,
                    help=f"length of each test, whole seconds 1..{MAX_CALIBRATE_S}")
-    sub.add_parser("clean", help="remove what a crashed mlfabric run left (root)")
+    cl = sub.add_parser("clean", help="remove what a crashed mlfabric run left (root)")
+    cl.add_argument("--machines", type=Path, metavar="CONFIG", default=None,
+                    help="also on every machine of CONFIG's machines: (over ssh)")
     pf = sub.add_parser("preflight", help="check every machine of CONFIG's `machines:` over "
                         "ssh (root, OVS version, commit, VXLAN port, clock); builds nothing")
     pf.add_argument("config", type=Path)
@@ -279,11 +281,17 @@ def _cmd_calibrate(args) -> int:
     return 0
 
 
-def _cmd_clean(args) -> int:  # noqa: ARG001
+def _cmd_clean(args) -> int:
     if os.geteuid() != 0:
         print("error: clean: needs root (it removes OVS bridges and interfaces)",
               file=sys.stderr)
         return 2
+    machines = ()
+    if args.machines is not None:
+        from .config import ConfigError, load
+        machines = load(args.machines).machines
+        if not machines:
+            raise ConfigError("clean --machines: the config names no machines")
     from testbed.registry import clean_all
     removed = clean_all()
     left = removed.pop("left")
@@ -291,8 +299,37 @@ def _cmd_clean(args) -> int:  # noqa: ARG001
     if left:
         print(f"error: clean: could not remove {left}; their records are kept",
               file=sys.stderr)
-        return 1
-    return 0
+    code = 1 if left else 0
+    if machines:
+        code = max(code, _clean_machines(machines))
+    return code
+
+
+def _clean_machines(machines) -> int:
+    """`clean` on every machine (the checkout at this one's path, over ssh, all at once);
+    one line per machine; 1 when one could not be reached or could not remove everything."""
+    import shutil
+    import tempfile
+    from concurrent.futures import ThreadPoolExecutor
+
+    from testbed import remote
+    checkout = Path(__file__).resolve().parents[1]
+    cmd = [str(checkout / ".venv" / "bin" / "python"), "-m", "experiments", "clean"]
+    control = Path(tempfile.mkdtemp(prefix="mlf-ssh-"))
+    try:
+        with ThreadPoolExecutor(max_workers=min(16, len(machines))) as pool:
+            outs = list(pool.map(lambda m: remote.run_remote(m, control, cmd, str(checkout)),
+                                 machines))
+    finally:
+        for m in machines:
+            remote.close(m, control)
+        shutil.rmtree(control, ignore_errors=True)
+    code = 0
+    for m, (rc, text) in zip(machines, outs):
+        print(f"{m.name}: {text}" if rc == 0 else f"error: {m.name}: {text}",
+              file=sys.stdout if rc == 0 else sys.stderr)
+        code = max(code, 0 if rc == 0 else 1)
+    return code
 
 
 def _open_std_fds() -> None:

@@ -231,3 +231,19 @@ def preflight_all(machines: tuple[MachineSpec, ...], checkout: str,
         found = list(pool.map(lambda m: preflight(m, control_dir, checkout, ovs_version,
                                                   commit), machines))
     return [p for probs in found for p in probs]
+
+
+def run_remote(m: MachineSpec, control_dir: Path, args: list[str], cwd: str,
+               timeout_s: float = 120.0) -> tuple[int, str]:
+    """Run `args` on `m` in directory `cwd`: (exit code, its last line of output; ssh's own
+    failure says unreachable, code 255)."""
+    cmd = [*ssh_base(m, control_dir), "--", f"cd {shlex.quote(cwd)} && {shlex.join(args)}"]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
+                           stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return 124, f"no answer over ssh in {timeout_s:g} s ({m.address})"
+    lines = (p.stdout + p.stderr).strip().splitlines()
+    if p.returncode == 255:
+        return 255, f"unreachable over ssh as {m.user}@{m.address} ({(lines or ['?'])[-1][:200]})"
+    return p.returncode, (lines or [""])[-1][:300]

@@ -61,3 +61,18 @@ def test_a_taken_vxlan_port_is_one_line(tmp_path):
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "machines.m0: UDP port 4789 (VXLAN) is in use" in lines[0]
     assert sh("ip", "netns", "list").stdout.count("mfm") == 0
+
+
+def test_clean_on_every_machine(tmp_path):
+    """`clean --machines`: clean runs on each machine over ssh (here the same file system, so
+    each finds nothing); an unreachable machine is one line and exit 1."""
+    with NamespaceMachines(2, tmp_path, sshd_on=(0,)) as ms:
+        cfg = tmp_path / "cfg.yaml"
+        cfg.write_text(yaml.safe_dump({**DOC, "machines": [m.as_dict() for m in ms.specs]}))
+        out = subprocess.run([sys.executable, "-m", "experiments", "clean", "--machines",
+                              str(cfg)], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                             env={**os.environ, **ms.ssh_env()})
+    assert out.returncode == 1
+    assert "m0: removed:" in out.stdout
+    assert out.stderr.strip().splitlines()[-1].startswith("error: m1: unreachable over ssh")
+    assert leftovers() == NOTHING
