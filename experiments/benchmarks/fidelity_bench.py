@@ -436,6 +436,7 @@ def processes_sweep(counts: list[int], rates: list[float], repeats: int) -> None
     """ILP runs of the benchmark's rings per switch_processes count and rate (docstring)."""
     quiet = lambda s: None  # noqa: E731
     best: dict[int, float] = {}
+    by_error: dict[int, float] = {}
     for n in counts:
         for rate in rates:
             cfg = config(rate)
@@ -455,6 +456,8 @@ def processes_sweep(counts: list[int], rates: list[float], repeats: int) -> None
             holds = abs(err) <= 0.05 and ok == repeats
             if holds:
                 best[n] = max(best.get(n, 0.0), 16 * rate)
+            if abs(err) <= 0.05:
+                by_error[n] = max(by_error.get(n, 0.0), 16 * rate)
             print(f"switch_processes {n}: {rate:g} Mbit/s per link ({16 * rate:g} aggregate, "
                   f"MTU {exp.emulation.mtu_bytes}): ILP error median {err:+.1%} (runs "
                   f"{', '.join(f'{e:+.1%}' for e in errs)}), busiest forwarding thread p90 "
@@ -463,7 +466,10 @@ def processes_sweep(counts: list[int], rates: list[float], repeats: int) -> None
                   f"{'faithful' if holds else 'not faithful'}", flush=True)
     for n in counts:
         print(f"switch_processes {n}: faithful aggregate "
-              + (f"{best[n]:g} Mbit/s" if n in best else "below every rate tried"), flush=True)
+              + (f"{best[n]:g} Mbit/s" if n in best else "below every rate tried")
+              + "; by the error alone "
+              + (f"{by_error[n]:g} Mbit/s" if n in by_error else "below every rate tried"),
+              flush=True)
 
 
 def main() -> int:
