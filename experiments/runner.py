@@ -121,7 +121,9 @@ def run_experiment(exp: Experiment, out_dir: Path,
 
     load = check_load(log)     # the machine's load before anything is built
     log(f"building {topologies.title(exp.fabric)}, {len(exp.fabric.switches)} switches, "
-        f"{len(exp.fabric.hosts)} hosts")
+        f"{len(exp.fabric.hosts)} hosts"
+        + (f", over {em.switch_processes} ovs-vswitchd processes"
+           if em.switch_processes > 1 else ""))
     with EmulatedFabric(exp.fabric, run_id, settings) as emu:
         env, goodput = emulation_environment(exp, emu, load, log)
         results["environment"] = env
