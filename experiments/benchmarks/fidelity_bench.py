@@ -443,7 +443,7 @@ def processes_sweep(counts: list[int], rates: list[float], repeats: int) -> None
             cfg["routing"] = ["ilp"]
             cfg["emulation"]["switch_processes"] = n
             exp = parse(cfg)
-            errs, fwd, ok, loads = [], [], 0, [os.getloadavg()[0]]
+            errs, fwd, ok, loads, causes = [], [], 0, [os.getloadavg()[0]], []
             for _ in range(repeats):
                 with tempfile.TemporaryDirectory() as tmp:
                     res = run_experiment(exp, Path(tmp), log=quiet)
@@ -451,6 +451,9 @@ def processes_sweep(counts: list[int], rates: list[float], repeats: int) -> None
                 errs.append(run["prediction_error_fraction"])
                 fwd.append(run["fidelity"]["forwarding_p90_pct"] or 0.0)
                 ok += bool(run["fidelity"]["ok"])
+                causes.append(run["fidelity"].get("cause") or "ok")
+                retrans = run["fidelity"].get("tcp_retrans_segments")
+                causes[-1] += f"/{run['fidelity'].get('vswitchd_rx_drops', 0)}d/{retrans}r"
                 loads.append(os.getloadavg()[0])
             err = statistics.median(errs)
             holds = abs(err) <= 0.05 and ok == repeats
@@ -461,7 +464,8 @@ def processes_sweep(counts: list[int], rates: list[float], repeats: int) -> None
             print(f"switch_processes {n}: {rate:g} Mbit/s per link ({16 * rate:g} aggregate, "
                   f"MTU {exp.emulation.mtu_bytes}): ILP error median {err:+.1%} (runs "
                   f"{', '.join(f'{e:+.1%}' for e in errs)}), busiest forwarding thread p90 "
-                  f"median {statistics.median(fwd):.0f}%, monitor ok {ok}/{repeats}, load "
+                  f"median {statistics.median(fwd):.0f}%, monitor ok {ok}/{repeats} "
+                  f"({', '.join(causes)}: cause/socket drops/retransmitted), load "
                   f"{min(loads):.2f}-{max(loads):.2f} -> "
                   f"{'faithful' if holds else 'not faithful'}", flush=True)
     for n in counts:
