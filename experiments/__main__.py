@@ -104,7 +104,12 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--force", action="store_true", help=_FORCE_HELP)
     c.add_argument("--duration-s", type=float, default=8.0,
                    help=f"length of each test, whole seconds 1..{MAX_CALIBRATE_S}")
-    sub.add_parser("clean", help="remove what a crashed mlfabric run left (root)")
+    cl = sub.add_parser("clean", help="remove what a crashed mlfabric run left (root)")
+    cl.add_argument("--machines", type=Path, metavar="CONFIG", default=None,
+                    help="also on every machine of CONFIG's machines: (over ssh)")
+    pf = sub.add_parser("preflight", help="check every machine of CONFIG's `machines:` over "
+                        "ssh (root, OVS version, commit, VXLAN port, clock); builds nothing")
+    pf.add_argument("config", type=Path)
     return p
 
 
@@ -276,11 +281,17 @@ def _cmd_calibrate(args) -> int:
     return 0
 
 
-def _cmd_clean(args) -> int:  # noqa: ARG001
+def _cmd_clean(args) -> int:
     if os.geteuid() != 0:
         print("error: clean: needs root (it removes OVS bridges and interfaces)",
               file=sys.stderr)
         return 2
+    machines = ()
+    if args.machines is not None:
+        from .config import ConfigError, load
+        machines = load(args.machines).machines
+        if not machines:
+            raise ConfigError("clean --machines: the config names no machines")
     from testbed.registry import clean_all
     removed = clean_all()
     left = removed.pop("left")
@@ -288,8 +299,37 @@ def _cmd_clean(args) -> int:  # noqa: ARG001
     if left:
         print(f"error: clean: could not remove {left}; their records are kept",
               file=sys.stderr)
-        return 1
-    return 0
+    code = 1 if left else 0
+    if machines:
+        code = max(code, _clean_machines(machines))
+    return code
+
+
+def _clean_machines(machines) -> int:
+    """`clean` on every machine (the checkout at this one's path, over ssh, all at once);
+    one line per machine; 1 when one could not be reached or could not remove everything."""
+    import shutil
+    import tempfile
+    from concurrent.futures import ThreadPoolExecutor
+
+    from testbed import remote
+    checkout = Path(__file__).resolve().parents[1]
+    cmd = [str(checkout / ".venv" / "bin" / "python"), "-m", "experiments", "clean"]
+    control = Path(tempfile.mkdtemp(prefix="mlf-ssh-"))
+    try:
+        with ThreadPoolExecutor(max_workers=min(16, len(machines))) as pool:
+            outs = list(pool.map(lambda m: remote.run_remote(m, control, cmd, str(checkout)),
+                                 machines))
+    finally:
+        for m in machines:
+            remote.close(m, control)
+        shutil.rmtree(control, ignore_errors=True)
+    code = 0
+    for m, (rc, text) in zip(machines, outs):
+        print(f"{m.name}: {text}" if rc == 0 else f"error: {m.name}: {text}",
+              file=sys.stdout if rc == 0 else sys.stderr)
+        code = max(code, 0 if rc == 0 else 1)
+    return code
 
 
 def _open_std_fds() -> None:
@@ -359,7 +399,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     try:
         return {"run": _cmd_run, "predict": _cmd_predict, "sweep": _cmd_sweep,
                 "report": _cmd_report, "validate": _cmd_validate, "calibrate": _cmd_calibrate,
-                "clean": _cmd_clean}[args.command](args)
+                "clean": _cmd_clean, "preflight": _cmd_preflight}[args.command](args)
     except ConfigError as e:            # bad input: found before anything was built
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -376,7 +416,36 @@ def _dispatch(args: argparse.Namespace) -> int:
 _AFTER = {"run": ": the fabric was torn down", "calibrate": ": the fabric was torn down",
           "sweep": ": finished points are kept; start it again to resume"}
 _AFTER = {c: _AFTER.get(c, "") for c in ("run", "predict", "sweep", "report", "validate",
-                                         "calibrate", "clean")}
+                                         "calibrate", "clean", "preflight")}
+
+
+def _cmd_preflight(args: argparse.Namespace) -> int:
+    """Pre-flight every machine of the config (testbed/remote.py): one line per problem and
+    exit 2, or one line per ready machine and 0. Nothing is built on any machine."""
+    import shutil
+    import tempfile
+
+    from testbed import remote
+    from .config import ConfigError, load
+    exp = load(args.config)
+    if not exp.machines:
+        raise ConfigError("machines: the config names no machines; add machines: "
+                          "[{name, address, user}, ...]")
+    control = Path(tempfile.mkdtemp(prefix="mlf-ssh-"))   # short: a unix socket's path
+    try:
+        checkout = str(Path(__file__).resolve().parents[1])    # the same path on each
+        problems = remote.preflight_all(exp.machines, checkout, control)
+    finally:
+        for m in exp.machines:
+            remote.close(m, control)
+        shutil.rmtree(control, ignore_errors=True)
+    for p in problems:
+        print(f"error: {p}", file=sys.stderr)
+    if problems:
+        return 2
+    for m in exp.machines:
+        print(f"{m.name} ({m.user}@{m.address}): ready")
+    return 0
 
 
 def cli() -> None:

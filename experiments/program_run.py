@@ -44,7 +44,7 @@ def run_program_routing(exp: Experiment, emu, entry: RoutingEntry, rp, plans: li
         from .learner import DemandLearner
         learner = DemandLearner(controller, exp, log)
     try:
-        with CpuMonitor(emu.taps) as monitor:
+        with CpuMonitor(emu.taps, others=emu.other_vswitchds) as monitor:
             records = driver.run(
                 on_start=controller.jobs_started if learner is None else learner.jobs_started,
                 on_finish=(controller.job_finished if learner is None

@@ -71,6 +71,10 @@ def _listed(path: tuple[str, ...] | None) -> list[str] | None:
 def check_emulable(exp: Experiment) -> None:
     """Raise ConfigError (before anything is built) for a fabric the emulator cannot shape,
     or semantics its agents and controller do not run."""
+    if exp.machines:
+        raise ConfigError("machines: `run` over several machines is not built yet (the "
+                          "config and each machine's pre-flight are); remove machines, or "
+                          "use emulation.switch_processes on one machine")
     sem = exp.semantics
     if sem.ring_sync != "rank" or sem.tail_step or sem.recompute == "iterations":
         raise ConfigError("semantics: the emulator runs ring_sync: rank, recompute: epochs or "
@@ -117,7 +121,9 @@ def run_experiment(exp: Experiment, out_dir: Path,
 
     load = check_load(log)     # the machine's load before anything is built
     log(f"building {topologies.title(exp.fabric)}, {len(exp.fabric.switches)} switches, "
-        f"{len(exp.fabric.hosts)} hosts")
+        f"{len(exp.fabric.hosts)} hosts"
+        + (f", over {em.switch_processes} ovs-vswitchd processes"
+           if em.switch_processes > 1 else ""))
     with EmulatedFabric(exp.fabric, run_id, settings) as emu:
         env, goodput = emulation_environment(exp, emu, load, log)
         results["environment"] = env
@@ -174,6 +180,7 @@ def emulation_environment(exp: Experiment, emu, load: dict,
     env = environment(emu.datapath, em.tcp_cc, exp.seed, em.mtu_bytes)
     env["load_avg_before"] = load
     env["port_type"] = emu.port_type
+    env["switch_processes"] = em.switch_processes
     env["ovs_send_buffer_bytes"] = emu.send_buffer_bytes
     env["ovs_vswitchd_malloc_tuned"] = emu.malloc_tuned
     if emu.malloc_tuned is False:
@@ -349,7 +356,8 @@ def drive(exp: Experiment, emu, entry: RoutingEntry, inst: Installed, timeout_s:
     try:
         driver.start_agents()
         driver.connect()
-        with CpuMonitor(emu.taps) as monitor, (capture or contextlib.nullcontext()):
+        with (CpuMonitor(emu.taps, others=emu.other_vswitchds) as monitor,
+              (capture or contextlib.nullcontext())):
             records = driver.run_jobs(on_start=on_start, on_finish=on_finish, timers=timers,
                                       on_iteration=on_iteration)
     finally:

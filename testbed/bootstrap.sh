@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install and start everything mlfabric needs, idempotently (run as root on Debian 12):
 #   1. Debian packages: mininet (for mnexec), openvswitch-switch, iperf3, ethtool, ping,
-#      nftables (joins tap switch ports to their veths: testbed/taps.py);
+#      nftables (joins tap switch ports to their veths: testbed/taps.py), openssh-client and
+#      openssh-server (machines: over ssh; the tests' namespace machines run their own sshd;
+#      mlfabric starts no ssh service, though Debian's package does where services run);
 #   2. the virtual environment .venv from requirements.txt, and mlfabric itself in editable mode
 #      (the `.venv/bin/mlfabric` command; both re-installed when either file changes);
 #   3. Open vSwitch started without systemd (ovs-ctl), when it is not running.
@@ -9,7 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON="${PYTHON:-python3}"
-PACKAGES=(mininet openvswitch-switch iperf3 ethtool iputils-ping iproute2 nftables)
+PACKAGES=(mininet openvswitch-switch iperf3 ethtool iputils-ping iproute2 nftables
+          openssh-client openssh-server)
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "bootstrap: needs root (it installs Debian packages and starts Open vSwitch); use sudo" >&2

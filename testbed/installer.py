@@ -9,7 +9,9 @@ keep its old path that long; a purge (~5 ms) makes the next packet of every flow
 rules. The purge drops the per-rule counts the revalidators had not yet pushed (at most one
 cycle's worth): path checks can under-count a flow's bytes, never put them on a wrong spine.
 The exact files and commands are saved in the run folder, and `dry_run=True` writes them
-without touching a switch.
+without touching a switch. A switch in one of the run's own ovs-vswitchd processes
+(`emulation.switch_processes`) is reached through its management socket, and each process's
+datapath is purged (testbed/instances.py); commands.txt names every switch by its bridge name.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from .instances import appctl_prefixes, ofctl_target
 from .openflow import Rule, bundle_text, by_switch
 from .ovs import TestbedError, run
 
@@ -34,8 +37,8 @@ def install(rules: list[Rule], out_dir: Path, dry_run: bool = False) -> dict:
     for switch, srules in sorted(per_switch.items()):
         path = out_dir / f"{switch}.bundle"
         path.write_text(bundle_text(srules))
-        cmds.append([*OFCTL, "bundle", switch, str(path)])
-        commands.append(" ".join(cmds[-1]))
+        cmds.append([*OFCTL, "bundle", ofctl_target(switch), str(path)])
+        commands.append(" ".join([*OFCTL, "bundle", switch, str(path)]))
     (out_dir / "commands.txt").write_text("\n".join(commands) + "\n")
     if not dry_run:
         run_parallel(cmds)
@@ -56,6 +59,7 @@ def apply_lines(lines: dict[str, list[str]], out_dir: Path, label: str,
         cmds.append([*OFCTL, "bundle", switch, str(path)])
     with (out_dir / "commands.txt").open("a") as f:
         f.write("".join(" ".join(c) + "\n" for c in cmds))
+    cmds = [[*c[:-2], ofctl_target(c[-2]), c[-1]] for c in cmds]
     if not dry_run and cmds:
         run_parallel(cmds)
         purge_datapath_flows()
@@ -64,12 +68,14 @@ def apply_lines(lines: dict[str, list[str]], out_dir: Path, label: str,
 def settle_flow_stats() -> None:
     """Wait until the revalidators have pushed the datapath's counts into the OpenFlow rules
     (one revalidation cycle, <= ~0.5 s): rule counters lag the traffic until then."""
-    run(["ovs-appctl", "revalidator/wait"])
+    for appctl in appctl_prefixes():
+        run([*appctl, "revalidator/wait"])
 
 
 def purge_datapath_flows() -> None:
     """Drop ovs-vswitchd's cached datapath flows, so that new rules apply from the next packet."""
-    run(["ovs-appctl", "revalidator/purge"])
+    for appctl in appctl_prefixes():
+        run([*appctl, "revalidator/purge"])
 
 
 def run_parallel(cmds: list[list[str]], timeout_s: float = 30.0) -> None:
@@ -96,7 +102,7 @@ _FLOW_RE = re.compile(r"cookie=(0x[0-9a-f]+).*?n_bytes=(\d+)")
 
 def flow_bytes_by_cookie(switch: str) -> dict[int, int]:
     """Bytes counted per rule cookie on `switch` (rules with cookie 0 are left out)."""
-    out = run([*OFCTL, "dump-flows", switch]).stdout
+    out = run([*OFCTL, "dump-flows", ofctl_target(switch)]).stdout
     counts: dict[int, int] = {}
     for m in _FLOW_RE.finditer(out):
         cookie = int(m.group(1), 16)

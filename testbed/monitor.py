@@ -46,7 +46,8 @@ from dataclasses import dataclass
 
 import psutil
 
-from .ovs import OVS_RECV_BUFFER_BYTES, PacketSocket, vswitchd_packet_sockets, vswitchd_pid
+from .ovs import (OVS_RECV_BUFFER_BYTES, PacketSocket, parse_ss_packet, run,
+                  vswitchd_packet_sockets, vswitchd_pid)
 
 FORWARDING_SATURATED_PCT = 95.0
 CORES_SATURATED_PCT = 95.0
@@ -209,6 +210,30 @@ class Sample:
         return self.forwarding_full or self.cores_full
 
 
+def _cpu_s(pid: int) -> float:
+    """A process's CPU seconds so far (0 when it is gone)."""
+    try:
+        t = psutil.Process(pid).cpu_times()
+        return t.user + t.system
+    except psutil.Error:
+        return 0.0
+
+
+def _others_step(others: list[tuple], dt_ns: float) -> tuple[list[tuple], list[tuple]]:
+    """One interval of the run's own ovs-vswitchd processes: each (pid, main thread's
+    (run, wait) ns, all threads' wait ns, CPU s) read again; returns the new readings and per
+    process (forwarding %, forwarding wait %, all threads' wait %, process % of one core)."""
+    new, out = [], []
+    for p, fwd, waits, cpu in others:
+        f2, w2, c2 = _read_thread(p, p), _wait_ns(p), _cpu_s(p)
+        run_pct = 100 * (f2[0] - fwd[0]) / dt_ns if fwd and f2 else 0.0
+        wait_pct = 100 * (f2[1] - fwd[1]) / dt_ns if fwd and f2 else 0.0
+        out.append((run_pct, wait_pct, 100 * max(0.0, w2 - waits) / dt_ns,
+                    100 * max(0.0, c2 - cpu) * 1e9 / dt_ns))
+        new.append((p, f2, w2, c2))
+    return new, out
+
+
 def _core_busy(prev, cur) -> tuple[list[float], float]:
     """Per-core busy % without nice, and the mean nice %, between two cpu_times(percpu)."""
     busy, nice = [], []
@@ -225,11 +250,25 @@ def _core_busy(prev, cur) -> tuple[list[float], float]:
     return busy, (sum(nice) / len(nice) if nice else 0.0)
 
 
+def netns_packet_sockets(pid: int, netns: str) -> list[PacketSocket]:
+    """The AF_PACKET sockets of the ovs-vswitchd `pid` that runs in namespace `netns`."""
+    out = run(["ip", "netns", "exec", netns, "ss", "-0", "-m", "-p", "-e", "-n", "-H"],
+              check=False).stdout
+    return parse_ss_packet(out, pid)
+
+
 class CpuMonitor:
     """`with CpuMonitor(taps) as mon: ...` then `mon.summary()`; `taps`: ovs-vswitchd's tap
-    ports (EmulatedFabric.taps), none with `system` ports."""
+    ports (EmulatedFabric.taps), none with `system` ports. `others`: (PID, namespace) of the
+    run's own ovs-vswitchd processes (emulation.switch_processes > 1): each sample's
+    forwarding figures are then the busiest forwarding thread's, the process figures summed,
+    and their sockets' drops count too (their queued bytes and arrivals are not sampled)."""
 
-    def __init__(self, taps: list[str] | tuple[str, ...] = (), interval_s: float = 0.25):
+    def __init__(self, taps: list[str] | tuple[str, ...] = (), interval_s: float = 0.25,
+                 others: list[tuple[int, str]] | tuple = ()):
+        self.others = list(others)
+        self.others_before: list[PacketSocket] = []
+        self.others_after: list[PacketSocket] = []
         self.taps = set(taps)
         self.tap_drops = 0
         self.interval_s = interval_s
@@ -262,6 +301,8 @@ class CpuMonitor:
         cores = psutil.cpu_times(percpu=True)
         fwd = _read_thread(pid, pid) if pid else None
         waits = _wait_ns(pid) if pid else 0.0
+        self.others_before = [s for p, ns in self.others for s in netns_packet_sockets(p, ns)]
+        others = [(p, _read_thread(p, p), _wait_ns(p), _cpu_s(p)) for p, _ in self.others]
         try:
             if proc is not None:
                 proc.cpu_percent()
@@ -287,6 +328,13 @@ class CpuMonitor:
                 w2 = _wait_ns(pid)
                 all_wait = 100 * max(0.0, w2 - waits) / dt_ns
                 fwd, waits = f2, w2
+            if others:
+                others, extra = _others_step(others, dt_ns)
+                for o_run, o_wait, o_all_wait, o_pct in extra:
+                    if o_run + o_wait > f_run + f_wait:     # the busiest forwarding thread
+                        f_run, f_wait = o_run, o_wait
+                    all_wait += o_all_wait
+                    vs += o_pct
             queued, fullest = _queued(inodes)
             rx2 = _rx_bytes(ifaces, self.taps)
             rx_mbps = (max(0, rx2 - rx) * 8 / (dt_ns / 1e3) if ifaces or self.taps
@@ -298,6 +346,8 @@ class CpuMonitor:
             cores, t = cur, now
             if stopped:
                 self.sockets_after = vswitchd_packet_sockets() if pid else []
+                self.others_after = [s for p, ns in self.others
+                                     for s in netns_packet_sockets(p, ns)]
                 self.tap_drops = tap_drops(self.taps) - drops0 if self.taps else 0
                 return
 
@@ -309,6 +359,7 @@ class CpuMonitor:
         rcvbufs = [s.rcvbuf_bytes for s in self._ports()]
         return summarize(self.samples, self.interval_s, max(self._t1 - self._t0, 0.0),
                          socket_drops(self.sockets_before, self.sockets_after)
+                         + socket_drops(self.others_before, self.others_after)
                          + self.tap_drops, min(rcvbufs) if rcvbufs else None,
                          "tap" if self.taps else "system")
 

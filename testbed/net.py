@@ -23,11 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import taps
+from . import instances, taps
 from .fabric import TIER, Fabric
+from .instances import OvsInstance
 from .ovs import (TestbedError, check_socket_buffers, ovs_running, pick_datapath, run,
                   vswitchd_malloc_tuned)
-from .registry import EXTERNAL_ID, RunRecord, remove_record, reserve
+from .registry import EXTERNAL_ID, STATE_DIR, RunRecord, remove_record, reserve
 from .settings import EmulationSettings  # noqa: F401  (runs build it; tests import it here)
 from .shaping import Shaping, tc_batch
 from .signals import deferred
@@ -71,6 +72,11 @@ def ns_run(node, args: list[str], timeout_s: float = 15.0, input_text: str | Non
     return out
 
 
+def _netns_opt(tool: str, netns: str | None) -> list[str]:
+    """`ip` or `tc`, told to act in network namespace `netns` (None: this one)."""
+    return [tool, "-n", netns] if netns else [tool]
+
+
 def _ns_run_all(jobs: dict, timeout_s: float = 120.0) -> None:
     """Run one argument list in each node's namespace, all at once (they mostly wait on the
     kernel); raise TestbedError naming the first node that failed. None is left running."""
@@ -107,6 +113,11 @@ class EmulatedFabric:
         self.malloc_tuned: bool | None = None    # ovs-vswitchd's glibc settings (testbed/ovs.py)
         self.net = None
         self.record = RunRecord(run_id)
+        # switch -> its ovs-vswitchd process (0: the machine's; testbed/instances.py)
+        processes = instances.process_count(fabric, self.settings.switch_processes)
+        self.process_of = instances.placement(fabric, processes)
+        self.instances = [OvsInstance(run_id, k, STATE_DIR) for k in range(1, processes)]
+        self.vswitchd_pids: dict[int, int] = {}     # process index -> its ovs-vswitchd PID
 
     # -- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> "EmulatedFabric":
@@ -127,6 +138,13 @@ class EmulatedFabric:
         self.record.interfaces = list(self.fabric.switch_interfaces) + self.taps
         if self.port_type == "tap":
             self.record.nft_tables = [taps.nft_table(self.run_id)]
+        if self.instances and self.port_type == "tap":
+            raise TestbedError("emulation.switch_processes: tap ports need one ovs-vswitchd; "
+                               "use port_type: system")
+        for inst in self.instances:
+            inst.check_paths([sw for sw, k in self.process_of.items() if k == inst.index])
+        self.record.netns = [i.netns for i in self.instances]
+        self.record.ovs_rundirs = [str(i.rundir) for i in self.instances]
         reserve(self.record, set(self.record.bridges))
         try:
             self._build()
@@ -140,6 +158,7 @@ class EmulatedFabric:
         # (every step below is bounded: processes 2 s + 2 s, each command its timeout)
         with deferred():
             net, self.net = self.net, None
+            instances.forget()
             try:
                 # by the record, never through Mininet's shells (one may be dead): every
                 # process by PID, the bridges in one transaction, the veths in one batch
@@ -163,6 +182,8 @@ class EmulatedFabric:
         from . import shells   # Mininet: imported only when a fabric is built
         setLogLevel("warning")
         f = self.fabric
+        for inst in self.instances:     # the run's own ovs-vswitchd processes first
+            self.vswitchd_pids[inst.index] = instances.start(inst, self.record.add_pid)
         net = Mininet(controller=None, switch=OVSSwitch, link=Link, build=False,
                       autoSetMacs=False, autoStaticArp=False, waitConnected=False)
         self.net = net
@@ -171,16 +192,21 @@ class EmulatedFabric:
         for h in f.hosts:
             net.addHost(h, cls=shells.RecordedHost, record=self.record, ip=f"{f.ip_of(h)}/8")
         for sw in f.switches:
-            net.addSwitch(sw, cls=shells.RecordedOVSSwitch, record=self.record,
-                          dpid=f.dpid_of(sw), failMode="secure", datapath=self.datapath,
-                          protocols=OPENFLOW_PROTOCOLS)
+            inst = self.instance_of(sw)
+            net.addSwitch(sw, cls=shells.InstanceOVSSwitch if inst else shells.RecordedOVSSwitch,
+                          record=self.record, dpid=f.dpid_of(sw), failMode="secure",
+                          datapath=self.datapath, protocols=OPENFLOW_PROTOCOLS,
+                          **({"db": inst.db} if inst else {}))
         for u, v in f.links:   # each link once: from the host, or from the lower tier
             if f.role(u) == "host":
                 net.addLink(u, v, port1=0, port2=f.port(v, u))
             elif f.role(v) != "host" and TIER[f.role(u)] < TIER[f.role(v)]:
                 net.addLink(u, v, port1=f.port(u, v), port2=f.port(v, u))
         net.build()
+        self._move_ports()
         net.start()
+        instances.register({sw: inst for sw in f.switches if (inst := self.instance_of(sw))},
+                           self.vswitchd_pids)
         if self.port_type == "tap":
             self._tap_ports()
         self._configure(net)
@@ -189,6 +215,44 @@ class EmulatedFabric:
         for u, v in sorted(down):
             self.set_link(u, v, up=False)
 
+    @property
+    def other_vswitchds(self) -> list[tuple[int, str]]:
+        """(PID, namespace) of the run's own ovs-vswitchd processes (the CPU monitor's)."""
+        return [(self.vswitchd_pids[i.index], i.netns) for i in self.instances
+                if i.index in self.vswitchd_pids]
+
+    def instance_of(self, switch: str) -> OvsInstance | None:
+        """The run's ovs-vswitchd process that runs `switch`; None: the machine's."""
+        k = self.process_of.get(switch, 0)
+        return self.instances[k - 1] if k else None
+
+    def netns_of(self, intf_owner: str) -> str | None:
+        """The network namespace of a switch's ports (None: the root namespace)."""
+        inst = self.instance_of(intf_owner)
+        return inst.netns if inst else None
+
+    def _ports_by_netns(self) -> dict[str | None, list[tuple[str, str]]]:
+        """Every switch port (switch, neighbour), grouped by the namespace it lives in."""
+        out: dict[str | None, list[tuple[str, str]]] = {}
+        for u, v in self.fabric.switch_ports:
+            out.setdefault(self.netns_of(u), []).append((u, v))
+        return out
+
+    def _move_ports(self) -> None:
+        """Move the ports of switches run by the run's own processes into those processes'
+        namespaces (one `ip -batch`), then bring them up there (moving takes a device down).
+        A link between two processes is then a veth with one end in each namespace."""
+        f = self.fabric
+        moved = {ns: ports for ns, ports in self._ports_by_netns().items() if ns}
+        if not moved:
+            return
+        run(["ip", "-batch", "-"], input_text="".join(
+            f"link set dev {f.intf(u, v)} netns {ns}\n"
+            for ns, ports in moved.items() for u, v in ports))
+        for ns, ports in moved.items():
+            run(["ip", "-n", ns, "-batch", "-"], input_text="".join(
+                f"link set dev {f.intf(u, v)} up\n" for u, v in ports))
+
     def _configure(self, net) -> None:
         """Tag the bridges, set every MTU, shape every port, set up the hosts, in batches: one
         ovs-vsctl, one `ip -batch`, one `tc -batch`, then per host one shell and one
@@ -196,20 +260,23 @@ class EmulatedFabric:
         pair: 4,032 at 64 hosts). experiments/benchmarks/scale_bench.py has the figures."""
         f = self.fabric
         mtu = str(self.settings.mtu_bytes)
-        ports = f.switch_ports
-        vsctl = ["ovs-vsctl"]
-        for sw in f.switches:
-            vsctl += ["--", "set", "Bridge", sw, f"external_ids:{EXTERNAL_ID}={self.run_id}"]
-        if self.port_type == "system":
-            for u, v in ports:
-                vsctl += ["--", "set", "Interface", f.intf(u, v), f"mtu_request={mtu}"]
-        run(vsctl, timeout_s=120)
-        run(["ip", "-batch", "-"], input_text="".join(
-            f"link set dev {f.intf(u, v)} mtu {mtu}\n" for u, v in ports))
-        batch = [line for u, v in ports
-                 for line in tc_batch(f.intf(u, v), self._shaping(
-                     f.capacity_mbps(u, v), self.settings.switch_burst_frames))]
-        run(["tc", "-batch", "-"], input_text="\n".join(batch) + "\n", timeout_s=120)
+        for ns, ports in self._ports_by_netns().items():   # per ovs-vswitchd process
+            inst = self.instance_of(ports[0][0])
+            vsctl = inst.vsctl() if inst else ["ovs-vsctl"]
+            for sw in sorted({u for u, _ in ports}):
+                vsctl += ["--", "set", "Bridge", sw,
+                          f"external_ids:{EXTERNAL_ID}={self.run_id}"]
+            if self.port_type == "system":
+                for u, v in ports:
+                    vsctl += ["--", "set", "Interface", f.intf(u, v), f"mtu_request={mtu}"]
+            run(vsctl, timeout_s=120)
+            run([*_netns_opt("ip", ns), "-batch", "-"], input_text="".join(
+                f"link set dev {f.intf(u, v)} mtu {mtu}\n" for u, v in ports))
+            batch = [line for u, v in ports
+                     for line in tc_batch(f.intf(u, v), self._shaping(
+                         f.capacity_mbps(u, v), self.settings.switch_burst_frames))]
+            run([*_netns_opt("tc", ns), "-batch", "-"], input_text="\n".join(batch) + "\n",
+                timeout_s=120)
         macs = {h: net.get(h).MAC() for h in f.hosts}
         with tempfile.TemporaryDirectory(prefix="mlfabric-hosts-") as tmp:
             scripts = {}
@@ -262,11 +329,12 @@ class EmulatedFabric:
         """Both ends of the u-v veth pair up or down (both directions fail, as a cut cable),
         and with tap ports both taps too: OVS sees a port's link state on the tap, and a
         select group's bucket watching that port must go dead with the link."""
-        ends = [self.fabric.intf(u, v), self.fabric.intf(v, u)]
+        ends = [(self.fabric.intf(u, v), self.netns_of(u)),
+                (self.fabric.intf(v, u), self.netns_of(v))]
         if self.port_type == "tap":
-            ends += [taps.tap_name(i) for i in ends]
-        for intf in ends:
-            run(["ip", "link", "set", "dev", intf, "up" if up else "down"])
+            ends += [(taps.tap_name(i), ns) for i, ns in ends]
+        for intf, ns in ends:
+            run([*_netns_opt("ip", ns), "link", "set", "dev", intf, "up" if up else "down"])
 
     def _shaping(self, rate_mbps: float, burst_frames: int = 1) -> Shaping:
         st = self.settings
@@ -278,8 +346,10 @@ class EmulatedFabric:
 
     def queued_packets(self) -> int:
         """Packets waiting in the shapers' queues now, over every interface of the fabric."""
-        total = backlog_packets(run(["tc", "-s", "qdisc", "show"]).stdout,
-                                set(self.record.interfaces))
+        total = 0
+        for ns in [None] + [i.netns for i in self.instances]:
+            total += backlog_packets(run([*_netns_opt("tc", ns), "-s", "qdisc", "show"]).stdout,
+                                     set(self.record.interfaces))
         for h in self.fabric.hosts:
             total += backlog_packets(ns_run(self.host(h), ["tc", "-s", "qdisc", "show"]),
                                      {f"{h}-eth0"})

@@ -2,7 +2,9 @@
 `mlfabric clean` remove exactly that and nothing else.
 
 One JSON file per live run in STATE_DIR: {"run_id", "owner": {pid, started, cmdline},
-"bridges", "interfaces", "nft_tables", "pids": [{pid, started, cmdline, stop_signal}]}. Every
+"bridges", "interfaces", "nft_tables", "pids": [{pid, started, cmdline, stop_signal}],
+"netns", "ovs_rundirs"} (the last two: the network namespaces and run directories of the
+run's own ovs-vswitchd processes, testbed/instances.py; removed after their processes). Every
 OVS bridge a run makes also carries external_ids:mlfabric_run=<run_id> once it exists. A
 process is identified by its PID and its start time (`started`, s since the epoch, fixed at
 fork: a PID reused by another program has another one, and a child read before its exec is
@@ -16,6 +18,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import signal
 import time
 from contextlib import contextmanager
@@ -53,6 +56,8 @@ class RunRecord:
     interfaces: list[str] = field(default_factory=list)      # root-namespace interface names
     nft_tables: list[str] = field(default_factory=list)      # netdev-family tables (taps.py)
     pids: list[dict] = field(default_factory=list)    # {"pid", "started", "cmdline", "stop_signal"}
+    netns: list[str] = field(default_factory=list)     # namespaces of the run's OVS processes
+    ovs_rundirs: list[str] = field(default_factory=list)   # their run directories (paths)
 
     @property
     def path(self) -> Path:
@@ -210,6 +215,9 @@ def remove_record(record: RunRecord) -> dict:
     interfaces. The record is deleted only when nothing of it is left; returns counts and
     what remains."""
     removed = {"processes": end_processes(record.pids), "bridges": 0, "interfaces": 0}
+    netns_left = [ns for ns in record.netns if not remove_netns(ns)]
+    for d in record.ovs_rundirs:      # after their processes: nothing writes there any more
+        shutil.rmtree(d, ignore_errors=True)
     tables_left = [t for t in record.nft_tables if not taps.remove(t)]
     tags = bridge_tags()
     if tags is not None:
@@ -230,12 +238,35 @@ def remove_record(record: RunRecord) -> dict:
                                      if b in tags and tags[b] in (None, record.run_id)])
     left += [i for i in record.interfaces if Path(f"/sys/class/net/{i}").exists()]
     left += [f"nft table {t}" for t in tables_left]
+    left += [f"netns {ns}" for ns in netns_left]
+    left += [d for d in record.ovs_rundirs if Path(d).exists()]
     if tags is None:
         left.append("(Open vSwitch did not answer)")
     if not left:
         record.path.unlink(missing_ok=True)
     removed["left"] = left
     return removed
+
+
+NETNS_DIR = Path("/run/netns")
+
+
+def remove_netns(name: str) -> bool:
+    """Delete network namespace `name` (a run's OVS process's; its processes already ended):
+    first its interfaces, in one batch (a veth's far end in the root namespace goes with it
+    at once, where the namespace's own teardown is asynchronous), then the namespace.
+    True when it is gone."""
+    if not (NETNS_DIR / name).exists():
+        return True
+    links = run(["ip", "-n", name, "-o", "link", "show"], check=False).stdout
+    devs = [line.split(":")[1].strip().split("@")[0] for line in links.splitlines()
+            if line.count(":") >= 2]
+    devs = [d for d in devs if d not in ("lo", "ovs-netdev")]
+    if devs:
+        run(["ip", "-n", name, "-force", "-batch", "-"], check=False,
+            input_text="".join(f"link del {d}\n" for d in devs))
+    run(["ip", "netns", "del", name], check=False)
+    return not (NETNS_DIR / name).exists()
 
 
 def kept_records() -> list[RunRecord]:

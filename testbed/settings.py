@@ -20,6 +20,7 @@ class EmulationSettings:
     window_frames: int = 16         # receive window bound per connection, in frames; 0: none
     switch_burst_frames: int = SWITCH_BURST_FRAMES   # HTB burst at switch egress (hosts: 1)
     port_type: str = "system"       # system | tap: how ovs-vswitchd reaches a port (taps.py)
+    switch_processes: int = 1       # ovs-vswitchd instances (the machine's + N-1 of the run's)
 
     @property
     def window_clamp_bytes(self) -> int:

@@ -139,6 +139,14 @@ class RecordedOVSSwitch(_RecordedShell, OVSSwitch):
     """Mininet's OVSSwitch, its shell started as the module docstring says."""
 
 
+class InstanceOVSSwitch(RecordedOVSSwitch):
+    """A RecordedOVSSwitch in one of the run's own ovs-vswitchd processes: every ovs-vsctl
+    Mininet runs for it goes to that process's database (param `db`, testbed/instances.py)."""
+
+    def vsctl(self, *args, **kwargs):
+        return self.cmd("ovs-vsctl", f"--db={self.params['db']}", *args, **kwargs)
+
+
 def release(net) -> None:
     """After the run's record has ended every shell by PID: close each node's pty and reap
     its shell (at most 2 s each, though they are gone by then). Nothing goes through a shell."""

@@ -247,3 +247,35 @@ def tunnel_commands(split: Split, machine: int, underlay_dev: str) -> list[list[
         if not t.live:
             cmds.append(["ip", "link", "set", "dev", dev, "down"])
     return cmds
+
+
+@dataclass(frozen=True)
+class Carried:
+    """What N machines carry faithfully, by the model of docs/multi-machine.md (Mbit/s of host
+    traffic): each machine's forwarding ceiling times N, bounded by each machine's underlay."""
+
+    machines: int
+    forwarding_mbps: float      # N x the one-machine ceiling
+    underlay_mbps: float        # what the underlays let cross, with VXLAN's headers
+    carried_mbps: float         # the smaller
+    bound: str                  # "forwarding" or "underlay"
+
+
+def carried(machines: int, ceiling_mbps: float, underlay_mbps: float, mtu_bytes: int,
+            crossing_fraction: float = 1.0) -> Carried:
+    """The model: host traffic spread evenly over `machines`, each forwarding at most
+    `ceiling_mbps` of it (one machine's measured faithful aggregate), each sending
+    `crossing_fraction` of its hosts' traffic to other machines over an underlay NIC of
+    `underlay_mbps` each way, every frame of `mtu_bytes` paying VXLAN's 50 bytes. One machine
+    has no underlay traffic."""
+    if not 1 <= machines <= MAX_MACHINES or ceiling_mbps <= 0 or underlay_mbps <= 0:
+        raise SplitError("carried: machines 1..256, ceiling_mbps and underlay_mbps > 0")
+    if not 0.0 <= crossing_fraction <= 1.0:
+        raise SplitError("carried: crossing_fraction within 0..1")
+    fwd = machines * ceiling_mbps
+    if machines == 1 or crossing_fraction == 0.0:
+        return Carried(machines, fwd, float("inf"), fwd, "forwarding")
+    overhead = (mtu_bytes + 14 + VXLAN_OVERHEAD_BYTES) / (mtu_bytes + 14)
+    under = machines * underlay_mbps / (crossing_fraction * overhead)
+    return Carried(machines, fwd, under, min(fwd, under),
+                   "forwarding" if fwd <= under else "underlay")

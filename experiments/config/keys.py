@@ -8,7 +8,10 @@ from testbed import topologies
 TOP_KEYS = {"name", "seed", "fabric", "jobs", "routing", "emulation", "events",
             "jobs_from", "semantics", "replay_log", "solver_time_limit_s", "subflows",
             "demand", "learn_steps", "learn_s",
-            "split", "split_piece_bytes"}
+            "split", "split_piece_bytes", "machines"}
+
+
+MACHINE_KEYS = {"name", "address", "user", "ovs_rundir"}
 
 
 EVENT_KINDS = ("fail_spine", "restore_spine", "fail_switch", "restore_switch", "fail_link",
@@ -38,7 +41,7 @@ PROGRAM_JOB_KEYS = {"name", "program", "hosts", "placement", "ranks", "env", "ti
 
 EMULATION_KEYS = {"datapath", "port_type", "tcp_cc", "mtu_bytes", "queue_packets",
                   "link_scheduler", "window_frames", "switch_burst_frames",
-                  "iteration_timeout_s", "capture"}
+                  "iteration_timeout_s", "capture", "switch_processes"}
 
 
 TCP_CCS = ("cubic", "bbr", "reno")

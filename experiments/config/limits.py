@@ -121,3 +121,8 @@ MAX_PROGRAMS = 64
 MAX_LEARNED_PAIRS = 10_000
 #: Steps (or iterations) the controller learns over before it plans.
 MAX_LEARN_STEPS = 1_000
+
+
+#: ovs-vswitchd instances one machine's fabric may be spread over (emulation.switch_processes):
+#: each takes a core when it forwards, and this machine class has 2 (4 leaves one idle at most)
+MAX_SWITCH_PROCESSES = 4

@@ -18,6 +18,7 @@ from .timing import _check_timing
 from .strategies import _replay_flows, _routing_replay
 from .events import _events
 from .emulation import _emulation
+from .machines import _machines
 from .programs import check_programs, demand
 from .imports import _jobs_from, _jobs_source, _source_kind, _imported_jobs, _semantics
 
@@ -50,6 +51,7 @@ def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
     pairs = host_pairs(plans)
     _check_reachable(fabric, pairs)
     emulation = _emulation(_section(d, "emulation"), fabric)
+    machines = _machines(d.get("machines"), fabric, emulation)
     check_programs(programs, jobs)
     if jobs:
         _check_timing(jobs, fabric, emulation,
@@ -65,7 +67,8 @@ def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
                       solver_time_limit_s=limit,
                       jobs_from=_jobs_source(d, base_dir) if imported is not None else None,
                       replay_flows=flows, subflow_defaults=subflow_defaults,
-                      workload=notes, programs=programs, demand=demand(d))
+                      workload=notes, programs=programs, demand=demand(d),
+                      machines=machines)
 
 
 def load(path: str | Path) -> Experiment:

@@ -48,6 +48,8 @@ class EmulationConfig:
     iteration_timeout_s: float | None = None  # None: 20 x ideal CCT + 30 s
     capture: bool | tuple[str, str] = False   # scapy pcap per routing (testbed/capture.py):
                                     # true: leaf1's first live uplink; (a, b): a's port to b
+    switch_processes: int = DEFAULTS.switch_processes   # ovs-vswitchd instances the
+                                    # switches are spread over (testbed/instances.py)
 
     def settings(self) -> EmulationSettings:
         """What the emulator builds with (testbed/settings.py), by keyword."""
@@ -56,18 +58,22 @@ class EmulationConfig:
                                  scheduler=self.link_scheduler,
                                  window_frames=self.window_frames,
                                  switch_burst_frames=self.switch_burst_frames,
-                                 port_type=self.port_type)
+                                 port_type=self.port_type,
+                                 switch_processes=self.switch_processes)
 
     def resolved(self) -> dict:
         """As the YAML says it: `mtu_bytes: auto` when it was chosen from the link rates (it
         then resolves to the same number again), window_frames as the number it resolved to."""
+        extra = ({"switch_processes": self.switch_processes} if self.switch_processes != 1
+                 else {})     # left out at its default: older runs' configs stay the same
         return {"datapath": self.datapath, "port_type": self.port_type, "tcp_cc": self.tcp_cc,
                 "mtu_bytes": "auto" if self.mtu_auto else self.mtu_bytes,
                 "queue_packets": self.queue_packets, "link_scheduler": self.link_scheduler,
                 "window_frames": self.window_frames,
                 "switch_burst_frames": self.switch_burst_frames,
                 "iteration_timeout_s": self.iteration_timeout_s,
-                "capture": list(self.capture) if isinstance(self.capture, tuple) else self.capture}
+                "capture": list(self.capture) if isinstance(self.capture, tuple) else self.capture,
+                **extra}
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,8 @@ class Experiment:
     programs: list[ProgramSpec] = field(default_factory=list)
     #: the controller's demand: (declared | measured, learn_steps, learn_s or None)
     demand: tuple[str, int, float | None] = ("declared", DEFAULT_LEARN_STEPS, None)
+    #: the machines the fabric is split over (testbed/remote.py MachineSpec); (): this one
+    machines: tuple = ()
     #: `routing` parsed once, entry by entry (experiments/routing_entry.py)
     routings: list[RoutingEntry] = field(init=False, repr=False, compare=False)
 
@@ -142,6 +150,7 @@ class Experiment:
             **({"demand": demand} if demand != "declared" else {}),
             **({"learn_s": window} if window is not None else
                {"learn_steps": steps} if steps != DEFAULT_LEARN_STEPS else {}),
+            **({"machines": [m.as_dict() for m in self.machines]} if self.machines else {}),
         }
 
 

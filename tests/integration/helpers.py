@@ -47,18 +47,40 @@ def node_shells() -> list[str]:
     return sorted(found)
 
 
+def run_netns() -> list[str]:
+    """Network namespaces of runs' own ovs-vswitchd processes (testbed/instances.py)."""
+    d = Path("/run/netns")
+    return sorted(p.name for p in d.iterdir() if p.name.startswith("mlf")) if d.exists() else []
+
+
+def run_ovs_processes() -> list[str]:
+    """ovsdb-server / ovs-vswitchd processes a run started (their files under STATE_DIR)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        cmd = proc.info["cmdline"] or []
+        if (proc.info["status"] != psutil.STATUS_ZOMBIE and cmd
+                and any(c.startswith(("ovs-vswitchd", "ovsdb-server")) for c in cmd[:5])
+                and str(STATE_DIR) in " ".join(cmd)):
+            found.append(f"{proc.pid}:{' '.join(cmd[:5])}")
+    return sorted(found)
+
+
 def leftovers() -> dict:
     """Anything an mlfabric run could leave: tagged bridges, fabric interfaces (veths and
-    taps), nftables tables, records, node shells."""
+    taps), nftables tables, records, node shells, its own OVS processes, their namespaces
+    and run directories."""
     bridges = our_bridges()
     names = subprocess.run(["ip", "-j", "link", "show"], capture_output=True, text=True).stdout
     intfs = [i["ifname"] for i in json.loads(names)
              if i["ifname"].startswith(SWITCH_PREFIXES)]
     records = sorted(p.name for p in STATE_DIR.glob("*.json")) if STATE_DIR.exists() else []
+    rundirs = sorted(p.name for p in STATE_DIR.glob("*.ovs*")) if STATE_DIR.exists() else []
     return {"bridges": bridges, "interfaces": intfs, "nft_tables": nft_tables(),
-            "records": records, "shells": node_shells()}
+            "records": records, "shells": node_shells(), "netns": run_netns(),
+            "ovs_processes": run_ovs_processes(), "ovs_rundirs": rundirs}
 
 
 #: Interface names of every fabric kind's switches (their ports are <switch>-ethN).
 SWITCH_PREFIXES = ("leaf", "spine", "agg", "core", "edge", "rail", "sw")
-NOTHING = {"bridges": [], "interfaces": [], "nft_tables": [], "records": [], "shells": []}
+NOTHING = {"bridges": [], "interfaces": [], "nft_tables": [], "records": [], "shells": [],
+           "netns": [], "ovs_processes": [], "ovs_rundirs": []}

@@ -66,7 +66,7 @@ class _Driver:
 
 
 class _Monitor:
-    def __init__(self, taps=()):
+    def __init__(self, taps=(), others=()):
         self.taps = taps
 
     def __enter__(self):
@@ -104,6 +104,7 @@ class _Counters:
 
 class _Emu:
     taps: list[str] = []
+    other_vswitchds: list[tuple[int, str]] = []     # switch_processes: 1
 
     def set_link(self, u, v, up):
         pass

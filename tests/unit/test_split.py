@@ -159,3 +159,19 @@ def test_as_dict_names_both_endpoints():
     t = doc["tunnels"][0]
     assert t["endpoints"] == [doc["machines"][m]["underlay_ip"] for m in t["machines"]]
     assert doc["inner_mtu_bytes"] == 8950 and len(doc["tunnels"]) == len(s.tunnels)
+
+
+def test_carried_is_forwarding_times_n_bounded_by_the_underlay():
+    from testbed.split import carried
+    one = carried(1, 1536, 10_000, 8950)
+    assert one.carried_mbps == 1536 and one.bound == "forwarding"
+    four = carried(4, 1536, 10_000, 8950)
+    assert four.carried_mbps == 4 * 1536 and four.bound == "forwarding"
+    slow = carried(4, 1536, 1000, 8950)           # 1 Gbit/s NICs, every byte crossing
+    assert slow.bound == "underlay"
+    assert slow.carried_mbps == pytest.approx(4 * 1000 * 8964 / 9014)   # 50 B a frame
+    half = carried(4, 1536, 1000, 8950, crossing_fraction=0.5)    # twice, up to forwarding
+    assert half.underlay_mbps == pytest.approx(2 * slow.carried_mbps)
+    assert half.carried_mbps == 4 * 1536 and half.bound == "forwarding"
+    with pytest.raises(SplitError):
+        carried(0, 1, 1, 9000)
