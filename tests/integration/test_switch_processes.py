@@ -93,13 +93,24 @@ def _start(tmp_path: Path, cfg: dict) -> subprocess.Popen:
                             start_new_session=True)
 
 
+def _children_cmdlines(pid: int) -> list[list[str]]:
+    """The command lines of `pid`'s descendants now; one that ends meanwhile is skipped (a
+    zombie's cmdline raised ZombieProcess under load)."""
+    found = []
+    for kid in psutil.Process(pid).children(recursive=True):
+        try:
+            found.append(kid.cmdline())
+        except psutil.Error:
+            pass
+    return found
+
+
 def _wait_for_agents(proc: subprocess.Popen, deadline_s: float = 60.0) -> None:
     t0 = time.monotonic()
     while time.monotonic() - t0 < deadline_s:
         if proc.poll() is not None:
             pytest.fail(f"run ended early: {proc.stderr.read()}")
-        kids = psutil.Process(proc.pid).children(recursive=True)
-        if any("traffic.agent" in " ".join(k.cmdline()) for k in kids if k.is_running()):
+        if any("traffic.agent" in " ".join(cmd) for cmd in _children_cmdlines(proc.pid)):
             time.sleep(1.0)
             return
         time.sleep(0.2)
