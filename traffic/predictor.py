@@ -44,6 +44,10 @@ from .prediction import (OURS, RECOMPUTES, RING_SYNCS, JobResult, Prediction,  #
                          PredictorError, Router, Semantics)
 from .rates import max_min_rates  # noqa: F401
 
+#: The per-completion DAG step compiled (traffic/dag_kernel.py), or the Python reference
+#: (_Simulation.finish per flow): the same results bit for bit (tests/unit/test_dag_kernel.py).
+COMPILED_DAG = True
+
 
 def path_width(fabric: Fabric) -> int:
     """Link slots per connection row: the longest host-to-host path's links (shorter paths
@@ -113,26 +117,54 @@ class _Job:
             for i in nxt:
                 indeg[i] += 1
         self.succ = succ
-        self.indeg0 = indeg
-        self.roots = [i for i in range(n) if indeg[i] == 0]
-        if n and not self.roots:
+        self.indeg0 = np.array(indeg, dtype=np.int64)
+        self.roots = np.flatnonzero(self.indeg0 == 0)
+        if n and not self.roots.size:
             raise PredictorError(f"jobs.{self.name}: the transfer DAG has a cycle")
-        # dynamic state
+        # dynamic state: views of the _Dag's flat arrays once bound (bind)
         self.iteration = 0
-        self.indeg: list[int] = []
-        self.group_left: list[int] = []
+        self.indeg = self.indeg0.copy()
+        self.group_left = np.array(self.group_size, dtype=np.int64)
         self.started_at = np.zeros(n)
-        self.done = 0
+        self.fct_cur = np.zeros(n)
+        self._dag: _Dag | None = None
+        self._j = 0
         self.iter_start = 0.0
         self.communicating = False   # in an iteration, or past the last one (floodns's view)
-        self.tail = False            # running the unrecorded tail step (Semantics.tail_step)
         self.ccts: list[float] = []
         self.starts: list[float] = []
         self.ends: list[float] = []
         self.fct_sum = np.zeros(n)
         self.fct_max = np.zeros(n)
-        self.fct_cur = np.zeros(n)
         self.fct_all = np.zeros((self.iterations, n)) if keep_fcts else None
+
+    def bind(self, dag: _Dag, j: int) -> None:
+        """Keep the dynamic state in dag's flat arrays (job j's slices)."""
+        self._dag, self._j = dag, j
+        lo, hi = dag.off[j], dag.off[j + 1]
+        glo, ghi = dag.grp_off[j], dag.grp_off[j + 1]
+        self.indeg, self.started_at, self.fct_cur = (dag.indeg[lo:hi], dag.started_at[lo:hi],
+                                                     dag.fct_cur[lo:hi])
+        self.group_left = dag.grp_left[glo:ghi]
+
+    @property
+    def done(self) -> int:
+        """Transfers complete in this iteration (tail step: its roots)."""
+        return int(self._dag.job_done[self._j])
+
+    @done.setter
+    def done(self, value: int) -> None:
+        self._dag.job_done[self._j] = value
+
+    @property
+    def tail(self) -> bool:
+        """Running the unrecorded tail step (Semantics.tail_step): its completions are
+        Python's (the compiled DAG step hands them back)."""
+        return bool(self._dag.python[self._j])
+
+    @tail.setter
+    def tail(self, value: bool) -> None:
+        self._dag.python[self._j] = value
 
     def _pools(self, ts: list, pos: dict[int, int], piece_bytes: int) -> None:
         """split "adaptive": `pool`, the position of each part's first part (-1: a fixed part),
@@ -182,8 +214,8 @@ class _Job:
 
     # -- one iteration ------------------------------------------------------------------------
     def begin(self, t: float) -> None:
-        self.indeg = list(self.indeg0)
-        self.group_left = list(self.group_size)
+        self.indeg[:] = self.indeg0
+        self.group_left[:] = self.group_size
         self.done = 0
         self.iter_start = t
         self.started_at[:] = t
@@ -193,14 +225,15 @@ class _Job:
             self.in_tail[:] = False
 
     def release(self, i: int) -> list[int]:
-        """Transfer i completed: the transfers that may start now."""
+        """Transfer i completed: the transfers that may start now (the reference of
+        traffic/dag_kernel.py's complete)."""
         out = []
         indeg = self.indeg
         for s in self.succ[i]:
             indeg[s] -= 1
             if indeg[s] == 0:
                 out.append(s)
-        if self.group_of:
+        if self.group_size:
             g = self.group_of[i]
             self.group_left[g] -= 1
             if self.group_left[g] == 0:
@@ -231,6 +264,99 @@ class _Job:
             transfer_bytes=self.carried_sum / runs if self.pooled else self.size.copy(),
             transfer_conn=np.array([t.conn_id for t in self.plan.transfers], dtype=np.int64),
             fct_mean_s=self.fct_sum / runs, fct_max_s=self.fct_max.copy(), fct_s=self.fct_all)
+
+
+class _Dag:
+    """Every job's DAG as flat arrays (a transfer's global index: its job's offset + its
+    index in the job), the state traffic/dag_kernel.py's complete reads and writes: successors
+    and barrier groups as CSR with global indices, in-degrees, start times, FCTs, each job's
+    completions in its iteration and its size, and the jobs whose completions are Python's."""
+
+    def __init__(self, jobs: list[_Job]):
+        sizes = [job.n for job in jobs]
+        self.off = np.cumsum([0] + sizes).astype(np.int64)
+        self.grp_off = np.cumsum([0] + [len(job.group_size) for job in jobs]).astype(np.int64)
+        n = int(self.off[-1])
+        succ_len = np.zeros(n + 1, dtype=np.int64)
+        succ_idx, grp_of, grp_len, grp_idx = [], [], [0], []
+        for j, job in enumerate(jobs):
+            lo, glo = int(self.off[j]), int(self.grp_off[j])
+            succ_len[lo + 1:lo + job.n + 1] = [len(x) for x in job.succ]
+            succ_idx.extend(s + lo for x in job.succ for s in x)
+            if job.group_of:
+                grp_of.extend(g + glo for g in job.group_of)
+            else:
+                grp_of.extend([-1] * job.n)
+            grp_len.extend(len(x) for x in job.group_next)
+            grp_idx.extend(s + lo for x in job.group_next for s in x)
+        self.succ_ptr = np.cumsum(succ_len)
+        self.succ_idx = np.array(succ_idx, dtype=np.int64)
+        self.grp_of = np.array(grp_of, dtype=np.int64)
+        self.grp_ptr = np.cumsum(grp_len).astype(np.int64)
+        self.grp_idx = np.array(grp_idx, dtype=np.int64)
+        self.grp_left = np.zeros(int(self.grp_off[-1]), dtype=np.int64)
+        self.indeg = np.zeros(n, dtype=np.int64)
+        self.started_at = np.zeros(n)
+        self.fct_cur = np.zeros(n)
+        self.job_done = np.zeros(len(jobs), dtype=np.int64)
+        self.job_n = np.array(sizes, dtype=np.int64)
+        self.python = np.zeros(len(jobs), dtype=np.bool_)
+        # what _admit needs per transfer: its bytes to send now and its connection row
+        self.size = np.concatenate([job.size for job in jobs]) if jobs else np.zeros(0)
+        self.admit_bytes = np.concatenate(
+            [job.size - job.held if job.pooled else job.size for job in jobs]) \
+            if jobs else np.zeros(0)
+        self.row = np.concatenate([job.row for job in jobs]) if jobs else \
+            np.zeros(0, dtype=np.int64)
+        for j, job in enumerate(jobs):
+            job.bind(self, j)
+
+
+class _New:
+    """The transfers that start in this batch, in order: (job, transfer index) pairs in
+    buffers that grow by doubling (traffic/dag_kernel.py's complete appends to them)."""
+
+    def __init__(self, capacity: int = 256):
+        self.job = np.zeros(max(1, capacity), dtype=np.int64)
+        self.tid = np.zeros(max(1, capacity), dtype=np.int64)
+        self.n = 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def grow(self, need: int = 0) -> None:
+        cap = max(2 * self.job.size, need)
+        for name in ("job", "tid"):
+            old = getattr(self, name)
+            new = np.zeros(cap, dtype=np.int64)
+            new[:self.n] = old[:self.n]
+            setattr(self, name, new)
+
+    def append(self, j: int, i: int) -> None:
+        if self.n == self.job.size:
+            self.grow()
+        self.job[self.n], self.tid[self.n] = j, i
+        self.n += 1
+
+    def extend(self, j: int, tids: np.ndarray) -> None:
+        hi = self.n + tids.size
+        if hi > self.job.size:
+            self.grow(hi)
+        self.job[self.n:hi], self.tid[self.n:hi] = j, tids
+        self.n = hi
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Views of the (job, transfer) pairs."""
+        return self.job[:self.n], self.tid[:self.n]
+
+    def keep(self, mask: np.ndarray) -> None:
+        """Keep only the pairs where mask (over the pairs) holds, in order."""
+        job, tid = self.job[:self.n][mask], self.tid[:self.n][mask]
+        self.n = job.size
+        self.job[:self.n], self.tid[:self.n] = job, tid
+
+    def clear(self) -> None:
+        self.n = 0
 
 
 UNROUTED = -1   # link index of a connection that crosses leaves but has no spine (yet)
@@ -377,9 +503,11 @@ class _Simulation:
                  nonblocking: bool, batch_tol_s: float, util_bin_s: float | None,
                  keep_fcts: bool, router: Router | None, semantics: Semantics,
                  spray: bool = False):
-        from traffic import waterfill     # compiled kernels; numba's import only when predicting
+        from traffic import dag_kernel, waterfill   # compiled; numba's import when predicting
         waterfill.warm()                  # compiling or loading them is not the prediction's time
-        self.kernels = waterfill
+        dag_kernel.warm()
+        self.kernels, self.dag_kernel = waterfill, dag_kernel
+        self.compiled_dag = COMPILED_DAG
         self.wall0 = time.perf_counter()
         if not goodput_factor > 0:
             raise PredictorError("goodput_factor must be positive")
@@ -408,6 +536,8 @@ class _Simulation:
                                                   allow_unrouted=router is not None)
         self.conn_of_row = np.array(sorted(row_of, key=row_of.get), dtype=np.int64)
         self.jobs = [_Job(p, row_of, keep_fcts, semantics.ring_sync) for p in plans]
+        self.dag = _Dag(self.jobs)
+        self.new = _New()                         # the transfers starting in this batch
         self.pooled = any(job.pooled for job in self.jobs)
         self.job_offset = np.cumsum([0] + [job.n for job in self.jobs])[:-1]
         self.fabric_now = fabric
@@ -483,18 +613,18 @@ class _Simulation:
         a.links[:] = self.conn_table[a.row]
 
     # -- the jobs' DAGs ------------------------------------------------------------------------
-    def start_iteration(self, j: int, t: float, new: list[tuple[int, int]]) -> None:
+    def start_iteration(self, j: int, t: float, new: _New) -> None:
         job = self.jobs[j]
         if job.iteration == 0:
             self.started.append(job.name)
         elif self.sem.recompute == "iterations":
             self.iteration_bounds += 1
         job.begin(t)
-        for i in job.roots:
-            new.append((j, i))
+        new.extend(j, job.roots)
 
-    def finish(self, j: int, i: int, t: float, new: list[tuple[int, int]]) -> None:
-        """Transfer i of job j completes at t: release successors, maybe end the iteration."""
+    def finish(self, j: int, i: int, t: float, new: _New) -> None:
+        """Transfer i of job j completes at t: release successors, maybe end the iteration
+        (the reference of traffic/dag_kernel.py's complete, and its tail steps)."""
         self.completions += 1
         job = self.jobs[j]
         if job.tail:
@@ -506,7 +636,7 @@ class _Simulation:
         job.fct_cur[i] = t - job.started_at[i]
         for s in job.release(i):
             job.started_at[s] = t
-            new.append((j, s))
+            new.append(j, s)
         job.done += 1
         if job.done == job.n:
             self.end_iteration(j, t)
@@ -521,7 +651,7 @@ class _Simulation:
             self._push(t + job.compute_s, j)
             return
         self._release(j, t)
-        if self.sem.tail_step and job.roots:
+        if self.sem.tail_step and job.roots.size:
             job.tail = True
             self._push(t + job.compute_s, j)
         else:
@@ -550,14 +680,38 @@ class _Simulation:
                     self.series[b] = np.zeros(self.n_links + 1)
                 self.series[b] += load * (hi - lo)
 
-    def _complete(self, new: list[tuple[int, int]]) -> None:
+    def _complete(self, new: _New) -> None:
         """The flows marked done complete now, in admission order."""
         a = self.active
         if self.pooled:
             self._enter_tails()
-        for f in np.flatnonzero(a.done).tolist():
-            self.finish(int(a.job[f]), int(a.tid[f]), self.now, new)
+        if self.compiled_dag:
+            self._complete_compiled(new)
+        else:
+            for f in np.flatnonzero(a.done).tolist():
+                self.finish(int(a.job[f]), int(a.tid[f]), self.now, new)
         a.drop_done()
+
+    def _complete_compiled(self, new: _New) -> None:
+        """_complete's loop by traffic/dag_kernel.py's complete; Python does what it hands
+        back (an iteration's end, a tail step's completion, a larger buffer)."""
+        a, d, k = self.active, self.dag, self.dag_kernel
+        f = 0
+        while True:
+            code, f, new.n, count, j = k.complete(
+                f, a.done, a.job, a.tid, self.now, d.off, d.succ_ptr, d.succ_idx, d.grp_of,
+                d.grp_left, d.grp_ptr, d.grp_idx, d.indeg, d.started_at, d.fct_cur,
+                d.job_done, d.job_n, d.python, new.job, new.tid, new.n)
+            self.completions += count
+            if code == k.SCANNED:
+                return
+            if code == k.ITERATION_ENDED:
+                self.end_iteration(j, self.now)
+            elif code == k.PYTHON:
+                self.finish(j, int(a.tid[f]), self.now, new)
+                f += 1
+            else:
+                new.grow()
 
     def _enter_tails(self) -> None:
         """split "adaptive": parts whose shared bytes are gone go on with the tail each held
@@ -571,7 +725,7 @@ class _Simulation:
                 job.in_tail[i] = True
                 a.rem[f], a.done[f] = job.held[i], False
 
-    def _fire_timers(self, new: list[tuple[int, int]]) -> None:
+    def _fire_timers(self, new: _New) -> None:
         """Iteration starts and fabric events due now."""
         while self.timers and self.timers[0][0] <= self.now + self.batch_tol_s:
             _, _, j = heapq.heappop(self.timers)
@@ -617,15 +771,11 @@ class _Simulation:
         in_flight = np.unique(self.conn_of_row[self.active.row]).tolist()
         self.reroute(self.router.flows_changed(in_flight, self.now), self.fabric_now)
 
-    def _admit(self, new: list[tuple[int, int]]) -> None:
-        pairs = np.array(new, dtype=np.int64)
-        sizes = np.empty(len(new))
-        rows = np.empty(len(new), dtype=np.int64)
-        for k, (j, i) in enumerate(new):
-            job = self.jobs[j]
-            sizes[k] = job.size[i] - job.held[i] if job.pooled else job.size[i]
-            rows[k] = job.row[i]
-        self.active.add(pairs[:, 0], pairs[:, 1], sizes, rows, self.conn_table[rows])
+    def _admit(self, new: _New) -> None:
+        job, tid = new.pairs()
+        g = self.dag.off[job] + tid
+        rows = self.dag.row[g]
+        self.active.add(job, tid, self.dag.admit_bytes[g], rows, self.conn_table[rows])
 
     def _check_routed(self) -> None:
         a = self.active
@@ -652,23 +802,18 @@ class _Simulation:
         dt = t_next - self.now
         self._advance(t_next, dt + self.batch_tol_s)
         self.batches += 1
-        new: list[tuple[int, int]] = []
+        new = self.new
+        new.clear()
         completions = self.completions
         if a.n:
             self._complete(new)
         self._fire_timers(new)
-        while True:                       # zero-byte transfers complete at once
-            zero = [(j, i) for (j, i) in new if self.jobs[j].size[i] <= 0]
-            if not zero:
-                break
-            new = [(j, i) for (j, i) in new if self.jobs[j].size[i] > 0]
-            for j, i in zero:
-                self.finish(j, i, self.now, new)
+        self._zero_bytes(new)
         self._epochs()
-        if new:
+        if len(new):
             self._admit(new)
         if self.replans_flows:
-            self._replan_flows(self.completions > completions or bool(new))
+            self._replan_flows(self.completions > completions or len(new) > 0)
         self._check_routed()
         max_min_rates(a.links, self.cap, out=a.rates,
                       weights=self._weights() if self.spray else None)
@@ -676,6 +821,18 @@ class _Simulation:
             self._share_pools()
         self.n_rounds += 1
         return True
+
+    def _zero_bytes(self, new: _New) -> None:
+        """Zero-byte transfers complete at once (in order; what they release too)."""
+        while len(new):
+            job, tid = new.pairs()
+            zero = self.dag.size[self.dag.off[job] + tid] <= 0
+            if not zero.any():
+                return
+            done = list(zip(job[zero].tolist(), tid[zero].tolist()))
+            new.keep(~zero)
+            for j, i in done:
+                self.finish(j, i, self.now, new)
 
     def _share_pools(self) -> None:
         """split "adaptive": the parts of one transfer in flight hold its shared bytes in

@@ -1,0 +1,127 @@
+"""The predictor's compiled DAG step (traffic/dag_kernel.py) against its Python reference
+(_Simulation.finish per flow) and against itself run as plain Python (numba's py_func):
+the same predictions bit for bit, with our semantics and floodns's (barriers, tail step,
+recomputations), subflows (even and adaptive), fabric events, re-plans of the flows in flight
+and zero-byte transfers."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import traffic.predictor as predictor
+from traffic import dag_kernel
+from experiments.overrides import load_with
+from experiments.predict import _routes
+from testbed.fabric import FabricSpec, build_fabric
+from traffic.collectives import Collective, Connection, JobPlan, JobSpec, Transfer, plan_jobs
+
+ROOT = Path(__file__).parents[2]
+CONFIGS = ROOT / "experiments" / "configs"
+
+#: (config, --set overrides, routings): every code path of the DAG step
+CASES = [
+    ("quickstart.yaml", [], ["ecmp", "ilp"]),
+    ("quickstart.yaml", ["subflows=4", "split=adaptive"], ["ecmp"]),
+    ("fat-tree-rings.yaml", ["subflows=8"], ["ecmp", "greedy"]),
+    ("failover.yaml", ["subflows=2"], ["ecmp", "greedy"]),
+    ("floodns-2jobs-d4.yaml", [], ["ecmp", "greedy"]),
+    ("hedera-k4.yaml", ["semantics={recompute: flows}"], ["gff"]),
+    ("chakra-allreduce4.yaml", [], ["ecmp"]),
+]
+
+
+def digest(pred) -> str:
+    """Every number of a prediction, exactly (hex floats)."""
+    out: dict = {"makespan": pred.makespan_s.hex(), "batches": pred.event_batches,
+                 "completions": pred.completions, "stats": pred.stats,
+                 "mean_util": [x.hex() for x in pred.link_mean_util.tolist()],
+                 "max_util": [x.hex() for x in pred.link_max_util.tolist()]}
+    for name, job in sorted(pred.jobs.items()):
+        out[name] = [[float(x).hex() for x in np.ravel(v)]
+                     for v in (job.cct_s, job.iteration_start_s, job.iteration_end_s,
+                               job.transfer_bytes, job.fct_mean_s, job.fct_max_s,
+                               job.fct_s if job.fct_s is not None else [])]
+    return hashlib.sha256(json.dumps(out, sort_keys=True).encode()).hexdigest()
+
+
+def predict_case(config: str, sets: list[str], routing: str) -> str:
+    """The digest of one routing's prediction, as `mlfabric predict` makes it."""
+    exp = load_with(CONFIGS / config, sets + [f"routing=[{routing}]"])
+    plans = plan_jobs(exp.jobs)
+    conns = [c for p in plans for c in p.connections]
+    entry = exp.routings[0]
+    _, routes = _routes(exp, entry, conns)
+    pred = predictor.predict(exp.fabric, plans, None, router=routes, semantics=exp.semantics,
+                             spray=entry.per_packet, keep_fcts=True)
+    return digest(pred)
+
+
+def zero_byte_case() -> str:
+    """A chain with zero-byte transfers between real ones, two iterations, no compute."""
+    fab = build_fabric(FabricSpec(1, 2, 2, 1000.0, 100.0))
+    conns = [Connection(0, "z", "h1", "h3", 20000, 5001),
+             Connection(1, "z", "h2", "h4", 20001, 5001)]
+    spec = JobSpec("z", Collective.PIPELINE, [["h1", "h3"]], 1, iterations=2)
+    ts = [Transfer(0, 0, 0, 0), Transfer(1, 1, 500_000, 0, (0,)), Transfer(2, 0, 0, 1, (0,)),
+          Transfer(3, 0, 1_000_000, 1, (2,)), Transfer(4, 1, 0, 2, (1, 3))]
+    pred = predictor.predict(fab, [JobPlan(spec, 0, conns, ts)], {0: "spine1", 1: "spine1"},
+                             keep_fcts=True)
+    return digest(pred)
+
+
+def run_all() -> list[str]:
+    return [predict_case(c, s, r) for c, s, rs in CASES for r in rs] + [zero_byte_case()]
+
+
+@pytest.mark.parametrize("config,sets,routings", CASES)
+def test_compiled_dag_step_predicts_as_the_python_reference(config, sets, routings,
+                                                            monkeypatch):
+    for routing in routings:
+        compiled = predict_case(config, sets, routing)
+        monkeypatch.setattr(predictor, "COMPILED_DAG", False)
+        python = predict_case(config, sets, routing)
+        monkeypatch.setattr(predictor, "COMPILED_DAG", True)
+        assert compiled == python, (config, sets, routing)
+
+
+def test_zero_byte_transfers_as_the_python_reference(monkeypatch):
+    compiled = zero_byte_case()
+    monkeypatch.setattr(predictor, "COMPILED_DAG", False)
+    assert zero_byte_case() == compiled
+
+
+def test_compiled_dag_step_as_its_plain_python_run(monkeypatch):
+    """The kernel's own code run as plain Python (numba's py_func): the same predictions as
+    compiled."""
+    compiled = run_all()
+    monkeypatch.setattr(dag_kernel, "complete", dag_kernel.complete.py_func)
+    monkeypatch.setattr(dag_kernel, "_push", dag_kernel._push.py_func)
+    assert run_all() == compiled
+
+
+def test_a_full_buffer_stops_before_the_flow_and_nothing_changes():
+    """Transfer 0 releases 1 and 2 (one job of 3): with one free slot the kernel hands back
+    FULL before touching anything; with two it releases both, in order, at t."""
+    one = np.zeros(1, np.int64)
+    state = dict(off=np.array([0, 3]), succ_ptr=np.array([0, 2, 2, 2]),
+                 succ_idx=np.array([1, 2]), grp_of=np.full(3, -1), grp_left=np.zeros(0, np.int64),
+                 grp_ptr=np.zeros(1, np.int64), grp_idx=np.zeros(0, np.int64),
+                 indeg=np.array([0, 1, 1]), started_at=np.zeros(3), fct_cur=np.zeros(3),
+                 job_done=one.copy(), job_n=np.array([3]), python=np.zeros(1, np.bool_))
+    args = (np.ones(1, np.bool_), one.copy(), one.copy(), 2.5)
+    for fn in (dag_kernel.complete, dag_kernel.complete.py_func):
+        s = {k: v.copy() for k, v in state.items()}
+        code, f, n_new, count, _ = fn(0, *args, *s.values(), np.zeros(1, np.int64),
+                                      np.zeros(1, np.int64), 0)
+        assert (code, f, n_new, count) == (dag_kernel.FULL, 0, 0, 0)
+        assert all(np.array_equal(s[k], state[k]) for k in s)
+        new_job, new_tid = np.full(2, -1), np.full(2, -1)
+        code, f, n_new, count, _ = fn(0, *args, *s.values(), new_job, new_tid, 0)
+        assert (code, f, n_new, count) == (dag_kernel.SCANNED, 1, 2, 1)
+        assert new_job.tolist() == [0, 0] and new_tid.tolist() == [1, 2]
+        assert s["started_at"].tolist() == [0.0, 2.5, 2.5] and s["fct_cur"][0] == 2.5
+        assert s["indeg"].tolist() == [0, 0, 0] and s["job_done"][0] == 1
