@@ -75,49 +75,36 @@ class _Job:
         if self.compute_s < 0 or self.start_s < 0:
             raise PredictorError(f"jobs.{self.name}: start_s and compute_s must be >= 0")
         ts = plan.transfers
-        pos = {t.tid: i for i, t in enumerate(ts)}
-        if len(pos) != len(ts):
-            raise PredictorError(f"jobs.{self.name}: transfer ids are not unique")
         n = len(ts)
         self.n = n
-        self.size = np.array([t.size_bytes for t in ts], dtype=float)
+        tid = np.fromiter((t.tid for t in ts), np.int64, n)
+        pos = dict(zip(tid.tolist(), range(n)))
+        if len(pos) != n:
+            raise PredictorError(f"jobs.{self.name}: transfer ids are not unique")
+        self.size = np.fromiter((t.size_bytes for t in ts), float, n)
+        conn = np.fromiter((t.conn_id for t in ts), np.int64, n)
         try:
-            self.row = np.array([row_of_conn[t.conn_id] for t in ts], dtype=np.int64)
+            self.row = np.array([row_of_conn[c] for c in conn.tolist()], dtype=np.int64)
         except KeyError as e:
             raise PredictorError(f"jobs.{self.name}: transfer on unknown connection {e}") from None
         self._pools(ts, pos, spec.split_piece_bytes)
         self.carried = self.size.copy()       # bytes each part carried this iteration
         self.carried_sum = np.zeros(n)
-        preds_of: list[set[int]] = []
-        last_on_conn: dict[int, int] = {}
-        for i, t in enumerate(ts):
-            preds = set()
-            for d in t.deps:
-                if d not in pos:
-                    raise PredictorError(f"jobs.{self.name}: transfer {t.tid} depends on "
-                                         f"unknown transfer {d}")
-                preds.add(pos[d])
-            prev = last_on_conn.get(t.conn_id)
-            if prev is not None:
-                preds.add(prev)
-            last_on_conn[t.conn_id] = i
-            preds_of.append(preds)
-        self.group_of: list[int] = []               # barrier group of each transfer (step)
-        self.group_size: list[int] = []
-        self.group_next: list[list[int]] = []       # transfers waiting on a group's barrier
-        if ring_sync == "step":
-            self._barriers(ts, preds_of)
-        succ: list[list[int]] = [[] for _ in range(n)]
-        indeg = [0] * n
-        for i, preds in enumerate(preds_of):
-            for p in preds:
-                succ[p].append(i)
-            indeg[i] += len(preds)
-        for nxt in self.group_next:
-            for i in nxt:
-                indeg[i] += 1
-        self.succ = succ
-        self.indeg0 = np.array(indeg, dtype=np.int64)
+        src, dst = self._edges(ts, pos, conn)
+        # barrier groups (ring_sync "step"): each transfer's group, or -1; each group's size;
+        # the transfers waiting on a group's barrier as CSR (group_ptr, group_next)
+        self.group_of = np.full(n, -1, dtype=np.int64)
+        self.group_size = np.zeros(0, dtype=np.int64)
+        self.group_ptr = np.zeros(1, dtype=np.int64)
+        self.group_next = np.zeros(0, dtype=np.int64)
+        waits = np.zeros(n, dtype=np.int64)
+        if ring_sync == "step" and n:
+            src, dst, waits = self._barriers(ts, src, dst)
+        # successors as CSR: succ_idx[succ_ptr[i]:succ_ptr[i + 1]], ascending
+        self.succ_ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(src, minlength=n), out=self.succ_ptr[1:])
+        self.succ_idx = dst
+        self.indeg0 = np.bincount(dst, minlength=n).astype(np.int64) + waits
         self.roots = np.flatnonzero(self.indeg0 == 0)
         if n and not self.roots.size:
             raise PredictorError(f"jobs.{self.name}: the transfer DAG has a cycle")
@@ -166,6 +153,29 @@ class _Job:
     def tail(self, value: bool) -> None:
         self._dag.python[self._j] = value
 
+    def _edges(self, ts: list, pos: dict[int, int], conn: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """The DAG's edges (predecessor, transfer), each once, sorted: a transfer's deps and
+        the transfer before it on its connection (list order)."""
+        n = len(ts)
+        if not n:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        n_deps = np.fromiter((len(t.deps) for t in ts), np.int64, n)
+        deps = [pos.get(d, -1) for t in ts for d in t.deps]
+        dep = np.array(deps, dtype=np.int64)
+        if (dep < 0).any():
+            k = int(np.flatnonzero(dep < 0)[0])
+            t = ts[int(np.searchsorted(np.cumsum(n_deps), k, side="right"))]
+            d = [d for d in t.deps if d not in pos][0]
+            raise PredictorError(f"jobs.{self.name}: transfer {t.tid} depends on "
+                                 f"unknown transfer {d}")
+        order = np.argsort(conn, kind="stable")
+        same = conn[order[1:]] == conn[order[:-1]]
+        src = np.concatenate([dep, order[:-1][same]])
+        dst = np.concatenate([np.repeat(np.arange(n, dtype=np.int64), n_deps), order[1:][same]])
+        key = np.unique(src * n + dst)
+        return key // n, key % n
+
     def _pools(self, ts: list, pos: dict[int, int], piece_bytes: int) -> None:
         """split "adaptive": `pool`, the position of each part's first part (-1: a fixed part),
         and `held`, the tail (bytes) each part keeps back: half a piece, the mean of what a
@@ -184,33 +194,41 @@ class _Job:
         self.held = np.where(pool >= 0, tail, 0.0)
         self.in_tail = np.zeros(len(ts), dtype=np.bool_)   # sending only its tail
 
-    def _barriers(self, ts: list, preds_of: list[set[int]]) -> None:
-        """Step sync: one barrier per (component, step); preds in the previous step of the
-        same component are replaced by that step's barrier."""
-        parent = list(range(len(ts)))
+    def _barriers(self, ts: list, src: np.ndarray, dst: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Step sync: one barrier per (component, step), numbered in order of first
+        appearance; edges from the previous step of the same component are replaced by that
+        step's barrier. Returns the edges left and each transfer's barrier count (0 or 1)."""
+        n = len(ts)
+        parent = list(range(n))
 
         def root(i: int) -> int:
             while parent[i] != i:
                 parent[i] = parent[parent[i]]
                 i = parent[i]
             return i
-        for i, preds in enumerate(preds_of):
-            for p in preds:
-                parent[root(p)] = root(i)
-        group: dict[tuple[int, int], int] = {}
-        for i, t in enumerate(ts):
-            g = group.setdefault((root(i), t.step), len(group))
-            self.group_of.append(g)
-        self.group_size = [0] * len(group)
-        for g in self.group_of:
-            self.group_size[g] += 1
-        self.group_next = [[] for _ in group]
-        for i, t in enumerate(ts):
-            g_prev = group.get((root(i), t.step - 1))
-            if g_prev is None:
-                continue
-            preds_of[i] = {p for p in preds_of[i] if self.group_of[p] != g_prev}
-            self.group_next[g_prev].append(i)
+        for p, i in zip(src.tolist(), dst.tolist()):
+            parent[root(p)] = root(i)
+        comp = np.array([root(i) for i in range(n)], dtype=np.int64)
+        step = np.fromiter((t.step for t in ts), np.int64, n)
+        lo = int(step.min())
+        span = int(step.max()) - lo + 2               # keys of (component, step - 1) stay apart
+        keys, first, inverse = np.unique(comp * span + step - lo, return_index=True,
+                                         return_inverse=True)
+        rank = np.empty(keys.size, dtype=np.int64)
+        rank[np.argsort(first, kind="stable")] = np.arange(keys.size)
+        self.group_of = rank[inverse]
+        self.group_size = np.bincount(self.group_of, minlength=keys.size).astype(np.int64)
+        prev_key = comp * span + step - 1 - lo
+        at = np.minimum(np.searchsorted(keys, prev_key), keys.size - 1)
+        g_prev = np.where(keys[at] == prev_key, rank[at], -1)
+        keep = (g_prev[dst] < 0) | (self.group_of[src] != g_prev[dst])
+        waiting = np.flatnonzero(g_prev >= 0)
+        by_group = waiting[np.argsort(g_prev[waiting], kind="stable")]
+        self.group_next = by_group
+        self.group_ptr = np.zeros(keys.size + 1, dtype=np.int64)
+        np.cumsum(np.bincount(g_prev[waiting], minlength=keys.size), out=self.group_ptr[1:])
+        return src[keep], dst[keep], (g_prev >= 0).astype(np.int64)
 
     # -- one iteration ------------------------------------------------------------------------
     def begin(self, t: float) -> None:
@@ -229,15 +247,15 @@ class _Job:
         traffic/dag_kernel.py's complete)."""
         out = []
         indeg = self.indeg
-        for s in self.succ[i]:
+        for s in self.succ_idx[self.succ_ptr[i]:self.succ_ptr[i + 1]].tolist():
             indeg[s] -= 1
             if indeg[s] == 0:
                 out.append(s)
-        if self.group_size:
-            g = self.group_of[i]
+        g = int(self.group_of[i])
+        if g >= 0:
             self.group_left[g] -= 1
             if self.group_left[g] == 0:
-                for s in self.group_next[g]:
+                for s in self.group_next[self.group_ptr[g]:self.group_ptr[g + 1]].tolist():
                     indeg[s] -= 1
                     if indeg[s] == 0:
                         out.append(s)
@@ -266,6 +284,18 @@ class _Job:
             fct_mean_s=self.fct_sum / runs, fct_max_s=self.fct_max.copy(), fct_s=self.fct_all)
 
 
+def _stack_csr(ptrs: list[np.ndarray], idxs: list[np.ndarray], off: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Per-job CSR arrays (ptr, idx with job-local indices) as one: rows in job order,
+    indices shifted by each job's offset."""
+    ptr, idx, base = [np.zeros(1, np.int64)], [np.zeros(0, np.int64)], 0
+    for p, x, lo in zip(ptrs, idxs, off):
+        ptr.append(p[1:] + base)
+        idx.append(x + lo)
+        base += x.size
+    return np.concatenate(ptr), np.concatenate(idx)
+
+
 class _Dag:
     """Every job's DAG as flat arrays (a transfer's global index: its job's offset + its
     index in the job), the state traffic/dag_kernel.py's complete reads and writes: successors
@@ -277,23 +307,13 @@ class _Dag:
         self.off = np.cumsum([0] + sizes).astype(np.int64)
         self.grp_off = np.cumsum([0] + [len(job.group_size) for job in jobs]).astype(np.int64)
         n = int(self.off[-1])
-        succ_len = np.zeros(n + 1, dtype=np.int64)
-        succ_idx, grp_of, grp_len, grp_idx = [], [], [0], []
-        for j, job in enumerate(jobs):
-            lo, glo = int(self.off[j]), int(self.grp_off[j])
-            succ_len[lo + 1:lo + job.n + 1] = [len(x) for x in job.succ]
-            succ_idx.extend(s + lo for x in job.succ for s in x)
-            if job.group_of:
-                grp_of.extend(g + glo for g in job.group_of)
-            else:
-                grp_of.extend([-1] * job.n)
-            grp_len.extend(len(x) for x in job.group_next)
-            grp_idx.extend(s + lo for x in job.group_next for s in x)
-        self.succ_ptr = np.cumsum(succ_len)
-        self.succ_idx = np.array(succ_idx, dtype=np.int64)
-        self.grp_of = np.array(grp_of, dtype=np.int64)
-        self.grp_ptr = np.cumsum(grp_len).astype(np.int64)
-        self.grp_idx = np.array(grp_idx, dtype=np.int64)
+        self.succ_ptr, self.succ_idx = _stack_csr([job.succ_ptr for job in jobs],
+                                                   [job.succ_idx for job in jobs], self.off)
+        self.grp_ptr, self.grp_idx = _stack_csr([job.group_ptr for job in jobs],
+                                                [job.group_next for job in jobs], self.off)
+        self.grp_of = np.concatenate(
+            [np.where(job.group_of >= 0, job.group_of + glo, -1)
+             for job, glo in zip(jobs, self.grp_off)] + [np.zeros(0, np.int64)])
         self.grp_left = np.zeros(int(self.grp_off[-1]), dtype=np.int64)
         self.indeg = np.zeros(n, dtype=np.int64)
         self.started_at = np.zeros(n)
@@ -368,42 +388,44 @@ def _conn_links(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | 
     """(C, path_width) link indices per connection (pad = len(fabric.links)) and conn_id -> row.
     allow_unrouted: an inter-leaf connection without a route gets UNROUTED instead of an error
     (a router gives it one when its job starts)."""
-    li = fabric.link_index
-    pad = len(fabric.links)
     width = path_width(fabric)
     conns = [c for p in plans for c in p.connections]
     rows: list[list[int]] = []                    # one list per row: numpy takes them at once
-    inner = [pad] * (width - 2)
-    unrouted = [UNROUTED] * (width - 2)
     row_of: dict[int, int] = {}
     for r, c in enumerate(conns):
         if c.conn_id in row_of:
             raise PredictorError(f"connection id {c.conn_id} appears twice")
         row_of[c.conn_id] = r
-        try:
-            a, b = fabric.leaf_of(c.src), fabric.leaf_of(c.dst)
-        except KeyError as e:
-            raise PredictorError(f"jobs.{c.job}: host {e} is not in the fabric") from None
-        ends = (li[(c.src, a)], li[(b, c.dst)])
-        if nonblocking or a == b:
-            rows.append([ends[0], *inner, ends[1]])
-            continue
         s = None if spine_of is None else spine_of.get(c.conn_id)
-        if s is None:
-            if allow_unrouted:
-                rows.append([ends[0], *unrouted, ends[1]])
-                continue
-            raise PredictorError(f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) crosses "
-                                 f"{a}->{b} but has no route")
-        path = (a, s, b) if isinstance(s, str) else tuple(s)
-        ids = fabric.route_links(path) if path[0] == a and path[-1] == b else None
-        if ids is None:
-            raise PredictorError(f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) is routed "
-                                 f"via {'/'.join(path[1:-1]) or s}, which is failed or unknown "
-                                 f"between {a} and {b}")
-        rows.append([ends[0], *ids, *inner[len(ids):], ends[1]])
+        rows.append(_conn_row(fabric, c, s, width, nonblocking, allow_unrouted))
     table = np.array(rows, dtype=np.int64).reshape(len(conns), width)
     return table, row_of
+
+
+def _conn_row(fabric: Fabric, c, s: str | tuple | None, width: int, nonblocking: bool,
+              allow_unrouted: bool) -> list[int]:
+    """Connection c's link indices when routed via s (a spine's name, a switch path, or
+    None): _conn_links's row."""
+    li = fabric.link_index
+    try:
+        a, b = fabric.leaf_of(c.src), fabric.leaf_of(c.dst)
+    except KeyError as e:
+        raise PredictorError(f"jobs.{c.job}: host {e} is not in the fabric") from None
+    ends = (li[(c.src, a)], li[(b, c.dst)])
+    if nonblocking or a == b:
+        return [ends[0], *[len(fabric.links)] * (width - 2), ends[1]]
+    if s is None:
+        if allow_unrouted:
+            return [ends[0], *[UNROUTED] * (width - 2), ends[1]]
+        raise PredictorError(f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) crosses "
+                             f"{a}->{b} but has no route")
+    path = (a, s, b) if isinstance(s, str) else tuple(s)
+    ids = fabric.route_links(path) if path[0] == a and path[-1] == b else None
+    if ids is None:
+        raise PredictorError(f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) is routed "
+                             f"via {'/'.join(path[1:-1]) or s}, which is failed or unknown "
+                             f"between {a} and {b}")
+    return [ends[0], *ids, *[len(fabric.links)] * (width - 2 - len(ids)), ends[1]]
 
 
 def _spray_links(fabric: Fabric, plans: list[JobPlan], width: int
@@ -535,6 +557,8 @@ class _Simulation:
             self.conn_table, row_of = _conn_links(fabric, plans, spine_of, nonblocking,
                                                   allow_unrouted=router is not None)
         self.conn_of_row = np.array(sorted(row_of, key=row_of.get), dtype=np.int64)
+        self.row_of = row_of
+        self.conns = [c for p in plans for c in p.connections]     # by row
         self.jobs = [_Job(p, row_of, keep_fcts, semantics.ring_sync) for p in plans]
         self.dag = _Dag(self.jobs)
         self.new = _New()                         # the transfers starting in this batch
@@ -601,16 +625,29 @@ class _Simulation:
             return                        # nothing moved (e.g. a recomputation that agrees)
         if list(new_fabric.links) != self.links:
             raise PredictorError("a router's fabric must have the same links as the original")
-        self.last_routes = dict(spines)
-        self.fabric_now = new_fabric
+        old, self.last_routes = self.last_routes, dict(spines)
+        same_fabric, self.fabric_now = new_fabric is self.fabric_now, new_fabric
         if self.spray:                     # the live paths of the new fabric, whatever routes
             self.conn_table, self.conn_weights, _ = _spray_links(new_fabric, self.plans,
                                                                  self.width)
+        elif same_fabric and old is not None:
+            self._moved_rows(old, self.last_routes)
         else:
             self.conn_table, _ = _conn_links(new_fabric, self.plans, spines,
                                              self.nonblocking, allow_unrouted=True)
         a = self.active
         a.links[:] = self.conn_table[a.row]
+
+    def _moved_rows(self, old: dict, new: dict) -> None:
+        """On the same fabric, only the connections whose route changed get a new row (in
+        row order, so that a bad route is named as _conn_links would name it)."""
+        row_of = self.row_of
+        moved = sorted((row_of[c] for c in old.keys() | new.keys()
+                        if c in row_of and old.get(c) != new.get(c)))
+        for r in moved:
+            c = self.conns[r]
+            self.conn_table[r] = _conn_row(self.fabric_now, c, new.get(c.conn_id), self.width,
+                                           self.nonblocking, True)
 
     # -- the jobs' DAGs ------------------------------------------------------------------------
     def start_iteration(self, j: int, t: float, new: _New) -> None:

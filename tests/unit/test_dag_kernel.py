@@ -1,8 +1,10 @@
 """The predictor's compiled DAG step (traffic/dag_kernel.py) against its Python reference
-(_Simulation.finish per flow) and against itself run as plain Python (numba's py_func):
-the same predictions bit for bit, with our semantics and floodns's (barriers, tail step,
+(_Simulation.finish per flow) and against the kernel's own code run as plain Python: the same
+predictions bit for bit, with our semantics and floodns's (barriers, tail step,
 recomputations), subflows (even and adaptive), fabric events, re-plans of the flows in flight
-and zero-byte transfers."""
+and zero-byte transfers. Also: the jobs' DAG arrays equal the DAG built transfer by transfer
+as before, and a re-route that rewrites only the moved connections' rows predicts as the
+whole connection table built again."""
 from __future__ import annotations
 
 import hashlib
@@ -125,3 +127,88 @@ def test_a_full_buffer_stops_before_the_flow_and_nothing_changes():
         assert new_job.tolist() == [0, 0] and new_tid.tolist() == [1, 2]
         assert s["started_at"].tolist() == [0.0, 2.5, 2.5] and s["fct_cur"][0] == 2.5
         assert s["indeg"].tolist() == [0, 0, 0] and s["job_done"][0] == 1
+
+
+@pytest.mark.parametrize("config,sets,routings", CASES[:6])
+def test_moved_rows_only_predict_as_the_whole_table_rebuilt(config, sets, routings,
+                                                            monkeypatch):
+    """A re-route on the same fabric rewrites only the moved connections' rows: the same
+    predictions as the whole connection table built again (as before)."""
+    moved = [predict_case(config, sets, r) for r in routings]
+
+    def rebuild(sim, old, new):
+        sim.conn_table, _ = predictor._conn_links(sim.fabric_now, sim.plans, new,
+                                                  sim.nonblocking, allow_unrouted=True)
+    monkeypatch.setattr(predictor._Simulation, "_moved_rows", rebuild)
+    assert [predict_case(config, sets, r) for r in routings] == moved
+
+
+def reference_dag(plan, ring_sync: str) -> tuple:
+    """_Job's DAG as it was built before arrays (commit 2c83e20), verbatim but for the
+    returned tuple: successors, in-degrees, barrier groups, their sizes and waiters."""
+    ts = plan.transfers
+    pos = {t.tid: i for i, t in enumerate(ts)}
+    preds_of: list[set[int]] = []
+    last_on_conn: dict[int, int] = {}
+    for i, t in enumerate(ts):
+        preds = {pos[d] for d in t.deps}
+        prev = last_on_conn.get(t.conn_id)
+        if prev is not None:
+            preds.add(prev)
+        last_on_conn[t.conn_id] = i
+        preds_of.append(preds)
+    group_of: list[int] = []
+    group_size: list[int] = []
+    group_next: list[list[int]] = []
+    if ring_sync == "step":
+        parent = list(range(len(ts)))
+
+        def root(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+        for i, preds in enumerate(preds_of):
+            for p in preds:
+                parent[root(p)] = root(i)
+        group: dict[tuple[int, int], int] = {}
+        for i, t in enumerate(ts):
+            group_of.append(group.setdefault((root(i), t.step), len(group)))
+        group_size = [0] * len(group)
+        for g in group_of:
+            group_size[g] += 1
+        group_next = [[] for _ in group]
+        for i, t in enumerate(ts):
+            g_prev = group.get((root(i), t.step - 1))
+            if g_prev is None:
+                continue
+            preds_of[i] = {p for p in preds_of[i] if group_of[p] != g_prev}
+            group_next[g_prev].append(i)
+    succ: list[list[int]] = [[] for _ in ts]
+    indeg = [0] * len(ts)
+    for i, preds in enumerate(preds_of):
+        for p in preds:
+            succ[p].append(i)
+        indeg[i] += len(preds)
+    for nxt in group_next:
+        for i in nxt:
+            indeg[i] += 1
+    return succ, indeg, group_of, group_size, group_next
+
+
+@pytest.mark.parametrize("config,sets", [(c, s) for c, s, _ in CASES])
+@pytest.mark.parametrize("ring_sync", ["rank", "step"])
+def test_job_dag_arrays_are_the_dag_built_transfer_by_transfer(config, sets, ring_sync):
+    exp = load_with(CONFIGS / config, sets)
+    plans = plan_jobs(exp.jobs)
+    row_of = {c.conn_id: r for r, c in enumerate(c for p in plans for c in p.connections)}
+    for plan in plans:
+        job = predictor._Job(plan, row_of, False, ring_sync)
+        succ, indeg, group_of, group_size, group_next = reference_dag(plan, ring_sync)
+        assert [job.succ_idx[a:b].tolist() for a, b in
+                zip(job.succ_ptr[:-1], job.succ_ptr[1:])] == succ
+        assert job.indeg0.tolist() == indeg
+        assert job.group_of.tolist() == (group_of or [-1] * job.n)
+        assert job.group_size.tolist() == group_size
+        assert [job.group_next[a:b].tolist() for a, b in
+                zip(job.group_ptr[:-1], job.group_ptr[1:])] == group_next
