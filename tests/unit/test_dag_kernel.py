@@ -212,3 +212,21 @@ def test_job_dag_arrays_are_the_dag_built_transfer_by_transfer(config, sets, rin
         assert job.group_size.tolist() == group_size
         assert [job.group_next[a:b].tolist() for a, b in
                 zip(job.group_ptr[:-1], job.group_ptr[1:])] == group_next
+
+
+@pytest.mark.parametrize("transfers,message", [
+    ([Transfer(0, 0, 1, 0), Transfer(1, 0, 1, 0, (0, 7))],
+     "jobs.z: transfer 1 depends on unknown transfer 7"),
+    ([Transfer(5, 0, 1, 0), Transfer(3, 0, 1, 0, (5, 9))],
+     "jobs.z: transfer 3 depends on unknown transfer 9"),
+    ([Transfer(0, 0, 1, 0, (1,)), Transfer(1, 0, 1, 0)],
+     "jobs.z: the transfer DAG has a cycle"),
+    ([Transfer(0, 0, 1, 0), Transfer(0, 0, 1, 0)], "jobs.z: transfer ids are not unique"),
+    ([Transfer(0, 3, 1, 0)], "jobs.z: transfer on unknown connection 3"),
+])
+def test_a_bad_dag_is_a_typed_error_naming_the_transfer(transfers, message):
+    spec = JobSpec("z", Collective.PIPELINE, [["h1", "h3"]], 1)
+    plan = JobPlan(spec, 0, [Connection(0, "z", "h1", "h3", 20000, 5001)], transfers)
+    with pytest.raises(predictor.PredictorError) as e:
+        predictor._Job(plan, {0: 0}, False)
+    assert str(e.value) == message
