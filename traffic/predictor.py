@@ -565,6 +565,7 @@ class _Simulation:
                                                   allow_unrouted=router is not None)
         self.conn_of_row = np.array(sorted(row_of, key=row_of.get), dtype=np.int64)
         self.row_of = row_of
+        self.unrouted = bool((self.conn_table == UNROUTED).any())   # some row has no route
         self.conns = [c for p in plans for c in p.connections]     # by row
         self.jobs = [_Job(p, row_of, keep_fcts, semantics.ring_sync) for p in plans]
         self.dag = _Dag(self.jobs)
@@ -644,6 +645,7 @@ class _Simulation:
                                              self.nonblocking, allow_unrouted=True)
         a = self.active
         a.links[:] = self.conn_table[a.row]
+        self.unrouted = bool((self.conn_table == UNROUTED).any())
 
     def _moved_rows(self, old: dict, new: dict) -> None:
         """On the same fabric, only the connections whose route changed get a new row (in
@@ -823,7 +825,7 @@ class _Simulation:
 
     def _check_routed(self) -> None:
         a = self.active
-        if self.router is None or not a.n:
+        if self.router is None or not a.n or not self.unrouted:
             return
         unrouted = (a.links == UNROUTED).any(axis=1)
         if unrouted.any():
