@@ -252,7 +252,7 @@ def pick_paths(fabric: Fabric, t, want: list[tuple]) -> list[int]:
     ids = np.arange(path_key.size, dtype=np.int64)
     scale = int(max(path_key.max(), flow_key.max())) + 1
     path_bk = (np.searchsorted(blocks, ids, side="right") - 1) * scale + path_key
-    order = np.lexsort((ids, path_bk))     # by (block, key), then id: the first path first
+    order = np.argsort(path_bk, kind="stable")   # by (block, key), then id: the first first
     sorted_bk = path_bk[order]
     first = np.ones(order.size, dtype=np.bool_)
     first[1:] = sorted_bk[1:] != sorted_bk[:-1]
