@@ -551,8 +551,7 @@ class _Simulation:
         self.batch_tol_s, self.util_bin_s = batch_tol_s, util_bin_s
         self.links = list(fabric.links)
         self.n_links = len(self.links)
-        self.nominal = np.array([fabric.capacity_mbps(u, v) for (u, v) in self.links],
-                                dtype=float)
+        self.nominal = np.array(fabric.capacities_mbps, dtype=float)
         self.cap = np.append(self.nominal * goodput_factor, np.inf)     # + the pad link
         self.spray = spray and not nonblocking
         self.width = spray_width(fabric, plans) if self.spray else path_width(fabric)
