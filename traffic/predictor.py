@@ -553,6 +553,7 @@ class _Simulation:
         self.n_links = len(self.links)
         self.nominal = np.array(fabric.capacities_mbps, dtype=float)
         self.cap = np.append(self.nominal * goodput_factor, np.inf)     # + the pad link
+        self.scratch = waterfill.scratch(self.cap.size)           # the water-filling's
         self.spray = spray and not nonblocking
         self.width = spray_width(fabric, plans) if self.spray else path_width(fabric)
         self.conn_weights = None                  # per-packet spraying's link shares
@@ -861,7 +862,7 @@ class _Simulation:
             self._replan_flows(self.completions > completions or len(new) > 0)
         self._check_routed()
         max_min_rates(a.links, self.cap, out=a.rates,
-                      weights=self._weights() if self.spray else None)
+                      weights=self._weights() if self.spray else None, scratch=self.scratch)
         if self.pooled:
             self._share_pools()
         self.n_rounds += 1
