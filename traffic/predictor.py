@@ -330,6 +330,7 @@ class _Dag:
         self.python = np.zeros(len(jobs), dtype=np.bool_)
         # what _admit needs per transfer: its bytes to send now and its connection row
         self.size = np.concatenate([job.size for job in jobs]) if jobs else np.zeros(0)
+        self.any_zero = bool((self.size <= 0).any())      # zero-byte transfers to complete
         self.admit_bytes = np.concatenate(
             [job.size - job.held if job.pooled else job.size for job in jobs]) \
             if jobs else np.zeros(0)
@@ -578,6 +579,9 @@ class _Simulation:
         self.active = _Active(self.width, waterfill)
         self.util_integral = np.zeros(self.n_links + 1)
         self.load = np.zeros(self.n_links + 1)                    # Mbit/s, at current rates
+        # the links where load is not 0 (advance_touched): ids, their count, a per-link mark
+        self.touched = (np.zeros(self.n_links + 1, dtype=np.int64),
+                        np.zeros(1, dtype=np.int64), np.zeros(self.n_links + 1, dtype=np.bool_))
         self.util_max = np.zeros(self.n_links + 1)
         self.series: dict[int, np.ndarray] = {}
         self.timers: list[tuple[float, int, int]] = []            # (time, seq, job)
@@ -711,8 +715,9 @@ class _Simulation:
         dt = t_next - self.now
         a = self.active
         if a.n:
-            self.kernels.advance(a.rem, a.rates, a.links, dt, done_by_s, self.util_integral,
-                                 self.util_max, self.load, a.done, self._weights())
+            self.kernels.advance_touched(a.rem, a.rates, a.links, dt, done_by_s,
+                                         self.util_integral, self.util_max, self.load, a.done,
+                                         self._weights(), *self.touched)
             if self.util_bin_s is not None and dt > 0:
                 self._bin(self.load, t_next)
         self.now = t_next
@@ -870,7 +875,7 @@ class _Simulation:
 
     def _zero_bytes(self, new: _New) -> None:
         """Zero-byte transfers complete at once (in order; what they release too)."""
-        while len(new):
+        while len(new) and self.dag.any_zero:
             job, tid = new.pairs()
             zero = self.dag.size[self.dag.off[job] + tid] <= 0
             if not zero.any():
