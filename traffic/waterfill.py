@@ -111,11 +111,143 @@ def scratch(n_links: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.zeros(n_links, np.int64), np.zeros(n_links), np.full(n_links, -1, np.int64)
 
 
+@numba.njit(cache=True)
+def _push(key: np.ndarray, val: np.ndarray, n: int, k: float, v: int) -> int:
+    """Push (k, v) on the binary min-heap key[:n] / val[:n] (by key); returns the new n."""
+    i = n
+    key[i], val[i] = k, v
+    while i > 0:
+        p = (i - 1) // 2
+        if key[p] <= key[i]:
+            break
+        key[p], key[i] = key[i], key[p]
+        val[p], val[i] = val[i], val[p]
+        i = p
+    return n + 1
+
+
+@numba.njit(cache=True)
+def _pop(key: np.ndarray, val: np.ndarray, n: int) -> int:
+    """Drop the heap's top; returns the new n."""
+    n -= 1
+    key[0], val[0] = key[n], val[n]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and key[c + 1] < key[c]:
+            c += 1
+        if key[i] <= key[c]:
+            break
+        key[c], key[i] = key[i], key[c]
+        val[c], val[i] = val[i], val[c]
+        i = c
+    return n
+
+
 @numba.njit(cache=True, error_model="numpy")
 def fill_with(flow_links: np.ndarray, capacity_mbps: np.ndarray, rel_tol: float,
               rates: np.ndarray, weights: np.ndarray, on: np.ndarray, weight: np.ndarray,
               lut: np.ndarray) -> int:
     """Write max-min rates (Mbit/s) into rates[F]; flow_links (F, K) indexes capacity_mbps.
+
+    weights (F, K): what flow f puts on its k-th link per unit of its rate (a sprayed flow:
+    the share of its paths crossing the link); an empty (0, 0) array: 1 everywhere. A link
+    only one flow crosses (most host links) is that flow's own cap. The shared links' fair
+    shares sit on a min-heap (an entry is current while it equals the link's share and the
+    link has flows; every new share is pushed), so a round costs what it touches, not a
+    scan of every shared link: the links within rel_tol of the minimum are taken off the
+    heap and frozen in ascending id, as the scan (fill_with_scan) found and froze them, so
+    the rates are the same bit for bit. on, weight, lut: scratch (scratch()). Returns OK,
+    or NO_FINITE_LINK when an unfrozen flow crosses only infinite links."""
+    n_flows, width = flow_links.shape
+    own_cap, fl, remaining, count, ptr, share, by_link = _shared_links(
+        flow_links, capacity_mbps, weights, on, weight, lut)
+    n_links = remaining.size
+    by_cap = np.argsort(own_cap)
+    cap_head = 0                                          # by_cap[:cap_head] are frozen
+    frozen = np.zeros(n_flows, np.bool_)
+    hit = np.empty(n_flows, np.int64)
+    dec = np.zeros(n_links)                               # weight frozen per link this round
+    touched = np.empty(n_links, np.int64)
+    near = np.empty(n_links, np.int64)                    # links at the minimum this round
+    taken = np.zeros(n_links, np.bool_)
+    heap_key = np.empty(n_links + n_flows * width + 1)
+    heap_val = np.empty(n_links + n_flows * width + 1, np.int64)
+    n_heap = 0
+    for d in range(n_links):
+        if count[d] != 0:
+            n_heap = _push(heap_key, heap_val, n_heap, share[d], d)
+    left = n_flows
+    while left > 0:
+        m = np.inf                                        # the minimum current share
+        while n_heap > 0:
+            d = heap_val[0]
+            if count[d] != 0 and heap_key[0] == share[d]:
+                m = heap_key[0]
+                break
+            n_heap = _pop(heap_key, heap_val, n_heap)     # an old share
+        while cap_head < n_flows and frozen[by_cap[cap_head]]:
+            cap_head += 1
+        if cap_head < n_flows:
+            m = min(m, own_cap[by_cap[cap_head]])
+        if not m < np.inf:
+            return NO_FINITE_LINK
+        limit = m * (1.0 + rel_tol)
+        n_near = 0
+        while n_heap > 0 and heap_key[0] <= limit:
+            d = heap_val[0]
+            if count[d] != 0 and heap_key[0] == share[d] and not taken[d]:
+                taken[d] = True
+                near[n_near] = d
+                n_near += 1
+            n_heap = _pop(heap_key, heap_val, n_heap)
+        near[:n_near].sort()
+        n_hit = 0
+        for i in range(n_near):
+            d = near[i]
+            taken[d] = False
+            n_hit = _freeze(by_link[ptr[d]:ptr[d + 1]], m, frozen, rates, hit, n_hit)
+        i = cap_head
+        while i < n_flows and own_cap[by_cap[i]] <= limit:
+            i += 1
+        n_hit = _freeze(by_cap[cap_head:i], m, frozen, rates, hit, n_hit)
+        left -= n_hit
+        n_touched = 0
+        for h in range(n_hit):
+            for k in range(width):
+                d = fl[hit[h], k]
+                if d < 0:
+                    continue
+                if dec[d] == 0:
+                    touched[n_touched] = d
+                    n_touched += 1
+                dec[d] += _w(weights, hit[h], k)
+        for i in range(n_touched):
+            d = touched[i]
+            n_off = dec[d]
+            dec[d] = 0.0
+            rem = remaining[d] - n_off * m
+            if rem < 0.0:
+                rem = 0.0
+            remaining[d] = rem
+            cnt = count[d] - n_off
+            if cnt < 1e-12 * n_off:           # weights that do not sum back to 0 exactly
+                cnt = 0.0
+            count[d] = cnt
+            share[d] = np.inf if cnt == 0 else rem / cnt
+            if cnt != 0:
+                n_heap = _push(heap_key, heap_val, n_heap, share[d], d)
+    return OK
+
+
+@numba.njit(cache=True, error_model="numpy")
+def fill_with_scan(flow_links: np.ndarray, capacity_mbps: np.ndarray, rel_tol: float,
+              rates: np.ndarray, weights: np.ndarray, on: np.ndarray, weight: np.ndarray,
+              lut: np.ndarray) -> int:
+    """fill_with as it was before its heap: every round scans every shared link for the
+    minimum share (the reference tests/unit/test_predictor.py compares fill_with against).
 
     weights (F, K): what flow f puts on its k-th link per unit of its rate (a sprayed flow:
     the share of its paths crossing the link); an empty (0, 0) array: 1 everywhere. A link
