@@ -165,33 +165,6 @@ def test_kernel_with_reused_scratch_as_with_its_own():
         assert not scratch[0].any() and not scratch[1].any() and (scratch[2] == -1).all()
 
 
-@pytest.mark.parametrize("seed", range(120))
-def test_heap_water_filling_as_the_scan_of_every_link(seed):
-    """fill_with (a heap of shares) and fill_with_scan (every shared link scanned each round):
-    the same rates bit for bit, weighted (sprayed shares) or not, with ties within rel_tol,
-    zero-capacity links and links crossed twice."""
-    rng = np.random.default_rng(1000 + seed)
-    n_links = int(rng.integers(5, 200))
-    cap = (rng.choice([10.0, 25.0, 40.0, 100.0, 100.0 * (1 + 1e-10)], n_links) if seed % 2
-           else rng.uniform(1.0, 100.0, n_links))
-    if seed % 7 == 0:
-        cap[0] = 0.0
-    cap = np.append(cap, INF)
-    width = int(rng.integers(2, 7))
-    rows = np.full((int(rng.integers(1, 400)), width), n_links)
-    for f in range(rows.shape[0]):
-        k = int(rng.integers(1, width + 1))
-        rows[f, :k] = rng.choice(n_links, k, replace=False)
-        if seed % 5 == 0 and k >= 2 and f % 3 == 0:
-            rows[f, 1] = rows[f, 0]
-    w = (rng.choice([0.25, 0.5, 1.0 / 3.0, 1.0], rows.shape) if seed % 3 == 0
-         else waterfill.NO_WEIGHTS)
-    heap, scan = np.zeros(rows.shape[0]), np.zeros(rows.shape[0])
-    a = waterfill.fill_with(rows, cap, 1e-9, heap, w, *waterfill.scratch(cap.size))
-    b = waterfill.fill_with_scan(rows, cap, 1e-9, scan, w, *waterfill.scratch(cap.size))
-    assert a == b and heap.tobytes() == scan.tobytes()
-
-
 @pytest.mark.parametrize("weighted", [False, True])
 def test_advance_over_touched_links_as_over_every_link(weighted):
     """advance_touched (the links the flows cross) and advance (every link) over 40 batches of
