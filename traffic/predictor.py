@@ -579,9 +579,6 @@ class _Simulation:
         self.active = _Active(self.width, waterfill)
         self.util_integral = np.zeros(self.n_links + 1)
         self.load = np.zeros(self.n_links + 1)                    # Mbit/s, at current rates
-        # the links where load is not 0 (advance_touched): ids, their count, a per-link mark
-        self.touched = (np.zeros(self.n_links + 1, dtype=np.int64),
-                        np.zeros(1, dtype=np.int64), np.zeros(self.n_links + 1, dtype=np.bool_))
         self.util_max = np.zeros(self.n_links + 1)
         self.series: dict[int, np.ndarray] = {}
         self.timers: list[tuple[float, int, int]] = []            # (time, seq, job)
@@ -715,9 +712,8 @@ class _Simulation:
         dt = t_next - self.now
         a = self.active
         if a.n:
-            self.kernels.advance_touched(a.rem, a.rates, a.links, dt, done_by_s,
-                                         self.util_integral, self.util_max, self.load, a.done,
-                                         self._weights(), *self.touched)
+            self.kernels.advance(a.rem, a.rates, a.links, dt, done_by_s, self.util_integral,
+                                 self.util_max, self.load, a.done, self._weights())
             if self.util_bin_s is not None and dt > 0:
                 self._bin(self.load, t_next)
         self.now = t_next

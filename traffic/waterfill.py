@@ -238,44 +238,6 @@ def advance(rem: np.ndarray, rates: np.ndarray, links: np.ndarray, dt: float,
     return n_done
 
 
-@numba.njit(cache=True, error_model="numpy")
-def advance_touched(rem: np.ndarray, rates: np.ndarray, links: np.ndarray, dt: float,
-                    done_by_s: float, util_integral: np.ndarray, util_max: np.ndarray,
-                    load: np.ndarray, done: np.ndarray, weights: np.ndarray,
-                    touched: np.ndarray, n_touched: np.ndarray, mark: np.ndarray) -> int:
-    """advance, visiting only the links the flows cross (on the 16,384-NIC clos3 every call
-    walked all 81,921 links): load is cleared where the last call with dt > 0 put load
-    (touched[:n_touched[0]]), and the integral and maximum move only where the flows are
-    (elsewhere the load is 0, which moves neither). mark (per link, False between calls)
-    lists each link once. The same values as advance, bit for bit."""
-    n_flows, width = links.shape
-    if dt > 0:
-        for i in range(n_touched[0]):
-            load[touched[i]] = 0.0
-        n = 0
-        for f in range(n_flows):
-            for k in range(width):
-                d = links[f, k]
-                load[d] += rates[f] * _w(weights, f, k)
-                if not mark[d]:
-                    mark[d] = True
-                    touched[n] = d
-                    n += 1
-        n_touched[0] = n
-        for i in range(n):
-            d = touched[i]
-            mark[d] = False
-            util_integral[d] += load[d] * dt
-            if load[d] > util_max[d]:
-                util_max[d] = load[d]
-    n_done = 0
-    for f in range(n_flows):
-        done[f] = rem[f] * 8.0 / (rates[f] * 1e6) <= done_by_s
-        n_done += done[f]
-        rem[f] = rem[f] - rates[f] * 1e6 / 8.0 * dt
-    return n_done
-
-
 @numba.njit(cache=True)
 def compact(done: np.ndarray, job: np.ndarray, tid: np.ndarray, rem: np.ndarray,
             row: np.ndarray, links: np.ndarray) -> int:
@@ -308,9 +270,6 @@ def warm() -> None:
     horizon(rem, rates)
     advance(rem, rates, links, 0.0, 0.0, np.zeros(1), np.zeros(1), np.zeros(1),
             np.zeros(1, np.bool_), NO_WEIGHTS)
-    advance_touched(rem, rates, links, 0.0, 0.0, np.zeros(1), np.zeros(1), np.zeros(1),
-                    np.zeros(1, np.bool_), NO_WEIGHTS, np.zeros(1, np.int64),
-                    np.zeros(1, np.int64), np.zeros(1, np.bool_))
     compact(np.zeros(1, np.bool_), np.zeros(1, np.int64), np.zeros(1, np.int64), rem,
             np.zeros(1, np.int64), links)
     _warm = True

@@ -37,7 +37,7 @@ def kernels() -> str:
     t0 = time.perf_counter()
     waterfill.warm()
     dag_kernel.warm()
-    made = [getattr(k, "stats", None) for k in (waterfill.fill_with, waterfill.advance_touched,
+    made = [getattr(k, "stats", None) for k in (waterfill.fill_with, waterfill.advance,
                                                  dag_kernel.complete)]
     state = ("plain Python" if None in made else
              "compiled now" if any(k.cache_misses for k in made) else "loaded from numba's cache")

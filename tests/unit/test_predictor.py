@@ -165,38 +165,6 @@ def test_kernel_with_reused_scratch_as_with_its_own():
         assert not scratch[0].any() and not scratch[1].any() and (scratch[2] == -1).all()
 
 
-@pytest.mark.parametrize("weighted", [False, True])
-def test_advance_over_touched_links_as_over_every_link(weighted):
-    """advance_touched (the links the flows cross) and advance (every link) over 40 batches of
-    random flows, some with dt = 0: the same loads, integrals, maxima, bytes left and done
-    flags, bit for bit."""
-    rng = np.random.default_rng(3)
-    L = 200
-    one = {k: np.zeros(L + 1) for k in ("integral", "max", "load")}
-    two = {k: np.zeros(L + 1) for k in ("integral", "max", "load")}
-    touched = (np.zeros(L + 1, np.int64), np.zeros(1, np.int64), np.zeros(L + 1, np.bool_))
-    for batch in range(40):
-        n = int(rng.integers(1, 60))
-        links = np.full((n, 4), L)
-        for f in range(n):
-            k = int(rng.integers(1, 5))
-            links[f, :k] = rng.choice(L, k, replace=False)
-        rates = rng.uniform(0.1, 50.0, n)
-        rem = rng.uniform(1e3, 1e6, n)
-        w = rng.uniform(0.1, 1.0, (n, 4)) if weighted else waterfill.NO_WEIGHTS
-        dt = 0.0 if batch % 7 == 3 else float(rng.uniform(1e-4, 1e-2))
-        rem2, done1, done2 = rem.copy(), np.zeros(n, np.bool_), np.zeros(n, np.bool_)
-        a = waterfill.advance(rem, rates, links, dt, 1e-3, one["integral"], one["max"],
-                              one["load"], done1, w)
-        b = waterfill.advance_touched(rem2, rates, links, dt, 1e-3, two["integral"],
-                                      two["max"], two["load"], done2, w, *touched)
-        assert a == b and rem.tobytes() == rem2.tobytes()
-        assert done1.tolist() == done2.tolist()
-        for k in one:
-            assert one[k].tobytes() == two[k].tobytes(), (batch, k)
-        assert not touched[2].any()
-
-
 def test_kernel_flow_with_only_infinite_links_is_an_error():
     with pytest.raises(PredictorError, match="no link of finite capacity"):
         max_min_rates(np.array([[0, 1], [1, 1]]), np.array([5.0, INF]))
