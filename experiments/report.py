@@ -380,7 +380,6 @@ def link_loads(runs: list[Path]) -> dict[str, pd.DataFrame]:
         t = pd.concat(ps)
         t = t.groupby(["src", "dst"]).mean_utilization.sum() / len(ps)
         t = t.reset_index()
-        t["a"], t["b"] = t[["src", "dst"]].min(axis=1), t[["src", "dst"]].max(axis=1)
         out[routing] = t
     return out
 

@@ -27,6 +27,8 @@ import math
 import time
 from collections import Counter
 
+import numpy as np
+
 from testbed.fabric import Fabric
 from traffic.collectives import Connection
 
@@ -202,21 +204,76 @@ def route_edge_coloring_paths(fabric: Fabric, conns: list[Connection], seed: int
             col2, _ = proper_edge_colouring(src, dst, pods)
             for i, c in zip(ids, col2):
                 want[i] = (p, c % C + 1)                  # (plane, core within the plane)
-        repair = False
-        for i in range(n):
-            for q in t.cand[i]:
-                path = t.paths[q]
-                nodes = fabric.graph.nodes
-                if nodes[path[1]]["plane"] != want[i][0]:
-                    continue
-                if len(path) == 5 and (nodes[path[2]]["index"] - 1) % C + 1 != want[i][1]:
-                    continue
-                assign[i] = q
-                break
-            else:
-                repair = True
+        assign = pick_paths(fabric, t, want)
+        repair = -1 in assign
         if repair:
             greedy_fill_paths(t, assign, loads_of(t, assign), seed)
             status = "staged-coloring+repair"
     stats = SolveStats(time.perf_counter() - t0, status, None, path_lower_bound(t, fabric))
     return RoutingPlan("edge-coloring", path_of_assignment(t, assign), stats)
+
+
+def _path_key_of_links(fabric: Fabric) -> tuple[np.ndarray, np.ndarray]:
+    """Per link id of `fabric.links`: its head's plane (an agg's; -1 for other switches) and
+    its head's core number within its plane ((index - 1) % C + 1; 0 without an index),
+    cached on the fabric."""
+    cache = fabric._path_cache
+    key = ("edge-coloring-heads",)
+    if key not in cache:
+        nodes = fabric.graph.nodes
+        C = fabric.spec.cores_per_plane
+        heads = [nodes[v] for _, v in fabric.links]
+        plane = np.array([d.get("plane", -1) for d in heads], dtype=np.int64)
+        core = np.array([(d["index"] - 1) % C + 1 if "index" in d and C else 0
+                         for d in heads], dtype=np.int64)
+        cache[key] = (plane, core)
+    return cache[key]
+
+
+def pick_paths(fabric: Fabric, t, want: list[tuple]) -> list[int]:
+    """Each flow's first candidate path (in t.cand order) through its wanted plane (a path's
+    first agg) and, across pods, its wanted core within that plane (-1: none), by numpy over
+    every candidate at once; the same picks as pick_paths_reference."""
+    if not t.flows:
+        return []
+    if not hasattr(t.path_links, "arrays"):      # a table built pair by pair
+        return pick_paths_reference(fabric, t, want)
+    head_plane, head_core = _path_key_of_links(fabric)
+    start, hops, step = t.path_links.arrays
+    links = t.path_links.links
+    C1 = fabric.spec.cores_per_plane + 1
+    # a path's key: plane x (C + 1) + core (0 within a pod, where a path has no core)
+    path_key = head_plane[links[start]] * C1 + np.where(
+        hops == 4, head_core[links[np.where(hops >= 2, start + step, start)]], 0)
+    flow_key = np.array([w[0] * C1 + (w[1] if len(w) > 1 else 0) for w in want],
+                        dtype=np.int64)
+    lo = np.array([r.start for r in t.cand], dtype=np.int64)
+    blocks = np.unique(lo)                 # a pair's candidates: consecutive ids from lo
+    ids = np.arange(path_key.size, dtype=np.int64)
+    scale = int(max(path_key.max(), flow_key.max())) + 1
+    path_bk = (np.searchsorted(blocks, ids, side="right") - 1) * scale + path_key
+    order = np.argsort(path_bk, kind="stable")   # by (block, key), then id: the first first
+    sorted_bk = path_bk[order]
+    first = np.ones(order.size, dtype=np.bool_)
+    first[1:] = sorted_bk[1:] != sorted_bk[:-1]
+    uniq, first_path = sorted_bk[first], order[first]
+    flow_bk = np.searchsorted(blocks, lo) * scale + flow_key
+    at = np.minimum(np.searchsorted(uniq, flow_bk), uniq.size - 1)
+    return np.where(uniq[at] == flow_bk, first_path[at], -1).tolist()
+
+
+def pick_paths_reference(fabric: Fabric, t, want: list[tuple]) -> list[int]:
+    """pick_paths as a loop over each flow's candidates (the code it replaced)."""
+    C = fabric.spec.cores_per_plane
+    nodes = fabric.graph.nodes
+    assign = [-1] * len(t.flows)
+    for i in range(len(t.flows)):
+        for q in t.cand[i]:
+            path = t.paths[q]
+            if nodes[path[1]]["plane"] != want[i][0]:
+                continue
+            if len(path) == 5 and (nodes[path[2]]["index"] - 1) % C + 1 != want[i][1]:
+                continue
+            assign[i] = q
+            break
+    return assign

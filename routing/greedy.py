@@ -58,9 +58,9 @@ from traffic.collectives import Connection
 
 from .base import (FlowTable, RoutingPlan, SolveStats, assignment_from_spine_of,
                    assignment_loads, flow_table, spine_of_from_assignment, table_lower_bound)
-from .paths import (LinkBlocks, Path, PathTable, assignment_of_paths, leaf_pairs, loads_of,
-                    max_load, no_path, padded_link_array, pair_blocks, pairs_lower_bound,
-                    path_link_arrays,
+from .paths import (LinkBlocks, PairLinks, Path, PathTable, assignment_of_paths, leaf_pairs,
+                    loads_of, max_load, no_path, padded_link_array, pair_blocks,
+                    pairs_lower_bound, path_link_arrays,
                     path_lower_bound, path_of_assignment, path_table)
 
 
@@ -344,7 +344,10 @@ def greedy_fill_paths(t: PathTable, assign: list[int], load: list[int],
     pairs, start, flows = visit_order(t.src, t.dst, len(t.leaf_names), assign)
     L = len(t.leaf_names)
     loads = np.array(load, dtype=np.int64)
-    blocks = LinkBlocks.of([_table_links(t, *divmod(q, L)) for q in pairs.tolist()])
+    if isinstance(t.pair_links, PairLinks):
+        blocks = t.pair_links.of_pairs(pairs.tolist())
+    else:
+        blocks = LinkBlocks.of([_table_links(t, *divmod(q, L)) for q in pairs.tolist()])
     pos = place_in_order(blocks, start, path_rank(width, seed), loads)
     cand = t.cand
     for f, p in zip(flows.tolist(), pos.tolist()):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -53,7 +53,7 @@ class PathTable:
     # leaf pair -> (hops, paths) array of its paths' link ids (column i: path
     # pair_paths[pair][i]); None when the pair's paths differ in length (never for shortest
     # up-down paths)
-    pair_links: dict[tuple[int, int], np.ndarray | None] = field(default_factory=dict)
+    pair_links: Mapping[tuple[int, int], np.ndarray | None] = field(default_factory=dict)
 
     @property
     def n_links(self) -> int:
@@ -119,15 +119,12 @@ def path_table(fabric: Fabric, conns: list[Connection]) -> PathTable:
         cut = set(qs[blocks.width == 0].tolist())
         raise no_path(fabric, next(c for c, a, b in zip(flows, src, dst) if a * L + b in cut))
     pair_paths: dict[tuple[int, int], range] = {}
-    pair_links: dict[tuple[int, int], np.ndarray | None] = {}
-    buf, off, hops, width = blocks.links, blocks.off.tolist(), blocks.hops.tolist(), \
-        blocks.width.tolist()
+    width = blocks.width.tolist()
     n0 = 0
-    for k, q in enumerate(order):
-        pair = divmod(q, L)
-        pair_paths[pair] = range(n0, n0 + width[k])
-        pair_links[pair] = buf[off[k]:off[k] + hops[k] * width[k]].reshape(hops[k], width[k])
-        n0 += width[k]
+    for q, w in zip(order, width):
+        pair_paths[divmod(q, L)] = range(n0, n0 + w)
+        n0 += w
+    pair_links = PairLinks(blocks, L, order)
     keys = _path_keys(order, width)
     path_links = _PathLinks(blocks.links, np.repeat(blocks.off, blocks.width) + keys[1],
                             np.repeat(blocks.hops, blocks.width),
@@ -153,17 +150,52 @@ class _Paths:
     """A PathTable's paths as switch names, each made when first asked for."""
 
     def __init__(self, cache: "PairBlocks", keys: tuple[np.ndarray, np.ndarray]):
-        self.cache, self.pair, self.col = cache, keys[0].tolist(), keys[1].tolist()
+        self.cache, self.pairs, self.cols = cache, keys[0], keys[1]     # numpy, per path id
         self.made: dict[int, Path] = {}
 
     def __len__(self) -> int:
-        return len(self.pair)
+        return len(self.pairs)
+
+    def pair(self, p: int) -> int:
+        """Path p's pair id."""
+        return int(self.pairs[p])
 
     def __getitem__(self, p: int) -> Path:
         path = self.made.get(p)
         if path is None:
-            path = self.made[p] = self.cache.path(self.pair[p], self.col[p])
+            path = self.made[p] = self.cache.path(int(self.pairs[p]), int(self.cols[p]))
         return path
+
+
+class PairLinks(Mapping):
+    """A PathTable's pair_links from its pairs' blocks: pair -> its (hops, paths) array of
+    link ids, a view of the block made when first asked for."""
+
+    def __init__(self, blocks: LinkBlocks, n_leaves: int, order: list[int]):
+        self.blocks, self.L = blocks, n_leaves
+        self.kq = {q: k for k, q in enumerate(order)}
+        self.k = {divmod(q, n_leaves): k for k, q in enumerate(order)}
+        self.made: dict[tuple[int, int], np.ndarray] = {}
+
+    def of_pairs(self, qs: list[int]) -> LinkBlocks:
+        """The blocks of pair ids qs (a * n_leaves + b), in that order, sharing the buffer:
+        what LinkBlocks.of of their arrays holds, nothing copied."""
+        kq = self.kq
+        return self.blocks.select(np.array([kq[q] for q in qs], dtype=np.int64))
+
+    def __getitem__(self, pair: tuple[int, int]) -> np.ndarray:
+        x = self.made.get(pair)
+        if x is None:
+            k, b = self.k[pair], self.blocks
+            o, h, w = int(b.off[k]), int(b.hops[k]), int(b.width[k])
+            x = self.made[pair] = b.links[o:o + h * w].reshape(h, w)
+        return x
+
+    def __iter__(self):
+        return iter(self.k)
+
+    def __len__(self) -> int:
+        return len(self.k)
 
 
 class _PathLinks:
@@ -173,8 +205,7 @@ class _PathLinks:
     def __init__(self, links: np.ndarray, start: np.ndarray, hops: np.ndarray,
                  step: np.ndarray):
         self.links, self.arrays = links, (start, hops, step)
-        self.start, self.hops, self.step = start.tolist(), hops.tolist(), step.tolist()
-        self.made: list[tuple[int, ...] | None] = [None] * len(self.start)
+        self.made: dict[int, tuple[int, ...]] = {}
 
     def matrix(self, paths: np.ndarray | None = None) -> np.ndarray:
         """(paths, hops) link ids of `paths` (default: every path), -1 past a path's end."""
@@ -188,17 +219,18 @@ class _PathLinks:
         return np.where(ok, self.links[idx], -1)
 
     def __len__(self) -> int:
-        return len(self.start)
+        return len(self.arrays[0])
 
     def __getitem__(self, p: int) -> tuple[int, ...]:
-        x = self.made[p]
+        x = self.made.get(p)
         if x is None:
-            o, w = self.start[p], self.step[p]
-            x = self.made[p] = tuple(self.links[o:o + self.hops[p] * w:w].tolist())
+            start, hops, step = self.arrays
+            o, w = int(start[p]), int(step[p])
+            x = self.made[p] = tuple(self.links[o:o + int(hops[p]) * w:w].tolist())
         return x
 
     def __iter__(self):
-        return (self[p] for p in range(len(self.start)))
+        return (self[p] for p in range(len(self)))
 
 
 def path_link_arrays(t: PathTable) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -332,6 +364,8 @@ class PairBlocks:
         self.used = 0                            # of blocks.links
         self._names: dict[int, list[Path]] = {}
         self._columns: dict[int, dict[Path, int]] = {}
+        self._named: dict[int, dict[Path, int]] = {}   # paths `path` named, by pair: column
+        self._made: dict[tuple[int, int], Path] = {}    # the same by (pair, column)
         self.index = _UpDown(fabric)
         if self.index.ok and L > 1:
             hops, width = 2 * len(fabric.choice_points), 1
@@ -353,10 +387,22 @@ class PairBlocks:
         named = self._names.get(q)
         if named is not None:
             return named[p]
+        x = self._made.get((q, p))
+        if x is not None:
+            return x
         b, links = self.blocks, self.links
         o, w = int(b.off[q]), int(b.width[q])
         ids = b.links[o + p:o + int(b.hops[q]) * w:w].tolist()
-        return (links[ids[0]][0], *(links[e][1] for e in ids if e >= 0))
+        x = self._made[q, p] = (links[ids[0]][0], *(links[e][1] for e in ids if e >= 0))
+        self._named.setdefault(q, {})[x] = p
+        return x
+
+    def column(self, q: int, path: Path) -> int | None:
+        """The column of `path` among pair q's paths, or None: from the paths `path` named
+        (a flow's previous path was named there), else from every path of the pair."""
+        named = self._named.get(q)
+        col = None if named is None else named.get(path)
+        return self.column_of(q).get(path) if col is None else col
 
     def names(self, q: int) -> list[Path]:
         """Every path of pair q as switch names (made once per pair, then kept)."""
@@ -515,7 +561,7 @@ def assignment_of_paths(t: PathTable, path_of: dict[int, Path | None] | None) ->
             out.append(-1)                            # (a list never equals a path tuple)
             continue
         if isinstance(t.paths, _Paths) and len(cand):
-            col = t.paths.cache.column_of(t.paths.pair[cand.start]).get(want)
+            col = t.paths.cache.column(t.paths.pair(cand.start), want)
             out.append(-1 if col is None else cand.start + col)
             continue
         by_path = ids.get(cand.start)

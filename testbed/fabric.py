@@ -480,6 +480,12 @@ class Fabric:
     def capacity_mbps(self, u: str, v: str) -> float:
         return self.graph.edges[u, v]["capacity_mbps"]
 
+    @cached_property
+    def capacities_mbps(self) -> tuple[float, ...]:
+        """capacity_mbps of every link, in `links` order (read once per fabric)."""
+        edges = self.graph.edges
+        return tuple(edges[e]["capacity_mbps"] for e in self.links)
+
     def nonblocking(self) -> "Fabric":
         """The same hosts (names, order, host link rate) on one switch: `leaf1` holds every
         host, with one idle spine (a leaf-spine of one leaf), the reference against which

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from itertools import chain
 
 import numpy as np
 
@@ -43,6 +44,10 @@ from traffic.collectives import ADAPTIVE_UNSENT_BYTES, JobPlan
 from .prediction import (OURS, RECOMPUTES, RING_SYNCS, JobResult, Prediction,  # noqa: F401
                          PredictorError, Router, Semantics)
 from .rates import max_min_rates  # noqa: F401
+
+#: The per-completion DAG step compiled (traffic/dag_kernel.py), or the Python reference
+#: (_Simulation.finish per flow): the same results bit for bit (tests/unit/test_dag_kernel.py).
+COMPILED_DAG = True
 
 
 def path_width(fabric: Fabric) -> int:
@@ -71,68 +76,112 @@ class _Job:
         if self.compute_s < 0 or self.start_s < 0:
             raise PredictorError(f"jobs.{self.name}: start_s and compute_s must be >= 0")
         ts = plan.transfers
-        pos = {t.tid: i for i, t in enumerate(ts)}
-        if len(pos) != len(ts):
-            raise PredictorError(f"jobs.{self.name}: transfer ids are not unique")
         n = len(ts)
         self.n = n
-        self.size = np.array([t.size_bytes for t in ts], dtype=float)
+        tid = np.fromiter((t.tid for t in ts), np.int64, n)
+        pos = dict(zip(tid.tolist(), range(n)))
+        if len(pos) != n:
+            raise PredictorError(f"jobs.{self.name}: transfer ids are not unique")
+        self.size = np.fromiter((t.size_bytes for t in ts), float, n)
+        conn = np.fromiter((t.conn_id for t in ts), np.int64, n)
         try:
-            self.row = np.array([row_of_conn[t.conn_id] for t in ts], dtype=np.int64)
+            self.row = np.array([row_of_conn[c] for c in conn.tolist()], dtype=np.int64)
         except KeyError as e:
             raise PredictorError(f"jobs.{self.name}: transfer on unknown connection {e}") from None
         self._pools(ts, pos, spec.split_piece_bytes)
         self.carried = self.size.copy()       # bytes each part carried this iteration
         self.carried_sum = np.zeros(n)
-        preds_of: list[set[int]] = []
-        last_on_conn: dict[int, int] = {}
-        for i, t in enumerate(ts):
-            preds = set()
-            for d in t.deps:
-                if d not in pos:
-                    raise PredictorError(f"jobs.{self.name}: transfer {t.tid} depends on "
-                                         f"unknown transfer {d}")
-                preds.add(pos[d])
-            prev = last_on_conn.get(t.conn_id)
-            if prev is not None:
-                preds.add(prev)
-            last_on_conn[t.conn_id] = i
-            preds_of.append(preds)
-        self.group_of: list[int] = []               # barrier group of each transfer (step)
-        self.group_size: list[int] = []
-        self.group_next: list[list[int]] = []       # transfers waiting on a group's barrier
-        if ring_sync == "step":
-            self._barriers(ts, preds_of)
-        succ: list[list[int]] = [[] for _ in range(n)]
-        indeg = [0] * n
-        for i, preds in enumerate(preds_of):
-            for p in preds:
-                succ[p].append(i)
-            indeg[i] += len(preds)
-        for nxt in self.group_next:
-            for i in nxt:
-                indeg[i] += 1
-        self.succ = succ
-        self.indeg0 = indeg
-        self.roots = [i for i in range(n) if indeg[i] == 0]
-        if n and not self.roots:
+        src, dst = self._edges(ts, pos, tid, conn)
+        # barrier groups (ring_sync "step"): each transfer's group, or -1; each group's size;
+        # the transfers waiting on a group's barrier as CSR (group_ptr, group_next)
+        self.group_of = np.full(n, -1, dtype=np.int64)
+        self.group_size = np.zeros(0, dtype=np.int64)
+        self.group_ptr = np.zeros(1, dtype=np.int64)
+        self.group_next = np.zeros(0, dtype=np.int64)
+        waits = np.zeros(n, dtype=np.int64)
+        if ring_sync == "step" and n:
+            src, dst, waits = self._barriers(ts, src, dst)
+        # successors as CSR: succ_idx[succ_ptr[i]:succ_ptr[i + 1]], ascending
+        self.succ_ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(src, minlength=n), out=self.succ_ptr[1:])
+        self.succ_idx = dst
+        self.indeg0 = np.bincount(dst, minlength=n).astype(np.int64) + waits
+        self.roots = np.flatnonzero(self.indeg0 == 0)
+        if n and not self.roots.size:
             raise PredictorError(f"jobs.{self.name}: the transfer DAG has a cycle")
-        # dynamic state
+        # dynamic state: views of the _Dag's flat arrays once bound (bind)
         self.iteration = 0
-        self.indeg: list[int] = []
-        self.group_left: list[int] = []
+        self.indeg = self.indeg0.copy()
+        self.group_left = np.array(self.group_size, dtype=np.int64)
         self.started_at = np.zeros(n)
-        self.done = 0
+        self.fct_cur = np.zeros(n)
+        self._dag: _Dag | None = None
+        self._j = 0
         self.iter_start = 0.0
         self.communicating = False   # in an iteration, or past the last one (floodns's view)
-        self.tail = False            # running the unrecorded tail step (Semantics.tail_step)
         self.ccts: list[float] = []
         self.starts: list[float] = []
         self.ends: list[float] = []
         self.fct_sum = np.zeros(n)
         self.fct_max = np.zeros(n)
-        self.fct_cur = np.zeros(n)
         self.fct_all = np.zeros((self.iterations, n)) if keep_fcts else None
+
+    def bind(self, dag: _Dag, j: int) -> None:
+        """Keep the dynamic state in dag's flat arrays (job j's slices)."""
+        self._dag, self._j = dag, j
+        lo, hi = dag.off[j], dag.off[j + 1]
+        glo, ghi = dag.grp_off[j], dag.grp_off[j + 1]
+        self.indeg, self.started_at, self.fct_cur = (dag.indeg[lo:hi], dag.started_at[lo:hi],
+                                                     dag.fct_cur[lo:hi])
+        self.group_left = dag.grp_left[glo:ghi]
+
+    @property
+    def done(self) -> int:
+        """Transfers complete in this iteration (tail step: its roots)."""
+        return int(self._dag.job_done[self._j])
+
+    @done.setter
+    def done(self, value: int) -> None:
+        self._dag.job_done[self._j] = value
+
+    @property
+    def tail(self) -> bool:
+        """Running the unrecorded tail step (Semantics.tail_step): its completions are
+        Python's (the compiled DAG step hands them back)."""
+        return bool(self._dag.python[self._j])
+
+    @tail.setter
+    def tail(self, value: bool) -> None:
+        self._dag.python[self._j] = value
+
+    def _edges(self, ts: list, pos: dict[int, int], tid: np.ndarray, conn: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """The DAG's edges (predecessor, transfer), each once, sorted: a transfer's deps and
+        the transfer before it on its connection (list order)."""
+        n = len(ts)
+        if not n:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        n_deps = np.fromiter((len(t.deps) for t in ts), np.int64, n)
+        dep = np.fromiter(chain.from_iterable(t.deps for t in ts), np.int64, int(n_deps.sum()))
+        if np.array_equal(tid, np.arange(n)):            # tids 0..n-1 in order: no lookup
+            dep[(dep < 0) | (dep >= n)] = -1
+        else:
+            dep = np.array([pos.get(d, -1) for d in dep.tolist()], dtype=np.int64)
+        if (dep < 0).any():
+            k = int(np.flatnonzero(dep < 0)[0])
+            t = ts[int(np.searchsorted(np.cumsum(n_deps), k, side="right"))]
+            d = [d for d in t.deps if d not in pos][0]
+            raise PredictorError(f"jobs.{self.name}: transfer {t.tid} depends on "
+                                 f"unknown transfer {d}")
+        order = np.argsort(conn, kind="stable")
+        same = conn[order[1:]] == conn[order[:-1]]
+        src = np.concatenate([dep, order[:-1][same]])
+        dst = np.concatenate([np.repeat(np.arange(n, dtype=np.int64), n_deps), order[1:][same]])
+        key = np.sort(src * n + dst)
+        first = np.ones(key.size, dtype=np.bool_)
+        first[1:] = key[1:] != key[:-1]
+        key = key[first]                                            # each edge once
+        return key // n, key % n
 
     def _pools(self, ts: list, pos: dict[int, int], piece_bytes: int) -> None:
         """split "adaptive": `pool`, the position of each part's first part (-1: a fixed part),
@@ -152,38 +201,46 @@ class _Job:
         self.held = np.where(pool >= 0, tail, 0.0)
         self.in_tail = np.zeros(len(ts), dtype=np.bool_)   # sending only its tail
 
-    def _barriers(self, ts: list, preds_of: list[set[int]]) -> None:
-        """Step sync: one barrier per (component, step); preds in the previous step of the
-        same component are replaced by that step's barrier."""
-        parent = list(range(len(ts)))
+    def _barriers(self, ts: list, src: np.ndarray, dst: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Step sync: one barrier per (component, step), numbered in order of first
+        appearance; edges from the previous step of the same component are replaced by that
+        step's barrier. Returns the edges left and each transfer's barrier count (0 or 1)."""
+        n = len(ts)
+        parent = list(range(n))
 
         def root(i: int) -> int:
             while parent[i] != i:
                 parent[i] = parent[parent[i]]
                 i = parent[i]
             return i
-        for i, preds in enumerate(preds_of):
-            for p in preds:
-                parent[root(p)] = root(i)
-        group: dict[tuple[int, int], int] = {}
-        for i, t in enumerate(ts):
-            g = group.setdefault((root(i), t.step), len(group))
-            self.group_of.append(g)
-        self.group_size = [0] * len(group)
-        for g in self.group_of:
-            self.group_size[g] += 1
-        self.group_next = [[] for _ in group]
-        for i, t in enumerate(ts):
-            g_prev = group.get((root(i), t.step - 1))
-            if g_prev is None:
-                continue
-            preds_of[i] = {p for p in preds_of[i] if self.group_of[p] != g_prev}
-            self.group_next[g_prev].append(i)
+        for p, i in zip(src.tolist(), dst.tolist()):
+            parent[root(p)] = root(i)
+        comp = np.array([root(i) for i in range(n)], dtype=np.int64)
+        step = np.fromiter((t.step for t in ts), np.int64, n)
+        lo = int(step.min())
+        span = int(step.max()) - lo + 2               # keys of (component, step - 1) stay apart
+        keys, first, inverse = np.unique(comp * span + step - lo, return_index=True,
+                                         return_inverse=True)
+        rank = np.empty(keys.size, dtype=np.int64)
+        rank[np.argsort(first, kind="stable")] = np.arange(keys.size)
+        self.group_of = rank[inverse]
+        self.group_size = np.bincount(self.group_of, minlength=keys.size).astype(np.int64)
+        prev_key = comp * span + step - 1 - lo
+        at = np.minimum(np.searchsorted(keys, prev_key), keys.size - 1)
+        g_prev = np.where(keys[at] == prev_key, rank[at], -1)
+        keep = (g_prev[dst] < 0) | (self.group_of[src] != g_prev[dst])
+        waiting = np.flatnonzero(g_prev >= 0)
+        by_group = waiting[np.argsort(g_prev[waiting], kind="stable")]
+        self.group_next = by_group
+        self.group_ptr = np.zeros(keys.size + 1, dtype=np.int64)
+        np.cumsum(np.bincount(g_prev[waiting], minlength=keys.size), out=self.group_ptr[1:])
+        return src[keep], dst[keep], (g_prev >= 0).astype(np.int64)
 
     # -- one iteration ------------------------------------------------------------------------
     def begin(self, t: float) -> None:
-        self.indeg = list(self.indeg0)
-        self.group_left = list(self.group_size)
+        self.indeg[:] = self.indeg0
+        self.group_left[:] = self.group_size
         self.done = 0
         self.iter_start = t
         self.started_at[:] = t
@@ -193,18 +250,19 @@ class _Job:
             self.in_tail[:] = False
 
     def release(self, i: int) -> list[int]:
-        """Transfer i completed: the transfers that may start now."""
+        """Transfer i completed: the transfers that may start now (the reference of
+        traffic/dag_kernel.py's complete)."""
         out = []
         indeg = self.indeg
-        for s in self.succ[i]:
+        for s in self.succ_idx[self.succ_ptr[i]:self.succ_ptr[i + 1]].tolist():
             indeg[s] -= 1
             if indeg[s] == 0:
                 out.append(s)
-        if self.group_of:
-            g = self.group_of[i]
+        g = int(self.group_of[i])
+        if g >= 0:
             self.group_left[g] -= 1
             if self.group_left[g] == 0:
-                for s in self.group_next[g]:
+                for s in self.group_next[self.group_ptr[g]:self.group_ptr[g + 1]].tolist():
                     indeg[s] -= 1
                     if indeg[s] == 0:
                         out.append(s)
@@ -233,6 +291,102 @@ class _Job:
             fct_mean_s=self.fct_sum / runs, fct_max_s=self.fct_max.copy(), fct_s=self.fct_all)
 
 
+def _stack_csr(ptrs: list[np.ndarray], idxs: list[np.ndarray], off: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Per-job CSR arrays (ptr, idx with job-local indices) as one: rows in job order,
+    indices shifted by each job's offset."""
+    ptr, idx, base = [np.zeros(1, np.int64)], [np.zeros(0, np.int64)], 0
+    for p, x, lo in zip(ptrs, idxs, off):
+        ptr.append(p[1:] + base)
+        idx.append(x + lo)
+        base += x.size
+    return np.concatenate(ptr), np.concatenate(idx)
+
+
+class _Dag:
+    """Every job's DAG as flat arrays (a transfer's global index: its job's offset + its
+    index in the job), the state traffic/dag_kernel.py's complete reads and writes: successors
+    and barrier groups as CSR with global indices, in-degrees, start times, FCTs, each job's
+    completions in its iteration and its size, and the jobs whose completions are Python's."""
+
+    def __init__(self, jobs: list[_Job]):
+        sizes = [job.n for job in jobs]
+        self.off = np.cumsum([0] + sizes).astype(np.int64)
+        self.grp_off = np.cumsum([0] + [len(job.group_size) for job in jobs]).astype(np.int64)
+        n = int(self.off[-1])
+        self.succ_ptr, self.succ_idx = _stack_csr([job.succ_ptr for job in jobs],
+                                                   [job.succ_idx for job in jobs], self.off)
+        self.grp_ptr, self.grp_idx = _stack_csr([job.group_ptr for job in jobs],
+                                                [job.group_next for job in jobs], self.off)
+        self.grp_of = np.concatenate(
+            [np.where(job.group_of >= 0, job.group_of + glo, -1)
+             for job, glo in zip(jobs, self.grp_off)] + [np.zeros(0, np.int64)])
+        self.grp_left = np.zeros(int(self.grp_off[-1]), dtype=np.int64)
+        self.indeg = np.zeros(n, dtype=np.int64)
+        self.started_at = np.zeros(n)
+        self.fct_cur = np.zeros(n)
+        self.job_done = np.zeros(len(jobs), dtype=np.int64)
+        self.job_n = np.array(sizes, dtype=np.int64)
+        self.python = np.zeros(len(jobs), dtype=np.bool_)
+        # what _admit needs per transfer: its bytes to send now and its connection row
+        self.size = np.concatenate([job.size for job in jobs]) if jobs else np.zeros(0)
+        self.any_zero = bool((self.size <= 0).any())      # zero-byte transfers to complete
+        self.admit_bytes = np.concatenate(
+            [job.size - job.held if job.pooled else job.size for job in jobs]) \
+            if jobs else np.zeros(0)
+        self.row = np.concatenate([job.row for job in jobs]) if jobs else \
+            np.zeros(0, dtype=np.int64)
+        for j, job in enumerate(jobs):
+            job.bind(self, j)
+
+
+class _New:
+    """The transfers that start in this batch, in order: (job, transfer index) pairs in
+    buffers that grow by doubling (traffic/dag_kernel.py's complete appends to them)."""
+
+    def __init__(self, capacity: int = 256):
+        self.job = np.zeros(max(1, capacity), dtype=np.int64)
+        self.tid = np.zeros(max(1, capacity), dtype=np.int64)
+        self.n = 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def grow(self, need: int = 0) -> None:
+        cap = max(2 * self.job.size, need)
+        for name in ("job", "tid"):
+            old = getattr(self, name)
+            new = np.zeros(cap, dtype=np.int64)
+            new[:self.n] = old[:self.n]
+            setattr(self, name, new)
+
+    def append(self, j: int, i: int) -> None:
+        if self.n == self.job.size:
+            self.grow()
+        self.job[self.n], self.tid[self.n] = j, i
+        self.n += 1
+
+    def extend(self, j: int, tids: np.ndarray) -> None:
+        hi = self.n + tids.size
+        if hi > self.job.size:
+            self.grow(hi)
+        self.job[self.n:hi], self.tid[self.n:hi] = j, tids
+        self.n = hi
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Views of the (job, transfer) pairs."""
+        return self.job[:self.n], self.tid[:self.n]
+
+    def keep(self, mask: np.ndarray) -> None:
+        """Keep only the pairs where mask (over the pairs) holds, in order."""
+        job, tid = self.job[:self.n][mask], self.tid[:self.n][mask]
+        self.n = job.size
+        self.job[:self.n], self.tid[:self.n] = job, tid
+
+    def clear(self) -> None:
+        self.n = 0
+
+
 UNROUTED = -1   # link index of a connection that crosses leaves but has no spine (yet)
 
 
@@ -242,42 +396,44 @@ def _conn_links(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | 
     """(C, path_width) link indices per connection (pad = len(fabric.links)) and conn_id -> row.
     allow_unrouted: an inter-leaf connection without a route gets UNROUTED instead of an error
     (a router gives it one when its job starts)."""
-    li = fabric.link_index
-    pad = len(fabric.links)
     width = path_width(fabric)
     conns = [c for p in plans for c in p.connections]
     rows: list[list[int]] = []                    # one list per row: numpy takes them at once
-    inner = [pad] * (width - 2)
-    unrouted = [UNROUTED] * (width - 2)
     row_of: dict[int, int] = {}
     for r, c in enumerate(conns):
         if c.conn_id in row_of:
             raise PredictorError(f"connection id {c.conn_id} appears twice")
         row_of[c.conn_id] = r
-        try:
-            a, b = fabric.leaf_of(c.src), fabric.leaf_of(c.dst)
-        except KeyError as e:
-            raise PredictorError(f"jobs.{c.job}: host {e} is not in the fabric") from None
-        ends = (li[(c.src, a)], li[(b, c.dst)])
-        if nonblocking or a == b:
-            rows.append([ends[0], *inner, ends[1]])
-            continue
         s = None if spine_of is None else spine_of.get(c.conn_id)
-        if s is None:
-            if allow_unrouted:
-                rows.append([ends[0], *unrouted, ends[1]])
-                continue
-            raise PredictorError(f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) crosses "
-                                 f"{a}->{b} but has no route")
-        path = (a, s, b) if isinstance(s, str) else tuple(s)
-        ids = fabric.route_links(path) if path[0] == a and path[-1] == b else None
-        if ids is None:
-            raise PredictorError(f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) is routed "
-                                 f"via {'/'.join(path[1:-1]) or s}, which is failed or unknown "
-                                 f"between {a} and {b}")
-        rows.append([ends[0], *ids, *inner[len(ids):], ends[1]])
+        rows.append(_conn_row(fabric, c, s, width, nonblocking, allow_unrouted))
     table = np.array(rows, dtype=np.int64).reshape(len(conns), width)
     return table, row_of
+
+
+def _conn_row(fabric: Fabric, c, s: str | tuple | None, width: int, nonblocking: bool,
+              allow_unrouted: bool) -> list[int]:
+    """Connection c's link indices when routed via s (a spine's name, a switch path, or
+    None): _conn_links's row."""
+    li = fabric.link_index
+    try:
+        a, b = fabric.leaf_of(c.src), fabric.leaf_of(c.dst)
+    except KeyError as e:
+        raise PredictorError(f"jobs.{c.job}: host {e} is not in the fabric") from None
+    ends = (li[(c.src, a)], li[(b, c.dst)])
+    if nonblocking or a == b:
+        return [ends[0], *[len(fabric.links)] * (width - 2), ends[1]]
+    if s is None:
+        if allow_unrouted:
+            return [ends[0], *[UNROUTED] * (width - 2), ends[1]]
+        raise PredictorError(f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) crosses "
+                             f"{a}->{b} but has no route")
+    path = (a, s, b) if isinstance(s, str) else tuple(s)
+    ids = fabric.route_links(path) if path[0] == a and path[-1] == b else None
+    if ids is None:
+        raise PredictorError(f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) is routed "
+                             f"via {'/'.join(path[1:-1]) or s}, which is failed or unknown "
+                             f"between {a} and {b}")
+    return [ends[0], *ids, *[len(fabric.links)] * (width - 2 - len(ids)), ends[1]]
 
 
 def _spray_links(fabric: Fabric, plans: list[JobPlan], width: int
@@ -377,9 +533,11 @@ class _Simulation:
                  nonblocking: bool, batch_tol_s: float, util_bin_s: float | None,
                  keep_fcts: bool, router: Router | None, semantics: Semantics,
                  spray: bool = False):
-        from traffic import waterfill     # compiled kernels; numba's import only when predicting
+        from traffic import dag_kernel, waterfill   # compiled; numba's import when predicting
         waterfill.warm()                  # compiling or loading them is not the prediction's time
-        self.kernels = waterfill
+        dag_kernel.warm()
+        self.kernels, self.dag_kernel = waterfill, dag_kernel
+        self.compiled_dag = COMPILED_DAG
         self.wall0 = time.perf_counter()
         if not goodput_factor > 0:
             raise PredictorError("goodput_factor must be positive")
@@ -394,9 +552,9 @@ class _Simulation:
         self.batch_tol_s, self.util_bin_s = batch_tol_s, util_bin_s
         self.links = list(fabric.links)
         self.n_links = len(self.links)
-        self.nominal = np.array([fabric.capacity_mbps(u, v) for (u, v) in self.links],
-                                dtype=float)
+        self.nominal = np.array(fabric.capacities_mbps, dtype=float)
         self.cap = np.append(self.nominal * goodput_factor, np.inf)     # + the pad link
+        self.scratch = waterfill.scratch(self.cap.size)           # the water-filling's
         self.spray = spray and not nonblocking
         self.width = spray_width(fabric, plans) if self.spray else path_width(fabric)
         self.conn_weights = None                  # per-packet spraying's link shares
@@ -407,7 +565,12 @@ class _Simulation:
             self.conn_table, row_of = _conn_links(fabric, plans, spine_of, nonblocking,
                                                   allow_unrouted=router is not None)
         self.conn_of_row = np.array(sorted(row_of, key=row_of.get), dtype=np.int64)
+        self.row_of = row_of
+        self.unrouted = bool((self.conn_table == UNROUTED).any())   # some row has no route
+        self.conns = [c for p in plans for c in p.connections]     # by row
         self.jobs = [_Job(p, row_of, keep_fcts, semantics.ring_sync) for p in plans]
+        self.dag = _Dag(self.jobs)
+        self.new = _New()                         # the transfers starting in this batch
         self.pooled = any(job.pooled for job in self.jobs)
         self.job_offset = np.cumsum([0] + [job.n for job in self.jobs])[:-1]
         self.fabric_now = fabric
@@ -471,30 +634,44 @@ class _Simulation:
             return                        # nothing moved (e.g. a recomputation that agrees)
         if list(new_fabric.links) != self.links:
             raise PredictorError("a router's fabric must have the same links as the original")
-        self.last_routes = dict(spines)
-        self.fabric_now = new_fabric
+        old, self.last_routes = self.last_routes, dict(spines)
+        same_fabric, self.fabric_now = new_fabric is self.fabric_now, new_fabric
         if self.spray:                     # the live paths of the new fabric, whatever routes
             self.conn_table, self.conn_weights, _ = _spray_links(new_fabric, self.plans,
                                                                  self.width)
+        elif same_fabric and old is not None:
+            self._moved_rows(old, self.last_routes)
         else:
             self.conn_table, _ = _conn_links(new_fabric, self.plans, spines,
                                              self.nonblocking, allow_unrouted=True)
         a = self.active
         a.links[:] = self.conn_table[a.row]
+        self.unrouted = bool((self.conn_table == UNROUTED).any())
+
+    def _moved_rows(self, old: dict, new: dict) -> None:
+        """On the same fabric, only the connections whose route changed get a new row (in
+        row order, so that a bad route is named as _conn_links would name it)."""
+        row_of = self.row_of
+        moved = sorted((row_of[c] for c in old.keys() | new.keys()
+                        if c in row_of and old.get(c) != new.get(c)))
+        for r in moved:
+            c = self.conns[r]
+            self.conn_table[r] = _conn_row(self.fabric_now, c, new.get(c.conn_id), self.width,
+                                           self.nonblocking, True)
 
     # -- the jobs' DAGs ------------------------------------------------------------------------
-    def start_iteration(self, j: int, t: float, new: list[tuple[int, int]]) -> None:
+    def start_iteration(self, j: int, t: float, new: _New) -> None:
         job = self.jobs[j]
         if job.iteration == 0:
             self.started.append(job.name)
         elif self.sem.recompute == "iterations":
             self.iteration_bounds += 1
         job.begin(t)
-        for i in job.roots:
-            new.append((j, i))
+        new.extend(j, job.roots)
 
-    def finish(self, j: int, i: int, t: float, new: list[tuple[int, int]]) -> None:
-        """Transfer i of job j completes at t: release successors, maybe end the iteration."""
+    def finish(self, j: int, i: int, t: float, new: _New) -> None:
+        """Transfer i of job j completes at t: release successors, maybe end the iteration
+        (the reference of traffic/dag_kernel.py's complete, and its tail steps)."""
         self.completions += 1
         job = self.jobs[j]
         if job.tail:
@@ -506,7 +683,7 @@ class _Simulation:
         job.fct_cur[i] = t - job.started_at[i]
         for s in job.release(i):
             job.started_at[s] = t
-            new.append((j, s))
+            new.append(j, s)
         job.done += 1
         if job.done == job.n:
             self.end_iteration(j, t)
@@ -521,7 +698,7 @@ class _Simulation:
             self._push(t + job.compute_s, j)
             return
         self._release(j, t)
-        if self.sem.tail_step and job.roots:
+        if self.sem.tail_step and job.roots.size:
             job.tail = True
             self._push(t + job.compute_s, j)
         else:
@@ -550,14 +727,38 @@ class _Simulation:
                     self.series[b] = np.zeros(self.n_links + 1)
                 self.series[b] += load * (hi - lo)
 
-    def _complete(self, new: list[tuple[int, int]]) -> None:
+    def _complete(self, new: _New) -> None:
         """The flows marked done complete now, in admission order."""
         a = self.active
         if self.pooled:
             self._enter_tails()
-        for f in np.flatnonzero(a.done).tolist():
-            self.finish(int(a.job[f]), int(a.tid[f]), self.now, new)
+        if self.compiled_dag:
+            self._complete_compiled(new)
+        else:
+            for f in np.flatnonzero(a.done).tolist():
+                self.finish(int(a.job[f]), int(a.tid[f]), self.now, new)
         a.drop_done()
+
+    def _complete_compiled(self, new: _New) -> None:
+        """_complete's loop by traffic/dag_kernel.py's complete; Python does what it hands
+        back (an iteration's end, a tail step's completion, a larger buffer)."""
+        a, d, k = self.active, self.dag, self.dag_kernel
+        f = 0
+        while True:
+            code, f, new.n, count, j = k.complete(
+                f, a.done, a.job, a.tid, self.now, d.off, d.succ_ptr, d.succ_idx, d.grp_of,
+                d.grp_left, d.grp_ptr, d.grp_idx, d.indeg, d.started_at, d.fct_cur,
+                d.job_done, d.job_n, d.python, new.job, new.tid, new.n)
+            self.completions += count
+            if code == k.SCANNED:
+                return
+            if code == k.ITERATION_ENDED:
+                self.end_iteration(j, self.now)
+            elif code == k.PYTHON:
+                self.finish(j, int(a.tid[f]), self.now, new)
+                f += 1
+            else:
+                new.grow()
 
     def _enter_tails(self) -> None:
         """split "adaptive": parts whose shared bytes are gone go on with the tail each held
@@ -571,7 +772,7 @@ class _Simulation:
                 job.in_tail[i] = True
                 a.rem[f], a.done[f] = job.held[i], False
 
-    def _fire_timers(self, new: list[tuple[int, int]]) -> None:
+    def _fire_timers(self, new: _New) -> None:
         """Iteration starts and fabric events due now."""
         while self.timers and self.timers[0][0] <= self.now + self.batch_tol_s:
             _, _, j = heapq.heappop(self.timers)
@@ -617,19 +818,15 @@ class _Simulation:
         in_flight = np.unique(self.conn_of_row[self.active.row]).tolist()
         self.reroute(self.router.flows_changed(in_flight, self.now), self.fabric_now)
 
-    def _admit(self, new: list[tuple[int, int]]) -> None:
-        pairs = np.array(new, dtype=np.int64)
-        sizes = np.empty(len(new))
-        rows = np.empty(len(new), dtype=np.int64)
-        for k, (j, i) in enumerate(new):
-            job = self.jobs[j]
-            sizes[k] = job.size[i] - job.held[i] if job.pooled else job.size[i]
-            rows[k] = job.row[i]
-        self.active.add(pairs[:, 0], pairs[:, 1], sizes, rows, self.conn_table[rows])
+    def _admit(self, new: _New) -> None:
+        job, tid = new.pairs()
+        g = self.dag.off[job] + tid
+        rows = self.dag.row[g]
+        self.active.add(job, tid, self.dag.admit_bytes[g], rows, self.conn_table[rows])
 
     def _check_routed(self) -> None:
         a = self.active
-        if self.router is None or not a.n:
+        if self.router is None or not a.n or not self.unrouted:
             return
         unrouted = (a.links == UNROUTED).any(axis=1)
         if unrouted.any():
@@ -652,30 +849,37 @@ class _Simulation:
         dt = t_next - self.now
         self._advance(t_next, dt + self.batch_tol_s)
         self.batches += 1
-        new: list[tuple[int, int]] = []
+        new = self.new
+        new.clear()
         completions = self.completions
         if a.n:
             self._complete(new)
         self._fire_timers(new)
-        while True:                       # zero-byte transfers complete at once
-            zero = [(j, i) for (j, i) in new if self.jobs[j].size[i] <= 0]
-            if not zero:
-                break
-            new = [(j, i) for (j, i) in new if self.jobs[j].size[i] > 0]
-            for j, i in zero:
-                self.finish(j, i, self.now, new)
+        self._zero_bytes(new)
         self._epochs()
-        if new:
+        if len(new):
             self._admit(new)
         if self.replans_flows:
-            self._replan_flows(self.completions > completions or bool(new))
+            self._replan_flows(self.completions > completions or len(new) > 0)
         self._check_routed()
         max_min_rates(a.links, self.cap, out=a.rates,
-                      weights=self._weights() if self.spray else None)
+                      weights=self._weights() if self.spray else None, scratch=self.scratch)
         if self.pooled:
             self._share_pools()
         self.n_rounds += 1
         return True
+
+    def _zero_bytes(self, new: _New) -> None:
+        """Zero-byte transfers complete at once (in order; what they release too)."""
+        while len(new) and self.dag.any_zero:
+            job, tid = new.pairs()
+            zero = self.dag.size[self.dag.off[job] + tid] <= 0
+            if not zero.any():
+                return
+            done = list(zip(job[zero].tolist(), tid[zero].tolist()))
+            new.keep(~zero)
+            for j, i in done:
+                self.finish(j, i, self.now, new)
 
     def _share_pools(self) -> None:
         """split "adaptive": the parts of one transfer in flight hold its shared bytes in

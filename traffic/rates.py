@@ -11,7 +11,8 @@ from .prediction import PredictorError
 
 def max_min_rates(flow_links: np.ndarray, capacity_mbps: np.ndarray,
                   rel_tol: float = 1e-9, out: np.ndarray | None = None,
-                  weights: np.ndarray | None = None) -> np.ndarray:
+                  weights: np.ndarray | None = None, scratch: tuple | None = None
+                  ) -> np.ndarray:
     """Max-min fair rates (Mbit/s) by progressive filling (traffic/waterfill.py, compiled),
     written into `out` when given (F floats).
 
@@ -21,6 +22,7 @@ def max_min_rates(flow_links: np.ndarray, capacity_mbps: np.ndarray,
     (None: 1; a flow sprayed over P paths puts 1/P on each path's own links).
     Every round raises all unfrozen flows equally until the tightest link saturates, then
     freezes every flow crossing a link whose fair share is within rel_tol of that minimum.
+    scratch: traffic/waterfill.py's scratch(L), reused across calls (None: made per call).
     """
     from traffic import waterfill             # numba's import (~0.3 s) only when predicting
     rates = np.zeros(flow_links.shape[0]) if out is None else out
@@ -30,6 +32,8 @@ def max_min_rates(flow_links: np.ndarray, capacity_mbps: np.ndarray,
     cap = np.ascontiguousarray(capacity_mbps, dtype=np.float64)
     w = (waterfill.NO_WEIGHTS if weights is None
          else np.ascontiguousarray(weights, dtype=np.float64))
-    if waterfill.fill(links, cap, float(rel_tol), rates, w) != waterfill.OK:
+    status = (waterfill.fill(links, cap, float(rel_tol), rates, w) if scratch is None else
+              waterfill.fill_with(links, cap, float(rel_tol), rates, w, *scratch))
+    if status != waterfill.OK:
         raise PredictorError("a flow crosses no link of finite capacity")
     return rates

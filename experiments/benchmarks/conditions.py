@@ -32,15 +32,17 @@ def kernels() -> str:
     """Which code paths the routing and predictor kernels take in this process, after warming
     them (numba import, then compile or load from its on-disk cache)."""
     from routing.greedy import warm_kernels
-    from traffic import waterfill
+    from traffic import dag_kernel, waterfill
     took, how = warm_kernels()
     t0 = time.perf_counter()
     waterfill.warm()
-    fill = getattr(waterfill.fill, "stats", None)
-    state = ("plain Python" if fill is None else
-             "compiled now" if fill.cache_misses else "loaded from numba's cache")
-    return (f"greedy's loops: {how} in {took:.2f} s; predictor's water-filling: {state} in "
-            f"{time.perf_counter() - t0:.2f} s")
+    dag_kernel.warm()
+    made = [getattr(k, "stats", None) for k in (waterfill.fill_with, waterfill.advance,
+                                                 dag_kernel.complete)]
+    state = ("plain Python" if None in made else
+             "compiled now" if any(k.cache_misses for k in made) else "loaded from numba's cache")
+    return (f"greedy's loops: {how} in {took:.2f} s; predictor's water-filling, fluid step and "
+            f"DAG step: {state} in {time.perf_counter() - t0:.2f} s")
 
 
 def header() -> str:
