@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -73,17 +74,22 @@ def candidate_spines(fabric: Fabric, conn: Connection) -> list[str]:
     return spines
 
 
+def _switch_paths(fabric: Fabric, conns: list[Connection],
+                  routes: dict[int, tuple[str, ...] | str | None]) -> Iterator[tuple[str, ...]]:
+    """Each routed connection's switch path (a leaf-spine route's spine made leaf-spine-leaf)."""
+    for c in conns:
+        r = routes.get(c.conn_id)
+        if r is None:
+            continue
+        yield (fabric.leaf_of(c.src), r, fabric.leaf_of(c.dst)) if isinstance(r, str) else tuple(r)
+
+
 def link_flow_counts(fabric: Fabric, conns: list[Connection],
                      routes: dict[int, tuple[str, ...] | str | None]) -> Counter:
     """Flows per directed switch-to-switch link, every tier; a route is a switch path (or, in
     a leaf-spine fabric, its spine)."""
     load: Counter = Counter()
-    for c in conns:
-        r = routes.get(c.conn_id)
-        if r is None:
-            continue
-        if isinstance(r, str):
-            r = (fabric.leaf_of(c.src), r, fabric.leaf_of(c.dst))
+    for r in _switch_paths(fabric, conns, routes):
         for e in zip(r, r[1:]):
             load[e] += 1
     return load
@@ -93,13 +99,8 @@ def max_link_flows(fabric: Fabric, conns: list[Connection],
                    routes: dict[int, tuple[str, ...] | str | None]) -> int:
     """The most flows on any switch link (by link ids when every route is a live path)."""
     ids: list[int] = []
-    for c in conns:
-        r = routes.get(c.conn_id)
-        if r is None:
-            continue
-        if isinstance(r, str):
-            r = (fabric.leaf_of(c.src), r, fabric.leaf_of(c.dst))
-        got = fabric.route_links(tuple(r))
+    for r in _switch_paths(fabric, conns, routes):
+        got = fabric.route_links(r)
         if got is None:                  # (a route that is not a live path: count by name)
             return max(link_flow_counts(fabric, conns, routes).values(), default=0)
         ids += got
