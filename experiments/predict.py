@@ -17,7 +17,7 @@ import yaml
 from routing import route
 from routing.base import RoutingError, max_link_flows
 from routing.replay import read_flow_log, route_replay
-from traffic.collectives import JobPlan, plan_jobs, with_port_offset
+from traffic.collectives import JobPlan, with_port_offset
 from traffic.predictor import Prediction, ideal, predict
 from traffic.metrics import link_load_imbalance
 
@@ -148,7 +148,7 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
     out_dir.mkdir(parents=True, exist_ok=True)
     with writing(out_dir / "config.yaml"):
         (out_dir / "config.yaml").write_text(yaml.safe_dump(exp.resolved(), sort_keys=False))
-    plans = plan_jobs(exp.jobs)
+    plans = exp.plans()
     if port_offset:
         plans = with_port_offset(plans, port_offset)
     conns = [c for p in plans for c in p.connections]

@@ -61,14 +61,16 @@ def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
     limit = (_num(d, "solver_time_limit_s", "config", maximum=MAX_SOLVER_S,
                   why="one hour per solve; a run solves at every epoch")
              if d.get("solver_time_limit_s") is not None else None)
-    return Experiment(name=name, seed=seed, fabric=fabric, jobs=jobs, routing=routing,
-                      emulation=emulation, events=events, raw=d,
-                      semantics=_semantics(d.get("semantics")), replay_log=replay_log,
-                      solver_time_limit_s=limit,
-                      jobs_from=_jobs_source(d, base_dir) if imported is not None else None,
-                      replay_flows=flows, subflow_defaults=subflow_defaults,
-                      workload=notes, programs=programs, demand=demand(d),
-                      machines=machines)
+    exp = Experiment(name=name, seed=seed, fabric=fabric, jobs=jobs, routing=routing,
+                     emulation=emulation, events=events, raw=d,
+                     semantics=_semantics(d.get("semantics")), replay_log=replay_log,
+                     solver_time_limit_s=limit,
+                     jobs_from=_jobs_source(d, base_dir) if imported is not None else None,
+                     replay_flows=flows, subflow_defaults=subflow_defaults,
+                     workload=notes, programs=programs, demand=demand(d),
+                     machines=machines)
+    exp.keep_plans(plans)
+    return exp
 
 
 def load(path: str | Path) -> Experiment:

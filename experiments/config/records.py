@@ -10,7 +10,7 @@ from typing import Any
 from testbed import topologies
 from testbed.fabric import Fabric
 from testbed.settings import DEFAULTS, EmulationSettings
-from traffic.collectives import JobSpec
+from traffic.collectives import JobPlan, JobSpec, plan_jobs
 from traffic.programs import DEFAULT_LEARN_STEPS, ProgramSpec
 from traffic.predictor import Semantics
 
@@ -121,9 +121,23 @@ class Experiment:
     machines: tuple = ()
     #: `routing` parsed once, entry by entry (experiments/routing_entry.py)
     routings: list[RoutingEntry] = field(init=False, repr=False, compare=False)
+    #: (the jobs list they were made of, plan_jobs of it): see `plans`
+    _plans: tuple[list[JobSpec], list[JobPlan]] | None = field(
+        default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.routings = parse_entries(self.routing)
+
+    def plans(self) -> list[JobPlan]:
+        """plan_jobs(self.jobs), made once per jobs list (parse makes them to check the jobs;
+        a 1 M-transfer workload takes seconds to plan). Treat them as read-only."""
+        if self._plans is None or self._plans[0] is not self.jobs:
+            self._plans = (self.jobs, plan_jobs(self.jobs))
+        return self._plans[1]
+
+    def keep_plans(self, plans: list[JobPlan]) -> None:
+        """Remember plan_jobs(self.jobs), made by the caller (parse)."""
+        self._plans = (self.jobs, plans)
 
     def resolved(self) -> dict:
         """The config as run: every default filled in, model jobs expanded to their rings

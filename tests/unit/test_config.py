@@ -337,3 +337,17 @@ def test_capture_takes_a_switch_port_and_reloads():
     again = parse({**doc, "emulation": exp.emulation.resolved()})
     assert again.emulation.capture == ("agg1", "core1")
     assert parse({**doc, "emulation": {"capture": True}}).emulation.capture is True
+
+
+def test_the_jobs_are_planned_once_and_again_only_for_other_jobs():
+    import dataclasses
+
+    from traffic.collectives import plan_jobs
+    exp = load(QUICKSTART)
+    plans = exp.plans()
+    assert exp.plans() is plans                          # parse's plans, kept
+    assert [(p.name, p.connections, p.transfers) for p in plans] == \
+        [(p.name, p.connections, p.transfers) for p in plan_jobs(exp.jobs)]
+    fewer = dataclasses.replace(exp, jobs=exp.jobs[:1])
+    assert [p.name for p in fewer.plans()] == [exp.jobs[0].name]
+    assert exp.plans() is plans
