@@ -18,7 +18,6 @@ job's ideal CCT / its mean iteration CCT.
 from __future__ import annotations
 
 import functools
-import io
 import json
 import math
 import statistics
@@ -41,6 +40,9 @@ T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2
         2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
 #: Folders searched below each DIR for run folders; more are refused.
 MAX_RUNS = 100_000
+#: Largest CSV of a results folder the report reads: fct.csv, one ~80-byte row per transfer,
+#: is ~0.8 GB at the 10 M transfers per iteration a config may have (MAX_TRANSFERS).
+MAX_RESULT_CSV_BYTES = 2 * 1024 ** 3
 #: Series drawn in one CDF, bars in one efficiency figure, heatmap panels.
 MAX_SERIES = 40
 FORMATS = ("png", "svg")
@@ -140,9 +142,12 @@ def read_results(folder: Path) -> dict:
 
 
 def _read_csv(path: Path, **kw) -> pd.DataFrame:
-    """A CSV mlfabric wrote; ConfigError naming it when it is not one (empty, garbage)."""
+    """A CSV mlfabric wrote, streamed by pandas (fct.csv has a row per transfer: ~0.8 GB at
+    the 10 M transfers a config may have); ConfigError naming it when it is not one (empty,
+    garbage, not a regular file, over MAX_RESULT_CSV_BYTES)."""
     try:
-        return pd.read_csv(io.StringIO(files.read_text(path)), **kw)
+        files.check_file(path, MAX_RESULT_CSV_BYTES)
+        return pd.read_csv(path, encoding="utf-8", **kw)
     except files.InputFileError as e:
         raise ConfigError(f"report: {e}") from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as e:

@@ -21,11 +21,8 @@ class InputFileError(ValueError):
     """An input file that cannot be read within the bound; the message names the file."""
 
 
-def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
-    """The contents of regular file `path`, at most `limit` bytes (default MAX_INPUT_BYTES);
-    InputFileError otherwise."""
-    p = Path(path)
-    limit = MAX_INPUT_BYTES if limit is None else limit
+def _open_checked(p: Path, limit: int) -> int:
+    """A read-only descriptor of regular file `p` of at most `limit` bytes; InputFileError."""
     try:   # non-blocking: opening a FIFO waits for a writer otherwise
         fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as e:
@@ -37,6 +34,21 @@ def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
     if problem:
         os.close(fd)
         raise InputFileError(f"{p}: {problem}")
+    return fd
+
+
+def check_file(path: str | Path, limit: int) -> None:
+    """Refuse (InputFileError) what `read_bytes` would, without reading: for files a parser
+    then streams (the results' own CSVs, read by the report)."""
+    os.close(_open_checked(Path(path), limit))
+
+
+def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
+    """The contents of regular file `path`, at most `limit` bytes (default MAX_INPUT_BYTES);
+    InputFileError otherwise."""
+    p = Path(path)
+    limit = MAX_INPUT_BYTES if limit is None else limit
+    fd = _open_checked(p, limit)
     with os.fdopen(fd, "rb") as f:
         try:
             data = f.read(limit + 1)

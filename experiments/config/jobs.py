@@ -11,9 +11,9 @@ from testbed.fabric import Fabric
 from traffic.collectives import (SOURCE_PORT_SPAN, SPLITS, Collective, JobSpec, WorkloadError,
                                  group_counts)
 
-from .limits import (MAX_DP, MAX_ITERATIONS, MAX_JOBS, MAX_PIECE_BYTES, MAX_SCALE_BYTES,
-                     MAX_SEED, MAX_SIZE_BYTES, MAX_SUBFLOWS, MAX_TRANSFER_RUNS, MAX_TRANSFERS,
-                     MIN_PIECE_BYTES, PIECE_WHY)
+from .limits import (BYTES_PER_TRANSFER, MAX_DP, MAX_ITERATIONS, MAX_JOBS, MAX_PIECE_BYTES,
+                     MAX_SCALE_BYTES, MAX_SEED, MAX_SIZE_BYTES, MAX_SUBFLOWS, MAX_TRANSFER_RUNS,
+                     MAX_TRANSFERS, MIN_PIECE_BYTES, PIECE_WHY)
 from .keys import EXPLICIT_JOB_KEYS, MODEL_JOB_KEYS, PATTERN_JOB_KEYS
 from .readers import ConfigError, quote, _check_keys, _int, _num, _fmt, _name, _choice
 from .records import SubflowDefaults
@@ -240,6 +240,7 @@ def _check_size(jobs: list[JobSpec], routing: list[str], source: str | None = No
     """Connections and transfers, counted before they are built. `source`: the jobs_from key
     the jobs came from (messages then name it and the job)."""
     conns = transfers = runs = 0
+    past = None                        # where the transfers passed MAX_TRANSFERS
     for i, j in enumerate(jobs):
         where = f"jobs_from.{source}: job {j.name}" if source else f"jobs[{i}]"
         c = t = 0
@@ -250,15 +251,18 @@ def _check_size(jobs: list[JobSpec], routing: list[str], source: str | None = No
             c = len({(x.src, x.dst) for x in j.p2p}) * j.subflows
             t = len(j.p2p) * j.subflows
         conns, transfers, runs = conns + c, transfers + t, runs + t * j.iterations
-        if transfers > MAX_TRANSFERS:
-            raise ConfigError(f"{where}: the jobs up to here send {transfers:,} transfers per "
-                              f"iteration; at most {MAX_TRANSFERS:,}: use fewer or smaller "
-                              "groups")
-        if runs > MAX_TRANSFER_RUNS:
+        if transfers > MAX_TRANSFERS and past is None:
+            past = where
+        if past is None and runs > MAX_TRANSFER_RUNS:
             raise ConfigError(f"{where}{'' if source else '.iterations'}: the jobs up to here "
                               f"run {runs:,} "
                               f"transfers in all; at most {MAX_TRANSFER_RUNS:,}: use fewer "
                               "iterations or smaller groups")
+    if past is not None:
+        raise ConfigError(f"{past}: passes {MAX_TRANSFERS:,} transfers per iteration, the "
+                          f"most this machine predicts (the jobs send {transfers:,}, ~"
+                          f"{transfers * BYTES_PER_TRANSFER / 2 ** 30:,.0f} GiB at "
+                          f"~{BYTES_PER_TRANSFER} B each); use fewer or smaller groups")
     if len(routing) * conns > SOURCE_PORT_SPAN // 2:
         raise ConfigError(f"routing: {len(routing)} routings x {conns} connections exceed "
                           f"the {SOURCE_PORT_SPAN // 2} source ports runs can use without "

@@ -163,3 +163,18 @@ def test_a_sweep_folder_reports_the_points_its_sweep_json_lists(runs, tmp_path):
     (tmp_path / "sweep.json").write_text(json.dumps(
         {"point_status": [{"name": "now", "status": "ok"}]}))
     assert [p.name for p in find_runs([tmp_path])] == ["now"]
+
+
+def test_the_results_own_csvs_are_read_past_the_input_file_bound(runs, monkeypatch):
+    """fct.csv has a row per transfer: at 10 M transfers it is ~0.8 GB, over the 256 MiB an
+    input file of another tool may have; the report streams it up to its own bound."""
+    from experiments import report
+    from experiments.config import ConfigError
+    from traffic import files
+    fct = next((runs / "one").glob("*/fct.csv"))
+    rows = len(fct.read_text().splitlines()) - 1
+    monkeypatch.setattr(files, "MAX_INPUT_BYTES", 16)
+    assert len(report._read_csv(fct, usecols=["fct_mean_s"])) == rows > 0
+    monkeypatch.setattr(report, "MAX_RESULT_CSV_BYTES", fct.stat().st_size - 1)
+    with pytest.raises(ConfigError, match=r"fct\.csv: [0-9,]+ bytes; at most"):
+        report._read_csv(fct, usecols=["fct_mean_s"])

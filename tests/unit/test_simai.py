@@ -86,3 +86,24 @@ def test_more_gpus_than_the_fabric(tmp_path):
         parse({"name": "s", "routing": ["ecmp"], "jobs_from": {"simai": str(p)},
                "fabric": {"spines": 1, "leaves": 2, "hosts_per_leaf": 2,
                           "host_link_mbps": 100, "spine_link_mbps": 100}})
+
+
+def test_a_workload_past_the_transfer_bound_is_refused_with_its_size(tmp_path):
+    """SimAI's 9,216-GPU shape (tp 2, ep 16, pp 12): each EP all-to-all is 576 groups x 240
+    transfers; 73 of them pass 10 M. Counted before anything is planned."""
+    from experiments.config.limits import MAX_TRANSFERS
+    per_job = 576 * 16 * 15
+    layers = MAX_TRANSFERS // per_job + 1
+    p = tmp_path / "w.txt"
+    p.write_text("HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 ep: 16 pp: 12 "
+                 "all_gpus: 9216 pp_comm 1048576\n" + f"{layers}\n"
+                 + "moe -1 1 ALLTOALL_EP 1048576 1 NONE 0 1 NONE 0 1\n" * layers)
+    fabric = {"topology": "clos3", "pods": 12, "leaves_per_pod": 12, "aggs_per_pod": 4,
+              "cores_per_plane": 4, "hosts_per_leaf": 64, "host_link_mbps": 100,
+              "leaf_agg_mbps": 100, "agg_core_mbps": 100}
+    with pytest.raises(ConfigError) as e:
+        parse({"name": "s", "routing": ["ecmp"], "jobs_from": {"simai": str(p)},
+               "fabric": fabric})
+    total = layers * per_job + 2 * 11 * 768         # + the two pipeline sends' transfers
+    assert f"job c{layers - 1}-moe-fwd: passes {MAX_TRANSFERS:,} transfers" in str(e.value)
+    assert f"the jobs send {total:,}, ~" in str(e.value)
