@@ -88,13 +88,13 @@ MAX_SCALE_BYTES = 1_000.0
 
 
 #: Transfers of one iteration of all jobs together, and over all iterations. Measured on 2 cores
-#: / 24 GB (load 5-6): 7.06 M transfers (two 384-rank ring collectives of SimAI's 9,216-GPU
-#: shape) predict in 3.9 GB peak (~550 B each, plans and predictor) and 99 s of CPU for the
-#: whole command (78 s wall of prediction); 10 M stays under 6 GB. Over all iterations the
-#: predictor's ~11 us per transfer run gives ~18 min per routing at most.
+#: / 24 GB (load 5-8): 7.06 M transfers (two 384-rank ring collectives of SimAI's 9,216-GPU
+#: shape) predict in 4.0 GB peak (~560 B each, plans and predictor) and 138 s of CPU for the
+#: whole command with its CSVs and figures (78 s wall of prediction); 10 M stays under 6 GB.
+#: Over all iterations, the predictor's ~11 us per transfer run: ~18 min per routing at most.
 MAX_TRANSFERS = 10_000_000
 #: Peak memory per transfer of a prediction, measured as above (the error message's estimate).
-BYTES_PER_TRANSFER = 550
+BYTES_PER_TRANSFER = 560
 
 
 MAX_TRANSFER_RUNS = 100_000_000
