@@ -26,7 +26,7 @@ def _predict_in_a_new_interpreter(out: Path, *flags: str) -> subprocess.Complete
         code = main(["predict", "experiments/configs/quickstart.yaml", "--set", "routing=[ecmp]",
                      "--out", {str(out)!r},
                      *{list(flags)!r}])
-        print("imported:", sorted(m for m in ("matplotlib", "pandas", "pulp")
+        print("imported:", sorted(m for m in ("matplotlib", "pandas", "pulp", "scipy.linalg")
                                   if m in sys.modules))
         sys.exit(code)
     """)
@@ -41,6 +41,23 @@ def test_predict_without_plots_imports_neither_matplotlib_nor_pandas(tmp_path):
     assert (tmp_path / "p" / "results.csv").is_file()
     assert (tmp_path / "p" / "results.json").is_file()
     assert not (tmp_path / "p" / "plots").exists()
+
+
+def test_numba_starts_without_scipy_linalg_which_imports_afterwards():
+    script = textwrap.dedent("""
+        import sys
+        from traffic import jit, waterfill
+        held = jit.registries()
+        waterfill.warm()
+        import numba.np.arraymath as am
+        print(held, "scipy.linalg" in sys.modules, am._HAVE_BLAS, jit.registries())
+        import scipy.linalg
+        print(scipy.linalg.norm([3.0, 4.0]))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["True False False False", "5.0"]
 
 
 def test_predict_with_plots_draws_them(tmp_path):
