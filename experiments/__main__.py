@@ -73,6 +73,10 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--util-bin-s", type=float, default=None,
                     help="also write links_over_time.csv with utilization per bin of this "
                          "many seconds (at least 0.001; at most 20,000,000 bins x links)")
+    pr.add_argument("--no-plots", action="store_true",
+                    help="write the results without drawing the figures (matplotlib and "
+                         "pandas are then never imported: about 1-2 s less; `mlfabric report "
+                         "OUT --out REPORT` draws them later)")
     _add_set(pr)
     _add_repeat(pr)
     sw = sub.add_parser("sweep", help="run the points of SWEEP.yaml on a Dask cluster")
@@ -150,7 +154,8 @@ def _repeated(exp, args, out: Path, one) -> None:
         _writes_results(lambda: finish_environment(folder, start), out)
         folders.append(folder)
     if len(folders) > 1:
-        from .report import merge_csvs
+        with deferred():         # pandas, matplotlib: C extensions, signals held (_dispatch)
+            from .report import merge_csvs
         _writes_results(lambda: merge_csvs([f / "results.csv" for f in folders],
                                            out / "results.csv"), out)
 
@@ -193,7 +198,10 @@ def _cmd_predict(args) -> int:
     out.clear()
     _repeated(exp, args, out.path, lambda folder, r, offset: predict_experiment(
         exp, folder, util_bin_s=args.util_bin_s, repetition=r, port_offset=offset))
-    from .report import draw_report
+    if args.no_plots:
+        return 0
+    with deferred():             # pandas, matplotlib: C extensions, signals held (_dispatch)
+        from .report import draw_report
     figures = _writes_results(lambda: draw_report([out.path], out.path / "plots",
                                                   fmt=("png",)), out.path)
     print(f"figures: {out.path / 'plots'} ({', '.join(figures)}; PNG, and SVG from `report`)")
@@ -392,8 +400,12 @@ def _dispatch(args: argparse.Namespace) -> int:
         from traffic.collectives import WorkloadError
         from traffic.driver import TrafficError
         from traffic.predictor import PredictorError
-        from .runner import PathMismatchError      # matplotlib, numpy
-        if args.command in ("run", "predict", "sweep", "report"):
+        failures = (RoutingError, WorkloadError, PredictorError, FabricError, TestbedError,
+                    TrafficError)
+        if args.command != "predict":   # predict emulates nothing: it imports matplotlib and
+            from .runner import PathMismatchError      # pandas only to draw, held there too
+            failures += (PathMismatchError,)
+        if args.command in ("run", "sweep", "report"):
             import pandas  # noqa: F401  (results.csv, reports: imported later, C extensions)
 
     try:
@@ -403,8 +415,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     except ConfigError as e:            # bad input: found before anything was built
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except (RoutingError, WorkloadError, PredictorError, FabricError, TestbedError,
-            TrafficError, PathMismatchError) as e:   # failed while running; torn down
+    except failures as e:               # failed while running; torn down
         print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
     except (OSError, UnicodeDecodeError) as e:

@@ -3,24 +3,27 @@ entry point that dispatches to them (re-exported by the `routing` package). A mo
 own so that routing/epochs.py imports `route` at its top, with no import cycle."""
 from __future__ import annotations
 
+import importlib
 from typing import Callable
 
 from testbed.fabric import Fabric
 from traffic.collectives import Connection
 
-from .annealing import route_annealing, route_annealing_paths
 from .base import RoutingError, RoutingPlan
-from .ecmp import route_ecmp
-from .edge_coloring import route_edge_coloring, route_edge_coloring_paths
-from .gff import route_gff
-from .greedy import route_greedy, route_greedy_paths, warm_kernels
-from .ilp import route_ilp, route_ilp_paths
-from .mmf import route_mmf
-from .mmf_paths import route_mmf_paths
 from .paths import Path
-from .spray import route_spray
 
 Strategy = Callable[..., RoutingPlan]
+
+
+def _lazy(module: str, name: str) -> Strategy:
+    """routing.<module>.<name>, imported at its first call: a command imports only the
+    strategies it routes by (the ILP's and mmf's modules import pulp and highspy, 0.1 s)."""
+    def kernel(*args, **kwargs) -> RoutingPlan:
+        return getattr(importlib.import_module(f"routing.{module}"), name)(*args, **kwargs)
+    kernel.__name__ = kernel.__qualname__ = name
+    kernel.__module__ = f"routing.{module}"
+    return kernel
+
 
 #: name -> (spine kernel, path kernel). `route` takes the spine kernel where a path has one
 #: choice (the spine), the path kernel elsewhere. experiments/benchmarks/kernel_bench.py, on
@@ -29,19 +32,29 @@ Strategy = Callable[..., RoutingPlan]
 #: greedy's and the ILP's are not faster (0.2x, 0.8x) but choose among equal plans
 #: differently on 3 configs (failures and mixed jobs), so merging them would move those
 #: configs' routes: they stay until one tie-break is chosen. edge-coloring's are two
-#: algorithms (a bipartite colouring; a staged one over planes and cores).
+#: algorithms (a bipartite colouring; a staged one over planes and cores). Each kernel's
+#: module is imported at its first call (_lazy).
 KERNELS: dict[str, tuple[Strategy, Strategy]] = {
-    "ecmp": (route_ecmp, route_ecmp),
-    "greedy": (route_greedy, route_greedy_paths),
-    "edge-coloring": (route_edge_coloring, route_edge_coloring_paths),
-    "annealing": (route_annealing, route_annealing_paths),
-    "ilp": (route_ilp, route_ilp_paths),
-    "mmf": (route_mmf, route_mmf_paths),
-    "gff": (route_gff, route_gff),
-    "spray": (route_spray, route_spray),
+    "ecmp": (_lazy("ecmp", "route_ecmp"), _lazy("ecmp", "route_ecmp")),
+    "greedy": (_lazy("greedy", "route_greedy"), _lazy("greedy", "route_greedy_paths")),
+    "edge-coloring": (_lazy("edge_coloring", "route_edge_coloring"),
+                      _lazy("edge_coloring", "route_edge_coloring_paths")),
+    "annealing": (_lazy("annealing", "route_annealing"),
+                  _lazy("annealing", "route_annealing_paths")),
+    "ilp": (_lazy("ilp", "route_ilp"), _lazy("ilp", "route_ilp_paths")),
+    "mmf": (_lazy("mmf", "route_mmf"), _lazy("mmf_paths", "route_mmf_paths")),
+    "gff": (_lazy("gff", "route_gff"), _lazy("gff", "route_gff")),
+    "spray": (_lazy("spray", "route_spray"), _lazy("spray", "route_spray")),
 }
 STRATEGIES = sorted(KERNELS)
 _WARM: list[bool] = []     # greedy's compiled loops are ready
+
+
+def warm_kernels() -> tuple[float, str]:
+    """routing/greedy.py's warm_kernels (greedy's compiled loops ready), imported here."""
+    from .greedy import warm_kernels as warm
+    return warm()
+
 
 #: Strategies that call CBC and take `time_limit_s` (seconds per solve; 30 s ilp, 60 s mmf).
 TIME_LIMITED = ("ilp", "mmf")
@@ -54,7 +67,8 @@ def route(name: str, fabric: Fabric, conns: list[Connection], seed: int = 0,
         two_tier, three_tier = KERNELS[name]
     except KeyError:
         raise RoutingError(f"routing: unknown strategy {name!r}; choose from {STRATEGIES}")
-    if not _WARM:                    # once per process: numba's compile or cache load untimed
+    if not _WARM and name not in ("ecmp", "gff", "spray"):   # those run no greedy loop
+        # once per process: numba's compile or cache load untimed
         warm_kernels()
         _WARM.append(True)
     if len(fabric.choice_points) > 1:

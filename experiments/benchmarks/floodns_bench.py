@@ -17,22 +17,34 @@ A case J-F-R is concurrent_jobs_J, F failed cores, ring size R (floodns's folder
 Per job: mean all-reduce time over the iterations (s); per side: wall time (s). Ours is timed
 from reading the traffic folder to the last prediction's end (parse + route + predict).
 Targets (issue 13): replayed ECMP within 0.1% of floodns; ours >= 10x faster than floodns.
+
+--repeats N runs floodns N times per case and strategy (WORK/rep-K/CASE-STRATEGY; wall: the
+median). --whole-command times the whole `mlfabric predict` command per case instead (a
+fresh interpreter, as a user runs it: imports, numba's cache, the traffic folder and flow log,
+results files), N times with its figures and N without (--no-plots), alternating: medians of
+wall and CPU time against floodns's ECMP run (median wall and CPU of its --repeats runs; the
+same routes: `replay` of its flow log, our ECMP hash where floodns did not run). Target
+(issue 28): the command >= 20x faster.
 """
 from __future__ import annotations
 
 import argparse
 import csv
 import dataclasses
+import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
+from experiments.benchmarks.conditions import load_average  # noqa: E402
 from experiments.config import parse  # noqa: E402
 from experiments.routes import ControllerRoutes  # noqa: E402
 from routing.replay import read_flow_log, route_replay  # noqa: E402
@@ -61,6 +73,16 @@ def parse_case(case: str) -> tuple[int, int, int]:
 
 
 # -- floodns ------------------------------------------------------------------------------------
+def run_floodns_median(floodns: Path, classpath: str, data: Path, case: str, strategy: str,
+                       work: Path, reuse: bool, repeats: int
+                       ) -> tuple[dict[int, float], float | None]:
+    """run_floodns `repeats` times (WORK/rep-K): the first run's means, the median wall."""
+    runs = [run_floodns(floodns, classpath, data, case, strategy, work / f"rep-{k}", reuse)
+            for k in range(1, repeats + 1)]
+    walls = [w for _, w in runs if w is not None]
+    return runs[0][0], (statistics.median(walls) if len(walls) == repeats else None)
+
+
 def run_floodns(floodns: Path, classpath: str, data: Path, case: str, strategy: str,
                 work: Path, reuse: bool) -> tuple[dict[int, float], float | None]:
     """Run floodns on one case (or reuse its logs): per job id mean AR (s), wall time (s)."""
@@ -83,6 +105,7 @@ def run_floodns(floodns: Path, classpath: str, data: Path, case: str, strategy: 
         props = [f"job_base_dir_schedule={traffic}" if p.startswith("job_base_dir_schedule=")
                  else p for p in props]
         (run / "config.properties").write_text("\n".join(props) + "\n")
+        before = _children_cpu_s()
         t0 = time.perf_counter()
         done = subprocess.run(["java", "-cp", classpath,
                                "ch.ethz.systems.floodns.ext.basicsim.BasicSimulation", str(run)],
@@ -92,7 +115,22 @@ def run_floodns(floodns: Path, classpath: str, data: Path, case: str, strategy: 
             print(f"floodns {strategy} failed on {case} (exit {done.returncode}); skipped")
             return {}, None
         wall_file.write_text(f"{time.perf_counter() - t0:.3f}\n")
+        (run / "cpu_s.txt").write_text(f"{_children_cpu_s() - before:.3f}\n")
     return floodns_mean_ar(log), float(wall_file.read_text())
+
+
+def _children_cpu_s() -> float:
+    """User + system CPU seconds of this process's finished children."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def floodns_cpu_s(work: Path, case: str, strategy: str, repeats: int) -> float | None:
+    """The median CPU time of floodns's runs in WORK/rep-K (cpu_s.txt), None if not all."""
+    files = [work / f"rep-{k}" / f"{case}-{strategy}" / "cpu_s.txt" for k in range(1, repeats + 1)]
+    if not all(f.is_file() for f in files):
+        return None
+    return statistics.median(float(f.read_text()) for f in files)
 
 
 def floodns_mean_ar(job_info: Path) -> dict[int, float]:
@@ -157,6 +195,75 @@ def job_names(data: Path, case: str) -> dict[int, str]:
     return {int(f.name.split("-")[0][4:]): f.stem for f in sorted(folder.glob("job_*.txt"))}
 
 
+# -- the whole command -------------------------------------------------------------------------
+def command_config(data: Path, case: str, flow_log: Path | None, folder: Path) -> Path:
+    """A config for `mlfabric predict` of one case: floodns's traffic and failed cores, its
+    semantics, and its ECMP routes replayed (our ECMP hash without its flow log)."""
+    jobs, failed, ring = parse_case(case)
+    doc = {"name": f"floodns-{case}",
+           "jobs_from": {"floodns": str(data / f"concurrent_jobs_{jobs}" / f"ring_size_{ring}"),
+                         "failed_cores": failed},
+           "semantics": "floodns",
+           "routing": ["replay"] if flow_log else ["ecmp"]}
+    if flow_log:
+        doc["replay_log"] = str(flow_log)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"floodns-{case}.yaml"
+    path.write_text(json.dumps(doc, indent=1) + "\n")     # JSON is YAML
+    return path
+
+
+def time_command(config: Path, out: Path, plots: bool) -> tuple[float, float]:
+    """One `python -m experiments predict CONFIG` in a fresh interpreter: wall and CPU
+    (user + system of the child) seconds."""
+    argv = [sys.executable, "-m", "experiments", "predict", str(config), "--out", str(out),
+            "--force", *([] if plots else ["--no-plots"])]
+    before = _children_cpu_s()
+    t0 = time.perf_counter()
+    done = subprocess.run(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True)
+    wall = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise RuntimeError(f"predict {config} failed: {done.stderr.strip()[-300:]}")
+    return wall, _children_cpu_s() - before
+
+
+def whole_command(args, cases: list[str], work: Path, local: bool) -> list[dict]:
+    """Per case: floodns's ECMP run (the routes `replay` takes), median over --repeats,
+    against the whole `predict` command, with and without figures, medians over --repeats."""
+    rows = []
+    for case in cases:
+        theirs = (run_floodns_median(args.floodns, args.classpath, args.data, case, "ecmp",
+                                     work, args.reuse, args.repeats)[1] if local else None)
+        log = work / "rep-1" / f"{case}-ecmp" / "logs_floodns" / "flow_info.csv"
+        log = log if log.is_file() else VENDORED_LOGS.get(case)
+        config = command_config(args.data, case, log, work / "configs")
+        times: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
+        load = [os.getloadavg()[0]]
+        for _ in range(args.repeats):
+            for plots in (True, False):
+                times[plots].append(time_command(config, work / "predict" / case, plots))
+        load.append(os.getloadavg()[0])
+        their_cpu = floodns_cpu_s(work, case, "ecmp", args.repeats) if local else None
+        for plots in (True, False):
+            wall = statistics.median(w for w, _ in times[plots])
+            cpu = statistics.median(c for _, c in times[plots])
+            row = {"case": case, "routing": "replay" if log else "ecmp", "figures": plots,
+                   "predict_wall_s": wall, "predict_cpu_s": cpu,
+                   "floodns_ecmp_wall_s": theirs, "floodns_ecmp_cpu_s": their_cpu,
+                   "ratio_wall": theirs and theirs / wall,
+                   "ratio_cpu": their_cpu and their_cpu / cpu,
+                   "load_1min_before": load[0], "load_1min_after": load[1],
+                   "repeats": args.repeats}
+            rows.append(row)
+            print(f"{case:6s} predict ({row['routing']}, {'figures' if plots else '--no-plots'}"
+                  f"): {wall:5.2f} s wall, {cpu:5.2f} s CPU | floodns ecmp "
+                  f"{_f(theirs, '6.2f')} s wall ({_f(row['ratio_wall'], '5.1f')}x), "
+                  f"{_f(their_cpu, '6.2f')} s CPU ({_f(row['ratio_cpu'], '5.1f')}x) | load "
+                  f"{load[0]:.2f}-{load[1]:.2f}; medians of {args.repeats}", flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DATA)
@@ -166,10 +273,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=None, help="floodns run folders")
     ap.add_argument("--reuse", action="store_true", help="reuse floodns logs in --work")
     ap.add_argument("--csv", type=Path, default=None)
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="floodns runs per case and strategy (and, with --whole-command, "
+                         "commands per case and variant); medians")
+    ap.add_argument("--whole-command", action="store_true",
+                    help="time the whole `mlfabric predict` command per case against floodns")
     args = ap.parse_args(argv)
+    if not 1 <= args.repeats <= 100:
+        ap.error(f"--repeats: from 1 to 100, got {args.repeats}")
     local = args.floodns is not None and args.classpath is not None
     cases = args.cases or (DEFAULT_CASES if local else sorted(STORED))
     work = args.work or Path(tempfile.mkdtemp(prefix="floodns-bench-"))
+    print(f"conditions: {load_average()}")
+    if args.whole_command:
+        rows = whole_command(args, cases, work, local)
+        _write_csv(args.csv, rows)
+        return 0
     rows: list[dict] = []
     flood_sem, our_sem = Semantics.floodns(), Semantics()
     for case in cases:
@@ -177,14 +296,14 @@ def main(argv: list[str] | None = None) -> int:
         theirs: dict[str, tuple[dict[int, float], float | None]] = {}
         if local:
             for s in FLOODNS_STRATEGIES:
-                theirs[s] = run_floodns(args.floodns, args.classpath, args.data, case, s,
-                                        work, args.reuse)
+                theirs[s] = run_floodns_median(args.floodns, args.classpath, args.data, case,
+                                               s, work, args.reuse, args.repeats)
         for s, v in STORED.get(case, {}).items():     # what floodns did not run here
             theirs.setdefault(s, ({0: v}, None))
         runs = []
         if local:
-            runs.append(("replay", "ecmp", flood_sem, work / f"{case}-ecmp" / "logs_floodns"
-                         / "flow_info.csv"))
+            runs.append(("replay", "ecmp", flood_sem, work / "rep-1" / f"{case}-ecmp"
+                         / "logs_floodns" / "flow_info.csv"))
         elif case in VENDORED_LOGS:
             runs.append(("replay", "ecmp", flood_sem, VENDORED_LOGS[case]))
         for ours_name, their_name in (("ecmp", "ecmp"), ("greedy", "mcvlc"),
@@ -216,12 +335,16 @@ def main(argv: list[str] | None = None) -> int:
             print_row(rows[-len(names):])
         if parse_case(case)[1]:
             best(case, names, theirs, rows, live_bound_s(args.data, case))
-    if args.csv:
-        with args.csv.open("w", newline="") as f:
+    _write_csv(args.csv, rows)
+    return 0
+
+
+def _write_csv(path: Path | None, rows: list[dict]) -> None:
+    if path and rows:
+        with path.open("w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
             w.writeheader()
             w.writerows(rows)
-    return 0
 
 
 def best(case: str, names: dict[int, str], theirs: dict, rows: list[dict],

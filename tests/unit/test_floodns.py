@@ -189,3 +189,56 @@ def test_bad_flow_logs(tmp_path, line, needle):
     with pytest.raises(ReplayError) as e:
         read_flow_log(p)
     assert needle in str(e.value) and str(p) in str(e.value)
+
+
+def _line_by_line(path, monkeypatch) -> object:
+    from routing import replay
+    monkeypatch.setattr(replay, "_read_well_formed", lambda log, text: False)
+    try:
+        return read_flow_log(path)
+    finally:
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize("edit", ["as logged", "no last newline", "blank line", "crlf",
+                                  "leading zeros", "intra-tor path", "six nodes",
+                                  "bad line 40"])
+def test_the_whole_file_reader_gives_what_line_by_line_gives(tmp_path, monkeypatch, edit):
+    """read_flow_log reads a well-formed log at once (routing/replay.py, _read_well_formed);
+    any file: the same flows in the same order, lines and errors as line by line."""
+    from routing import replay
+    lines = LOG.read_text().splitlines()
+    if edit == "no last newline":
+        text = "\n".join(lines)
+    elif edit == "blank line":
+        text = "\n".join(lines[:5] + ["  "] + lines[5:]) + "\n\n"
+    elif edit == "crlf":
+        text = "\r\n".join(lines) + "\r\n"
+    elif edit == "leading zeros":
+        text = "\n".join(lines + ["9,0544,256,544-[1]->14-[2]->68-[3]->5-[4]->0256,7,8,"]) + "\n"
+    elif edit == "intra-tor path":
+        text = "\n".join(lines + ["9,544,545,544-[1]->14-[2]->545,7,8"]) + "\n"
+    elif edit == "six nodes":
+        text = "\n".join(lines + ["9,544,256,544-[1]->14-[2]->68-[3]->5-[4]->6-[5]->256,7,8,"])
+    elif edit == "bad line 40":
+        text = "\n".join(lines[:39] + ["9,544,256,544-[1]->14,7,8,"] + lines[39:]) + "\n"
+    else:
+        text = "\n".join(lines) + "\n"
+    p = tmp_path / "flow_info.csv"
+    p.write_bytes(text.encode())
+    calls = []
+    real = replay._read_well_formed
+    monkeypatch.setattr(replay, "_read_well_formed",
+                        lambda log, text: calls.append(real(log, text)) or calls[-1])
+    try:
+        fast = read_flow_log(p)
+    except ReplayError as e:
+        with pytest.raises(ReplayError) as slow:
+            _line_by_line(p, monkeypatch)
+        assert str(e) == str(slow.value) and ":40:" in str(e)
+        return
+    slow = _line_by_line(p, monkeypatch)
+    assert list(fast.flows.items()) == list(slow.flows.items())
+    assert fast.lines == slow.lines and fast.changed_pairs == slow.changed_pairs
+    assert calls == [edit in ("as logged", "no last newline", "crlf", "leading zeros",
+                              "intra-tor path")]

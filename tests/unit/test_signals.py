@@ -103,3 +103,32 @@ def test_a_signal_while_the_command_imports_ends_it_after_the_imports(sig, code,
                          cwd=root, timeout=60)
     assert out.returncode == code, out.stderr
     assert out.stdout.strip() == "done", out.stderr     # the import finished first
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_while_predict_imports_matplotlib_to_draw_ends_it_after_the_import(
+        sig, code, tmp_path):
+    """`predict` imports matplotlib only to draw its figures, after the prediction: that
+    import holds signals too (experiments/__main__.py)."""
+    script = textwrap.dedent(f"""
+        import atexit, os, signal, sys
+        class SignalOnImport:
+            def find_spec(self, name, path=None, target=None):
+                if name == "matplotlib":
+                    sys.meta_path.remove(self)
+                    os.kill(os.getpid(), {int(sig)})
+                return None
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        sys.meta_path.insert(0, SignalOnImport())
+        atexit.register(lambda: print("done" if "matplotlib.ft2font" in sys.modules
+                                      else "cut", flush=True))
+        from experiments.__main__ import main
+        sys.exit(main(["predict", "experiments/configs/quickstart.yaml", "--set",
+                       "routing=[ecmp]", "--out", {str(tmp_path / "p")!r}]))
+    """)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         cwd=root, timeout=300)
+    assert out.returncode == code, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "done", out.stderr
+    assert (tmp_path / "p" / "results.json").is_file()      # the prediction had finished
