@@ -26,7 +26,7 @@ then compare its counts with the bounds.
 """
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import numpy as np
 
@@ -39,7 +39,68 @@ Side = tuple[dict[int, int], int]       # flows per job index, links
 def cut_sides(t: PathTable) -> tuple[list[Side], list[Side]]:
     """(cuts, restricted sides): per cut its flows per job and links; per cut and per set T
     of its links that some flows are limited to, the flows whose links there are within T,
-    and |T|."""
+    and |T|. From the pairs' (hops, paths) link blocks: the links at one hop of one pair are
+    joined by label propagation in numpy (cut_sides_reference: the same sides, by a
+    union-find over every path's link tuple; cuts ordered by their smallest link id)."""
+    blocks = [t.pair_links.get(pair) for pair in t.pair_paths]
+    if not blocks or any(b is None or (b < 0).any() for b in blocks):
+        return cut_sides_reference(t)
+    rows = dict(zip(t.pair_paths, blocks))
+    groups = Counter(zip(t.src, t.dst, t.job))         # flows per (pair, job)
+    pairs = sorted({(a, b) for a, b, _ in groups})
+    sorted_rows, us, vs = {}, [], []
+    for pair in rows:                                  # each hop's distinct links, joined
+        srt = np.sort(rows[pair], axis=1)
+        new = np.ones(srt.shape, dtype=bool)
+        new[:, 1:] = srt[:, 1:] != srt[:, :-1]
+        sorted_rows[pair] = (srt, new)
+        us.append(srt[new])
+        vs.append(np.repeat(srt[:, 0], new.sum(axis=1)))
+    u, v = np.concatenate(us), np.concatenate(vs)
+    label = np.arange(t.n_links, dtype=np.int64)
+    while True:
+        m = np.minimum(label[u], label[v])
+        nxt = label.copy()
+        np.minimum.at(nxt, u, m)
+        np.minimum.at(nxt, v, m)
+        nxt = nxt[nxt]
+        if np.array_equal(nxt, label):
+            break
+        label = nxt
+    used = np.zeros(t.n_links, dtype=bool)
+    for pair in pairs:
+        used[sorted_rows[pair][0].ravel()] = True
+    size = np.bincount(label[used], minlength=t.n_links)
+    hop_sets: dict[tuple[int, int], list[tuple[int, frozenset[int] | None]]] = {}
+    for pair in pairs:
+        srt, new = sorted_rows[pair]
+        roots, distinct = label[srt[:, 0]].tolist(), new.sum(axis=1).tolist()
+        hop_sets[pair] = [(r, None if n == size[r] else frozenset(row[keep].tolist()))
+                          for r, n, row, keep in zip(roots, distinct, srt, new)]
+    per_job: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    subsets: dict[int, dict[frozenset[int], dict[int, int]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(int)))
+    for (a, b, j), n in groups.items():
+        for r, T in hop_sets[a, b]:
+            per_job[r][j] += n
+            if T is not None:
+                subsets[r][T][j] += n
+    cuts = [(dict(per_job[r]), int(size[r])) for r in sorted(per_job)]
+    restricted = []
+    for r in sorted(subsets):
+        for T in sorted(subsets[r], key=sorted):
+            dj: dict[int, int] = defaultdict(int)
+            for T2, d in subsets[r].items():
+                if T2 <= T:
+                    for j, n in d.items():
+                        dj[j] += n
+            restricted.append((dict(dj), len(T)))
+    return cuts, restricted
+
+
+def cut_sides_reference(t: PathTable) -> tuple[list[Side], list[Side]]:
+    """cut_sides by a union-find over every path's links (the plain form; also the fallback
+    when a pair's paths differ in length)."""
     parent: dict[int, int] = {}
 
     def find(x: int) -> int:

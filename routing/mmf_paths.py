@@ -22,8 +22,15 @@ for the 10 epochs, statuses "feasible" and "optimal" mixed; with no warm start H
 solution of the first round (jobs at 4) in 60 s either, which is why the cuts come first.
 
 Status: "optimal" when the ILP and every round are proven; else "feasible (job layer
-optimal)" or "feasible", with the gap of the top level as in routing/mmf.py. `solver_calls`
-counts the HiGHS solves (the ILP's included); `solver` is "highs" when one ran.
+optimal)" or "feasible", with the gap of the top level as in routing/mmf.py, and each round
+left open with its count and proven lower bound (`open_rounds`). `solver_calls` counts the
+HiGHS solves (the ILP's included); `solver` is "highs" when one ran.
+
+HiGHS is not tried on a model of more than MAX_HIGHS_COLUMNS path columns: on
+experiments/configs/clos3-16k-jobs.yaml's second epoch (704 flows, 2 jobs, top level 2
+proven; about 90,000 columns) it ran the round "jobs at >= 2" (found 2, bound 1) for its
+whole 60 s without a better solution or bound, and took 4 s to build; such rounds stay open
+at once, stated in `open_rounds`.
 """
 from __future__ import annotations
 
@@ -41,6 +48,9 @@ from .ilp import flow_groups, solve_min_max_paths
 from .mmf_cuts import CutBounds, descend
 from .paths import Path, PathTable, loads_of, max_load, path_lower_bound, path_of_assignment, \
     path_table
+
+#: the largest model (path columns y) given to HiGHS; see the module docstring
+MAX_HIGHS_COLUMNS = 20_000
 
 
 def route_mmf_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,
@@ -76,12 +86,16 @@ def route_mmf_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,
             calls += rounds.calls
             solvers = ["highs"]
         assign = rounds.assign
+        open_rounds = rounds.open
+    else:
+        open_rounds = []
     status = ("optimal" if all_optimal else
               "feasible (job layer optimal)" if A >= 2 and jobs_optimal else "feasible")
     m = max_load(loads_of(t, assign))
     gap = 0.0 if top.status == "optimal" else (m - lb) / m
     stats = SolveStats(time.perf_counter() - t0, status, gap, lb, solver_ran=calls > 0,
-                       solver_calls=calls, solver=", ".join(solvers) or None)
+                       solver_calls=calls, solver=", ".join(solvers) or None,
+                       open_rounds=open_rounds)
     return RoutingPlan("mmf", path_of_assignment(t, assign), stats)
 
 
@@ -127,6 +141,7 @@ class _Rounds:
         self.fixes: list[tuple[str, int, int]] = []
         self.calls = 0
         self.model: _HighsModel | None = None
+        self.open: list[dict] = []        # rounds left unproven: count found, proven bound
 
     def value(self, layer: str, k: int) -> int:
         load, level = counts(self.t, self.assign)
@@ -145,7 +160,10 @@ class _Rounds:
             optimal, value = True, current
             if current > bound:
                 share = (self.deadline - time.perf_counter()) / (len(todo) - n)
-                optimal, value = self.minimize(layer, k, bound, share)
+                optimal, value, proven = self.minimize(layer, k, bound, share)
+                if not optimal:
+                    self.open.append({"layer": layer, "k": k, "found": value,
+                                      "bound": proven})
             all_optimal = all_optimal and optimal
             if layer == "jobs":
                 jobs_optimal = jobs_optimal and optimal
@@ -155,11 +173,13 @@ class _Rounds:
                 self.model.fix(layer, k, value)
         return all_optimal, jobs_optimal
 
-    def minimize(self, layer: str, k: int, bound: int, budget_s: float) -> tuple[bool, int]:
-        """One round in HiGHS from the current solution: (proven, the count kept)."""
+    def minimize(self, layer: str, k: int, bound: int, budget_s: float
+                 ) -> tuple[bool, int, int]:
+        """One round in HiGHS from the current solution: (proven, the count kept, its proven
+        lower bound)."""
         current = self.value(layer, k)
-        if budget_s < 0.5:
-            return False, current
+        if budget_s < 0.5 or self.columns() > MAX_HIGHS_COLUMNS:
+            return False, current, bound
         if self.model is None:
             everyone_at_top = self.fixes[:1] == [("jobs", self.A, len(self.t.job_names))]
             self.model = _HighsModel(self.t, self.A, jobs_apart=not everyone_at_top)
@@ -174,7 +194,12 @@ class _Rounds:
                     <= current:
                 self.assign = found
         value = self.value(layer, k)
-        return value <= max(bound, dual), value
+        return value <= max(bound, dual), value, max(bound, dual)
+
+    def columns(self) -> int:
+        """The path columns of the HiGHS model (a group per job and leaf pair)."""
+        pairs = {(j, a, b) for a, b, j in zip(self.t.src, self.t.dst, self.t.job)}
+        return sum(len(self.t.pair_paths[a, b]) for _, a, b in pairs)
 
 
 class _HighsModel:
