@@ -46,7 +46,7 @@ from .base import RoutingPlan, SolveStats
 from .highs import Model
 from .ilp import flow_groups, solve_min_max_paths
 from .mmf_cuts import CutBounds, descend
-from .paths import Path, PathTable, loads_of, max_load, path_lower_bound, path_of_assignment, \
+from .paths import Path, PathTable, _PathLinks, loads_of, max_load, path_lower_bound, path_of_assignment, \
     path_table
 
 #: the largest model (path columns y) given to HiGHS; see the module docstring
@@ -100,7 +100,23 @@ def route_mmf_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,
 
 
 def counts(t: PathTable, assign: list[int]) -> tuple[list[int], dict[int, int]]:
-    """(flows per link, level per job index) of a full assignment."""
+    """(flows per link, level per job index) of a full assignment (numpy over the assigned
+    paths' links; counts_reference is the plain loop)."""
+    pl = t.path_links
+    if not isinstance(pl, _PathLinks) or not len(assign):
+        return counts_reference(t, assign)
+    m = pl.matrix(np.asarray(assign, dtype=np.int64))
+    ok = m >= 0
+    load = np.bincount(m[ok], minlength=t.n_links)
+    worst = np.where(ok, load[np.where(ok, m, 0)], 0).max(axis=1)
+    level = np.zeros(len(t.job_names), dtype=np.int64)
+    job = np.asarray(t.job, dtype=np.int64)
+    np.maximum.at(level, job, worst)
+    return load.tolist(), {j: int(level[j]) for j in np.unique(job).tolist()}
+
+
+def counts_reference(t: PathTable, assign: list[int]) -> tuple[list[int], dict[int, int]]:
+    """counts by a loop over every flow's links."""
     load = loads_of(t, assign)
     level: dict[int, int] = defaultdict(int)
     pl = t.path_links
@@ -108,7 +124,7 @@ def counts(t: PathTable, assign: list[int]) -> tuple[list[int], dict[int, int]]:
         m = max(load[e] for e in pl[p])
         if m > level[j]:
             level[j] = m
-    return load, level
+    return load, dict(level)
 
 
 def objective(t: PathTable, assign: list[int]) -> tuple[list[int], list[int]]:

@@ -147,3 +147,13 @@ def test_the_compiled_side_checks_agree_with_the_plain_loops():
         assert b._fits(levels) == b._fits_reference(levels)
         for k in range(2, A + 2):
             assert b._hot(levels, k) == b._hot_reference(levels, k)
+
+
+def test_counts_in_numpy_equal_the_plain_loop():
+    from routing.mmf_paths import counts, counts_reference
+    rng = random.Random(7)
+    for n in range(CASES):
+        fabric, conns, _ = case(n)
+        t = path_table(fabric, conns)
+        assign = [rng.choice(c) for c in t.cand]
+        assert counts(t, assign) == counts_reference(t, assign), n
