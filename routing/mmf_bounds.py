@@ -321,9 +321,9 @@ class Bounds:
                 best[0] = value
                 return True
             j = order[idx]
+            room = [(k, n - sum(1 for x in levels if x >= k)) for k, n in fixes.items()]
             for lv in range(1, A + 1):
-                if any(lv >= k and sum(1 for x in levels if x >= k) + 1 > n
-                       for k, n in fixes.items()):
+                if any(lv >= k and left < 1 for k, left in room):
                     continue
                 levels[j] = lv
                 ok = dfs(idx + 1)

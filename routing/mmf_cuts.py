@@ -45,17 +45,20 @@ def cut_sides(t: PathTable) -> tuple[list[Side], list[Side]]:
     blocks = [t.pair_links.get(pair) for pair in t.pair_paths]
     if not blocks or any(b is None or (b < 0).any() for b in blocks):
         return cut_sides_reference(t)
-    rows = dict(zip(t.pair_paths, blocks))
     groups = Counter(zip(t.src, t.dst, t.job))         # flows per (pair, job)
-    pairs = sorted({(a, b) for a, b, _ in groups})
-    sorted_rows, us, vs = {}, [], []
-    for pair in rows:                                  # each hop's distinct links, joined
-        srt = np.sort(rows[pair], axis=1)
+    with_flows = {(a, b) for a, b, _ in groups}
+    by_shape: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
+    for pair, block in zip(t.pair_paths, blocks):
+        by_shape[block.shape].append(pair)
+    rows = dict(zip(t.pair_paths, blocks))
+    stacks, us, vs = [], [], []
+    for pairs in by_shape.values():                    # each hop's distinct links, joined
+        srt = np.sort(np.stack([rows[pair] for pair in pairs]), axis=2)
         new = np.ones(srt.shape, dtype=bool)
-        new[:, 1:] = srt[:, 1:] != srt[:, :-1]
-        sorted_rows[pair] = (srt, new)
+        new[:, :, 1:] = srt[:, :, 1:] != srt[:, :, :-1]
+        stacks.append((pairs, srt, new))
         us.append(srt[new])
-        vs.append(np.repeat(srt[:, 0], new.sum(axis=1)))
+        vs.append(np.repeat(srt[:, :, 0].ravel(), new.sum(axis=2).ravel()))
     u, v = np.concatenate(us), np.concatenate(vs)
     label = np.arange(t.n_links, dtype=np.int64)
     while True:
@@ -68,15 +71,18 @@ def cut_sides(t: PathTable) -> tuple[list[Side], list[Side]]:
             break
         label = nxt
     used = np.zeros(t.n_links, dtype=bool)
-    for pair in pairs:
-        used[sorted_rows[pair][0].ravel()] = True
+    for pairs, srt, _ in stacks:
+        used[srt[np.array([pair in with_flows for pair in pairs])].ravel()] = True
     size = np.bincount(label[used], minlength=t.n_links)
     hop_sets: dict[tuple[int, int], list[tuple[int, frozenset[int] | None]]] = {}
-    for pair in pairs:
-        srt, new = sorted_rows[pair]
-        roots, distinct = label[srt[:, 0]].tolist(), new.sum(axis=1).tolist()
-        hop_sets[pair] = [(r, None if n == size[r] else frozenset(row[keep].tolist()))
-                          for r, n, row, keep in zip(roots, distinct, srt, new)]
+    for pairs, srt, new in stacks:
+        roots, distinct = label[srt[:, :, 0]], new.sum(axis=2)
+        part = distinct < size[roots]                  # a hop limited to part of its cut
+        for x, pair in enumerate(pairs):
+            if pair in with_flows:
+                hop_sets[pair] = [
+                    (r, frozenset(srt[x, h][new[x, h]].tolist()) if part[x, h] else None)
+                    for h, r in enumerate(roots[x].tolist())]
     per_job: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
     subsets: dict[int, dict[frozenset[int], dict[int, int]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(int)))

@@ -64,7 +64,7 @@ def route_mmf_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,
         return RoutingPlan("mmf", path_of_assignment(t, []),
                            SolveStats(time.perf_counter() - t0, "optimal", 0.0, lb,
                                       solver_ran=False, solver_calls=0))
-    top = solve_min_max_paths(t, fabric, seed, previous, time_limit_s / 2)
+    top = solve_min_max_paths(t, fabric, seed, previous, time_limit_s / 2, lb=lb)
     calls, assign, A = int(top.solver_ran), top.assign, top.value
     solvers = ["highs"] if top.solver_ran else []
     all_optimal = jobs_optimal = top.status == "optimal"
@@ -73,7 +73,7 @@ def route_mmf_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,
         assign = descend(t, assign)[0]
         if previous and not settled(t, assign, bounds):
             # the low-churn start's descent is stuck above a bound: a fresh start's may not be
-            fresh = solve_min_max_paths(t, fabric, seed, None, time_limit_s / 2)
+            fresh = solve_min_max_paths(t, fabric, seed, None, time_limit_s / 2, lb=lb)
             calls += int(fresh.solver_ran)
             solvers += ["highs"] if fresh.solver_ran and not solvers else []
             if fresh.value == A:
@@ -158,6 +158,7 @@ class _Rounds:
         self.calls = 0
         self.model: _HighsModel | None = None
         self.open: list[dict] = []        # rounds left unproven: count found, proven bound
+        self._columns: int | None = None
 
     def value(self, layer: str, k: int) -> int:
         load, level = counts(self.t, self.assign)
@@ -214,8 +215,10 @@ class _Rounds:
 
     def columns(self) -> int:
         """The path columns of the HiGHS model (a group per job and leaf pair)."""
-        pairs = {(j, a, b) for a, b, j in zip(self.t.src, self.t.dst, self.t.job)}
-        return sum(len(self.t.pair_paths[a, b]) for _, a, b in pairs)
+        if self._columns is None:
+            pairs = {(j, a, b) for a, b, j in zip(self.t.src, self.t.dst, self.t.job)}
+            self._columns = sum(len(self.t.pair_paths[a, b]) for _, a, b in pairs)
+        return self._columns
 
 
 class _HighsModel:
