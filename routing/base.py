@@ -34,12 +34,19 @@ class SolveStats:
     solver_calls: int | None = None
     # which solvers ran ("cbc", "highs", "cbc, highs"); None when none did
     solver: str | None = None
+    # mmf on paths: the rounds left unproven, each {"layer": "jobs" | "links", "k": level,
+    # "found": the count kept, "bound": its proven lower bound}: the stated gap of a
+    # "feasible" status. None (and absent from as_dict) elsewhere.
+    open_rounds: list[dict] | None = None
 
     def as_dict(self) -> dict:
-        return {"time_s": self.time_s, "status": self.status, "gap": self.gap,
-                "lower_bound_link_flows": self.lower_bound_link_flows,
-                "solver_ran": self.solver_ran, "solver_calls": self.solver_calls,
-                "solver": self.solver}
+        out = {"time_s": self.time_s, "status": self.status, "gap": self.gap,
+               "lower_bound_link_flows": self.lower_bound_link_flows,
+               "solver_ran": self.solver_ran, "solver_calls": self.solver_calls,
+               "solver": self.solver}
+        if self.open_rounds is not None:
+            out["open_rounds"] = self.open_rounds
+        return out
 
 
 @dataclass

@@ -261,12 +261,14 @@ def route_ilp(fabric: Fabric, conns: list[Connection], seed: int = 0,
 # -- three tiers: the same ILP over paths -------------------------------------------------------
 def solve_min_max_paths(t: PathTable, fabric: Fabric, seed: int = 0,
                         previous: dict[int, Path | None] | None = None,
-                        time_limit_s: float = 30.0) -> MinMax:
+                        time_limit_s: float = 30.0, lb: int | None = None) -> MinMax:
     """The aggregated min-max ILP on paths: y[(a,b),p] flows of leaf pair (a, b) on its
     candidate path p, sum_p y = n_ab, and every directed switch link's flows <= a. Warm start:
     the better of greedy and the staged edge-colouring (or `previous` + greedy); bounds,
-    statuses and the skipped-CBC case as `solve_min_max`."""
-    lb = path_lower_bound(t, fabric)
+    statuses and the skipped-CBC case as `solve_min_max`. `lb`: path_lower_bound(t, fabric)
+    when the caller has it already."""
+    if lb is None:
+        lb = path_lower_bound(t, fabric)
     n = len(t.flows)
     prefer = assignment_of_paths(t, previous) if previous else None
     start = list(prefer) if prefer else [-1] * n

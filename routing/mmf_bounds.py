@@ -8,7 +8,10 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
+import numpy as np
+
 from .base import FlowTable, assignment_loads
+from .greedy import compiled
 from .ilp import Groups
 
 
@@ -149,6 +152,87 @@ def side_hot_links(demand: list[int], U: int, k: int) -> int:
     return U + 1
 
 
+def fits_kernel(levels, A, starts, jobs, ns, Us) -> bool:
+    """side_fits over every side at once, compiled (greedy.compiled): side s holds ns[x]
+    flows of job jobs[x] for x in starts[s]:starts[s + 1], over Us[s] links; a job at level
+    0 (unassigned) counts as level A."""
+    demand = np.zeros(A + 1, np.int64)
+    for s in range(Us.shape[0]):
+        demand[:] = 0
+        for x in range(starts[s], starts[s + 1]):
+            lv = levels[jobs[x]]
+            demand[lv if lv > 0 else A] += ns[x]
+        used = cap = total = 0
+        for c in range(1, A + 1):
+            total += demand[c]
+            if total > cap:
+                x = (total - cap + c - 1) // c
+                used += x
+                cap += c * x
+        if used > Us[s]:
+            return False
+    return True
+
+
+def hot_kernel(levels, A, k, starts, jobs, ns, Us) -> int:
+    """side_hot_links summed over every side (the layout of fits_kernel), compiled."""
+    demand = np.zeros(A + 1, np.int64)
+    total = 0
+    for s in range(Us.shape[0]):
+        demand[:] = 0
+        for x in range(starts[s], starts[s + 1]):
+            lv = levels[jobs[x]]
+            demand[lv if lv > 0 else A] += ns[x]
+        U = Us[s]
+        found = U + 1
+        for h in range(U + 1):
+            cool, spare, hot, ok = U - h, 0, 0, True
+            for c in range(1, A + 1):
+                need = demand[c] - spare
+                if need <= 0:
+                    spare = -need
+                    continue
+                if c < k - 1:
+                    x = (need + c - 1) // c
+                    if x > cool:
+                        ok = False
+                        break
+                    cool -= x
+                    spare = c * x - need
+                else:
+                    if c == k - 1 or cool != 0:
+                        spare += (k - 1) * cool
+                        cool = 0
+                        need = demand[c] - spare
+                        if need <= 0:
+                            spare = -need
+                            continue
+                    if c < k:
+                        ok = False
+                        break
+                    x = (need + c - 1) // c
+                    hot += x
+                    spare = c * x - need
+            if ok and hot <= h:
+                found = h
+                break
+        total += found
+    return total
+
+
+def side_arrays(sides: list[tuple[dict[int, int], int]]) -> tuple[np.ndarray, ...]:
+    """The sides in the layout of fits_kernel: (starts, jobs, ns, Us)."""
+    starts = np.zeros(len(sides) + 1, np.int64)
+    jobs, ns = [], []
+    for i, (dj, _) in enumerate(sides):
+        for j, n in dj.items():
+            jobs.append(j)
+            ns.append(n)
+        starts[i + 1] = len(jobs)
+    return (starts, np.array(jobs, np.int64), np.array(ns, np.int64),
+            np.array([U for _, U in sides], np.int64))
+
+
 class Bounds:
     """Lower bounds on n_k and G_k from a relaxation: each job gets a level, and every leaf
     side (and every subset of its spines some pairs are limited to) must be able to carry its
@@ -175,12 +259,26 @@ class Bounds:
         J = self.J = len(flows)
         self.order = sorted(range(J), key=lambda j: (-flows[j], j))
         self.on_side = [[(j, n) for j, n in dj.items()] for dj, _ in self.sides]
+        self._all = side_arrays(self.sides)
+        self._full = side_arrays(full)
+        self._memo: dict[tuple, int] = {}
+        self._fits_k = compiled("mmf_fits", fits_kernel)
+        self._hot_k = compiled("mmf_hot", hot_kernel)
 
     def _floor(self, k: int) -> int:
         return 1 if self.top_proven and k <= self.A else 0
 
     def _fits(self, levels: list[int]) -> bool:
-        """Every side can carry its flows (unassigned jobs, level 0, count as level A)."""
+        """Every side can carry its flows (unassigned jobs, level 0, count as level A):
+        fits_kernel, compiled; _fits_reference is the plain loop."""
+        return bool(self._fits_k(np.array(levels, np.int64), self.A, *self._all))
+
+    def _hot(self, levels: list[int], k: int) -> int:
+        """Sum over full sides of the fewest links at >= k flows (unassigned: level A):
+        hot_kernel, compiled; _hot_reference is the plain loop."""
+        return int(self._hot_k(np.array(levels, np.int64), self.A, k, *self._full))
+
+    def _fits_reference(self, levels: list[int]) -> bool:
         A = self.A
         for (dj, U), pairs in zip(self.sides, self.on_side):
             demand = [0] * (A + 1)
@@ -190,8 +288,7 @@ class Bounds:
                 return False
         return True
 
-    def _hot(self, levels: list[int], k: int) -> int:
-        """Sum over full sides of the fewest links at >= k flows (unassigned: level A)."""
+    def _hot_reference(self, levels: list[int], k: int) -> int:
         A = self.A
         total = 0
         for (dj, U), pairs in zip(self.full, self.on_side):
@@ -224,9 +321,9 @@ class Bounds:
                 best[0] = value
                 return True
             j = order[idx]
+            room = [(k, n - sum(1 for x in levels if x >= k)) for k, n in fixes.items()]
             for lv in range(1, A + 1):
-                if any(lv >= k and sum(1 for x in levels if x >= k) + 1 > n
-                       for k, n in fixes.items()):
+                if any(lv >= k and left < 1 for k, left in room):
                     continue
                 levels[j] = lv
                 ok = dfs(idx + 1)
@@ -238,7 +335,13 @@ class Bounds:
         return best[0] if dfs(0) else None
 
     def jobs(self, k: int, fixes: dict[int, int]) -> int:
-        """Lower bound on n_k given the counts fixed so far."""
+        """Lower bound on n_k given the counts fixed so far (computed once per k and fixes)."""
+        key = ("jobs", k, tuple(sorted(fixes.items())))
+        if key not in self._memo:
+            self._memo[key] = self._jobs(k, fixes)
+        return self._memo[key]
+
+    def _jobs(self, k: int, fixes: dict[int, int]) -> int:
         # unassigned jobs count as below k: the count can only rise as they are assigned
         found = self._search(lambda lv: sum(1 for x in lv if x >= k), fixes)
         if found is None:
@@ -246,7 +349,14 @@ class Bounds:
         return max(found, self._floor(k))
 
     def links(self, k: int, fixes: dict[int, int]) -> int:
-        """Lower bound on G_k given the job counts fixed by layer 1."""
+        """Lower bound on G_k given the job counts fixed by layer 1 (computed once per k and
+        fixes)."""
+        key = ("links", k, tuple(sorted(fixes.items())))
+        if key not in self._memo:
+            self._memo[key] = self._links(k, fixes)
+        return self._memo[key]
+
+    def _links(self, k: int, fixes: dict[int, int]) -> int:
         found = self._search(lambda lv: self._hot(lv, k), fixes)
         if found is None:
             found = sum(hot_links(sum(dj.values()), U, self.A, k) for dj, U in self.full)

@@ -26,7 +26,7 @@ then compare its counts with the bounds.
 """
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import numpy as np
 
@@ -39,7 +39,74 @@ Side = tuple[dict[int, int], int]       # flows per job index, links
 def cut_sides(t: PathTable) -> tuple[list[Side], list[Side]]:
     """(cuts, restricted sides): per cut its flows per job and links; per cut and per set T
     of its links that some flows are limited to, the flows whose links there are within T,
-    and |T|."""
+    and |T|. From the pairs' (hops, paths) link blocks: the links at one hop of one pair are
+    joined by label propagation in numpy (cut_sides_reference: the same sides, by a
+    union-find over every path's link tuple; cuts ordered by their smallest link id)."""
+    blocks = [t.pair_links.get(pair) for pair in t.pair_paths]
+    if not blocks or any(b is None or (b < 0).any() for b in blocks):
+        return cut_sides_reference(t)
+    groups = Counter(zip(t.src, t.dst, t.job))         # flows per (pair, job)
+    with_flows = {(a, b) for a, b, _ in groups}
+    by_shape: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
+    for pair, block in zip(t.pair_paths, blocks):
+        by_shape[block.shape].append(pair)
+    rows = dict(zip(t.pair_paths, blocks))
+    stacks, us, vs = [], [], []
+    for pairs in by_shape.values():                    # each hop's distinct links, joined
+        srt = np.sort(np.stack([rows[pair] for pair in pairs]), axis=2)
+        new = np.ones(srt.shape, dtype=bool)
+        new[:, :, 1:] = srt[:, :, 1:] != srt[:, :, :-1]
+        stacks.append((pairs, srt, new))
+        us.append(srt[new])
+        vs.append(np.repeat(srt[:, :, 0].ravel(), new.sum(axis=2).ravel()))
+    u, v = np.concatenate(us), np.concatenate(vs)
+    label = np.arange(t.n_links, dtype=np.int64)
+    while True:
+        m = np.minimum(label[u], label[v])
+        nxt = label.copy()
+        np.minimum.at(nxt, u, m)
+        np.minimum.at(nxt, v, m)
+        nxt = nxt[nxt]
+        if np.array_equal(nxt, label):
+            break
+        label = nxt
+    used = np.zeros(t.n_links, dtype=bool)
+    for pairs, srt, _ in stacks:
+        used[srt[np.array([pair in with_flows for pair in pairs])].ravel()] = True
+    size = np.bincount(label[used], minlength=t.n_links)
+    hop_sets: dict[tuple[int, int], list[tuple[int, frozenset[int] | None]]] = {}
+    for pairs, srt, new in stacks:
+        roots, distinct = label[srt[:, :, 0]], new.sum(axis=2)
+        part = distinct < size[roots]                  # a hop limited to part of its cut
+        for x, pair in enumerate(pairs):
+            if pair in with_flows:
+                hop_sets[pair] = [
+                    (r, frozenset(srt[x, h][new[x, h]].tolist()) if part[x, h] else None)
+                    for h, r in enumerate(roots[x].tolist())]
+    per_job: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    subsets: dict[int, dict[frozenset[int], dict[int, int]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(int)))
+    for (a, b, j), n in groups.items():
+        for r, T in hop_sets[a, b]:
+            per_job[r][j] += n
+            if T is not None:
+                subsets[r][T][j] += n
+    cuts = [(dict(per_job[r]), int(size[r])) for r in sorted(per_job)]
+    restricted = []
+    for r in sorted(subsets):
+        for T in sorted(subsets[r], key=sorted):
+            dj: dict[int, int] = defaultdict(int)
+            for T2, d in subsets[r].items():
+                if T2 <= T:
+                    for j, n in d.items():
+                        dj[j] += n
+            restricted.append((dict(dj), len(T)))
+    return cuts, restricted
+
+
+def cut_sides_reference(t: PathTable) -> tuple[list[Side], list[Side]]:
+    """cut_sides by a union-find over every path's links (the plain form; also the fallback
+    when a pair's paths differ in length)."""
     parent: dict[int, int] = {}
 
     def find(x: int) -> int:

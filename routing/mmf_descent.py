@@ -62,8 +62,11 @@ def _best(i: int, kind: int, pl, lo, hi, job, assign, load, on, level) -> tuple[
                 at += 1
                 hot = e
             ok = nv <= rem and nv <= level[j]
-            for k in range(on.shape[1]):
-                ok = ok and (on[e, k] == 0 or nv <= level[k])
+            if ok and nv > 1:                    # (a job on e has level >= load[e] >= 1)
+                for k in range(on.shape[1]):
+                    if on[e, k] != 0 and nv > level[k]:
+                        ok = False
+                        break
             m = max(m, nv)
             s += nv
         ok = ok and (at == 0 if kind == IMPROVING else at == 1)

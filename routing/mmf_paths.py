@@ -22,8 +22,15 @@ for the 10 epochs, statuses "feasible" and "optimal" mixed; with no warm start H
 solution of the first round (jobs at 4) in 60 s either, which is why the cuts come first.
 
 Status: "optimal" when the ILP and every round are proven; else "feasible (job layer
-optimal)" or "feasible", with the gap of the top level as in routing/mmf.py. `solver_calls`
-counts the HiGHS solves (the ILP's included); `solver` is "highs" when one ran.
+optimal)" or "feasible", with the gap of the top level as in routing/mmf.py, and each round
+left open with its count and proven lower bound (`open_rounds`). `solver_calls` counts the
+HiGHS solves (the ILP's included); `solver` is "highs" when one ran.
+
+HiGHS is not tried on a model of more than MAX_HIGHS_COLUMNS path columns: on
+experiments/configs/clos3-16k-jobs.yaml's second epoch (704 flows, 2 jobs, top level 2
+proven; about 90,000 columns) it ran the round "jobs at >= 2" (found 2, bound 1) for its
+whole 60 s without a better solution or bound, and took 4 s to build; such rounds stay open
+at once, stated in `open_rounds`.
 """
 from __future__ import annotations
 
@@ -39,8 +46,11 @@ from .base import RoutingPlan, SolveStats
 from .highs import Model
 from .ilp import flow_groups, solve_min_max_paths
 from .mmf_cuts import CutBounds, descend
-from .paths import Path, PathTable, loads_of, max_load, path_lower_bound, path_of_assignment, \
+from .paths import Path, PathTable, _PathLinks, loads_of, max_load, path_lower_bound, path_of_assignment, \
     path_table
+
+#: the largest model (path columns y) given to HiGHS; see the module docstring
+MAX_HIGHS_COLUMNS = 20_000
 
 
 def route_mmf_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,
@@ -54,7 +64,7 @@ def route_mmf_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,
         return RoutingPlan("mmf", path_of_assignment(t, []),
                            SolveStats(time.perf_counter() - t0, "optimal", 0.0, lb,
                                       solver_ran=False, solver_calls=0))
-    top = solve_min_max_paths(t, fabric, seed, previous, time_limit_s / 2)
+    top = solve_min_max_paths(t, fabric, seed, previous, time_limit_s / 2, lb=lb)
     calls, assign, A = int(top.solver_ran), top.assign, top.value
     solvers = ["highs"] if top.solver_ran else []
     all_optimal = jobs_optimal = top.status == "optimal"
@@ -63,7 +73,7 @@ def route_mmf_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,
         assign = descend(t, assign)[0]
         if previous and not settled(t, assign, bounds):
             # the low-churn start's descent is stuck above a bound: a fresh start's may not be
-            fresh = solve_min_max_paths(t, fabric, seed, None, time_limit_s / 2)
+            fresh = solve_min_max_paths(t, fabric, seed, None, time_limit_s / 2, lb=lb)
             calls += int(fresh.solver_ran)
             solvers += ["highs"] if fresh.solver_ran and not solvers else []
             if fresh.value == A:
@@ -76,17 +86,37 @@ def route_mmf_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,
             calls += rounds.calls
             solvers = ["highs"]
         assign = rounds.assign
+        open_rounds = rounds.open
+    else:
+        open_rounds = []
     status = ("optimal" if all_optimal else
               "feasible (job layer optimal)" if A >= 2 and jobs_optimal else "feasible")
     m = max_load(loads_of(t, assign))
     gap = 0.0 if top.status == "optimal" else (m - lb) / m
     stats = SolveStats(time.perf_counter() - t0, status, gap, lb, solver_ran=calls > 0,
-                       solver_calls=calls, solver=", ".join(solvers) or None)
+                       solver_calls=calls, solver=", ".join(solvers) or None,
+                       open_rounds=open_rounds)
     return RoutingPlan("mmf", path_of_assignment(t, assign), stats)
 
 
 def counts(t: PathTable, assign: list[int]) -> tuple[list[int], dict[int, int]]:
-    """(flows per link, level per job index) of a full assignment."""
+    """(flows per link, level per job index) of a full assignment (numpy over the assigned
+    paths' links; counts_reference is the plain loop)."""
+    pl = t.path_links
+    if not isinstance(pl, _PathLinks) or not len(assign):
+        return counts_reference(t, assign)
+    m = pl.matrix(np.asarray(assign, dtype=np.int64))
+    ok = m >= 0
+    load = np.bincount(m[ok], minlength=t.n_links)
+    worst = np.where(ok, load[np.where(ok, m, 0)], 0).max(axis=1)
+    level = np.zeros(len(t.job_names), dtype=np.int64)
+    job = np.asarray(t.job, dtype=np.int64)
+    np.maximum.at(level, job, worst)
+    return load.tolist(), {j: int(level[j]) for j in np.unique(job).tolist()}
+
+
+def counts_reference(t: PathTable, assign: list[int]) -> tuple[list[int], dict[int, int]]:
+    """counts by a loop over every flow's links."""
     load = loads_of(t, assign)
     level: dict[int, int] = defaultdict(int)
     pl = t.path_links
@@ -94,7 +124,7 @@ def counts(t: PathTable, assign: list[int]) -> tuple[list[int], dict[int, int]]:
         m = max(load[e] for e in pl[p])
         if m > level[j]:
             level[j] = m
-    return load, level
+    return load, dict(level)
 
 
 def objective(t: PathTable, assign: list[int]) -> tuple[list[int], list[int]]:
@@ -127,6 +157,8 @@ class _Rounds:
         self.fixes: list[tuple[str, int, int]] = []
         self.calls = 0
         self.model: _HighsModel | None = None
+        self.open: list[dict] = []        # rounds left unproven: count found, proven bound
+        self._columns: int | None = None
 
     def value(self, layer: str, k: int) -> int:
         load, level = counts(self.t, self.assign)
@@ -145,7 +177,10 @@ class _Rounds:
             optimal, value = True, current
             if current > bound:
                 share = (self.deadline - time.perf_counter()) / (len(todo) - n)
-                optimal, value = self.minimize(layer, k, bound, share)
+                optimal, value, proven = self.minimize(layer, k, bound, share)
+                if not optimal:
+                    self.open.append({"layer": layer, "k": k, "found": value,
+                                      "bound": proven})
             all_optimal = all_optimal and optimal
             if layer == "jobs":
                 jobs_optimal = jobs_optimal and optimal
@@ -155,11 +190,13 @@ class _Rounds:
                 self.model.fix(layer, k, value)
         return all_optimal, jobs_optimal
 
-    def minimize(self, layer: str, k: int, bound: int, budget_s: float) -> tuple[bool, int]:
-        """One round in HiGHS from the current solution: (proven, the count kept)."""
+    def minimize(self, layer: str, k: int, bound: int, budget_s: float
+                 ) -> tuple[bool, int, int]:
+        """One round in HiGHS from the current solution: (proven, the count kept, its proven
+        lower bound)."""
         current = self.value(layer, k)
-        if budget_s < 0.5:
-            return False, current
+        if budget_s < 0.5 or self.columns() > MAX_HIGHS_COLUMNS:
+            return False, current, bound
         if self.model is None:
             everyone_at_top = self.fixes[:1] == [("jobs", self.A, len(self.t.job_names))]
             self.model = _HighsModel(self.t, self.A, jobs_apart=not everyone_at_top)
@@ -174,7 +211,14 @@ class _Rounds:
                     <= current:
                 self.assign = found
         value = self.value(layer, k)
-        return value <= max(bound, dual), value
+        return value <= max(bound, dual), value, max(bound, dual)
+
+    def columns(self) -> int:
+        """The path columns of the HiGHS model (a group per job and leaf pair)."""
+        if self._columns is None:
+            pairs = {(j, a, b) for a, b, j in zip(self.t.src, self.t.dst, self.t.job)}
+            self._columns = sum(len(self.t.pair_paths[a, b]) for _, a, b in pairs)
+        return self._columns
 
 
 class _HighsModel:

@@ -118,9 +118,10 @@ def connections(specs: list[JobSpec]) -> list[Connection]:
 
 def make_jobs(n_jobs: int, ring: int, fabric: Fabric, rng: random.Random,
               first_model: int = 0, used: set[str] | None = None) -> list[JobSpec] | None:
-    """Jobs of rotating models on whole random leaves; None when they do not fit."""
+    """Jobs of rotating models on whole random leaves with no host in `used` (host names;
+    the hosts taken are added to it); None when they do not fit."""
     need = sum(-(-MODELS[(first_model + j) % 3][1] * ring // NICS) for j in range(n_jobs))
-    if need > LEAVES - len(used or ()):
+    if need > LEAVES - len({fabric.leaf_of(h) for h in used or ()}):
         return None
     if model_job is None:
         return paper_jobs(n_jobs, ring, rng, first_model)
@@ -403,9 +404,10 @@ def main(argv: list[str] | None = None) -> int:
                     lb = lower_bound_link_flows(fabric, conns)
                     cases += 1
                     # next epoch: the first job stops, a new job of the next model starts on
-                    # free leaves; churn is counted over the flows of the jobs that stay
+                    # free leaves (none with a host of a job that stays); churn is counted
+                    # over the flows of the jobs that stay
                     kept_jobs = {s.name for s in specs[1:]}
-                    used = {fabric.leaf_of(h) for s in specs[1:] for h in s.hosts}
+                    used = {h for s in specs[1:] for h in s.hosts}
                     new = make_jobs(1, ring, fabric, rng, n_jobs, used) or []
                     nxt = [c for c in conns if c.job in kept_jobs]
                     base = max(c.conn_id for c in conns) + 1

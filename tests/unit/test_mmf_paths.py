@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from routing import route
-from routing.mmf_cuts import CutBounds, balanced_at_least, cut_sides, descend
+from routing.mmf_bounds import Bounds
+from routing.mmf_cuts import CutBounds, balanced_at_least, cut_sides, cut_sides_reference, descend
 from routing.paths import loads_of, path_table
 
 from .mmf_cases import CASES, case, vectors
@@ -114,3 +116,44 @@ def test_the_compiled_descent_moves_as_its_plain_python_run():
         compiled.append(list(descend(t, [c[len(c) // 2] for c in t.cand])))
     assert json.loads(plain) == compiled
     assert any(moves for _, moves in compiled)
+
+
+def _sides(sides):
+    return sorted((sorted(dj.items()), U) for dj, U in sides)
+
+
+def test_cut_sides_from_the_blocks_equal_the_union_find_over_every_path():
+    """The numpy form of cut_sides gives the plain union-find's cuts and restricted sides
+    (as multisets: their order does not enter any bound) on every case, failures included."""
+    for n in range(CASES):
+        fabric, conns, _ = case(n)
+        t = path_table(fabric, conns)
+        fast, plain = cut_sides(t), cut_sides_reference(t)
+        assert _sides(fast[0]) == _sides(plain[0]), n
+        assert _sides(fast[1]) == _sides(plain[1]), n
+
+
+def test_the_compiled_side_checks_agree_with_the_plain_loops():
+    """Bounds' fits and hot-link sums (fits_kernel, hot_kernel) against the plain loops over
+    side_fits and side_hot_links, on random sides, levels (0: unassigned) and k."""
+    rng = random.Random(28)
+    for _ in range(2000):
+        A, J = rng.randint(1, 6), rng.randint(1, 6)
+        sides = [({j: rng.randint(1, 12) for j in rng.sample(range(J), rng.randint(1, J))},
+                  rng.randint(1, 9)) for _ in range(rng.randint(1, 6))]
+        b = Bounds.__new__(Bounds)
+        b.setup(A, rng.random() < 0.5, sides[:3], sides[3:], [1] * J, 10_000)
+        levels = [rng.randint(0, A) for _ in range(J)]
+        assert b._fits(levels) == b._fits_reference(levels)
+        for k in range(2, A + 2):
+            assert b._hot(levels, k) == b._hot_reference(levels, k)
+
+
+def test_counts_in_numpy_equal_the_plain_loop():
+    from routing.mmf_paths import counts, counts_reference
+    rng = random.Random(7)
+    for n in range(CASES):
+        fabric, conns, _ = case(n)
+        t = path_table(fabric, conns)
+        assign = [rng.choice(c) for c in t.cand]
+        assert counts(t, assign) == counts_reference(t, assign), n
