@@ -321,7 +321,7 @@ class SplitEmulation:
             self.agents.append(proc)
         proc.stdin.write(json.dumps(json.loads(plan)).encode() + b"\n")   # one line
         proc.stdin.flush()
-        proc.clock_offset_s = self.offsets[c.index]["offset_s"]
+        proc.clock_offset_s = self.offsets[c.index]["clock_offset_s"]
         return proc
 
     # -- testbed/installer.py's RemoteSwitches ---------------------------------------------
