@@ -184,6 +184,8 @@ def test_a_machine_that_goes_dark(tmp_path):
         assert p.returncode == 1
         assert err.strip().splitlines()[-1].startswith("error: "), err[-500:]
         assert "machines.m1: lost" in out, out[-1000:]
+        print(err.strip().splitlines()[-1], "|", next(x for x in out.splitlines()
+                                                       if "machines.m1: lost" in x))
         assert not machine_links(ms)[ms.ns(0)]
         wait_clean(ms, HEARTBEAT_TIMEOUT_S + 15.0)
         sh("ip", "link", "set", "mfm1u", "up")
