@@ -13,6 +13,9 @@
     {"op": "dump", "switch"}            -> {"text"}: `ovs-ofctl dump-flows`
     {"op": "settle"}                    -> revalidator/wait
     {"op": "set_link", "u", "v", "up"}  -> this machine's end(s) of link u-v
+    {"op": "monitor_start"} / {"op": "monitor_stop"} -> {"summary", "csv"}: the CPU monitor
+                                           (testbed/monitor.py) of this machine and its
+                                           part's ovs-vswitchd, over the traffic
     {"op": "ping"}                      -> {}: the coordinator is alive
     {"op": "teardown"}                  -> {"left"}: everything removed; the server exits
 
@@ -61,6 +64,7 @@ class Part:
         self.last_s = time.monotonic()
         self.busy = False
         self.adopted = 0
+        self.monitor = None       # testbed/monitor.py's CpuMonitor of this part, while asked
 
     # -- requests ------------------------------------------------------------------------
     def handle(self, req: dict) -> dict:
@@ -95,6 +99,20 @@ class Part:
         if op == "set_link":
             self.emu.set_link(req["u"], req["v"], bool(req["up"]))
             return {}
+        if op == "monitor_start":
+            from testbed.monitor import CpuMonitor
+            self.monitor = CpuMonitor(others=self.emu.other_vswitchds)
+            self.monitor.__enter__()
+            return {}
+        if op == "monitor_stop":
+            mon, self.monitor = self.monitor, None
+            if mon is None:
+                raise TestbedError("monitor_stop: no monitor runs")
+            mon.__exit__(None, None, None)
+            path = inst.rundir / "cpu_samples.csv"
+            mon.write_csv(path)
+            return {"summary": json.loads(json.dumps(mon.summary(), default=str)),
+                    "csv": path.read_text()}
         raise TestbedError(f"unknown request {op!r}")
 
     def build(self, req: dict) -> dict:
@@ -148,6 +166,9 @@ class Part:
         except (OSError, ValueError):
             pass
         emu, self.emu = self.emu, None
+        if self.monitor is not None:
+            self.monitor.__exit__(None, None, None)
+            self.monitor = None
         emu.__exit__(None, None, None)
         return [str(emu.record.path)] if emu.record.path.exists() else []
 

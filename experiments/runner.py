@@ -386,7 +386,8 @@ def drive(exp: Experiment, emu, entry: RoutingEntry, inst: Installed, timeout_s:
     try:
         driver.start_agents()
         driver.connect()
-        with (CpuMonitor(emu.taps, others=emu.other_vswitchds) as monitor,
+        with ((emu.cpu_monitor() if exp.machines
+               else CpuMonitor(emu.taps, others=emu.other_vswitchds)) as monitor,
               (capture or contextlib.nullcontext())):
             records = driver.run_jobs(on_start=on_start, on_finish=on_finish, timers=timers,
                                       on_iteration=on_iteration)

@@ -338,9 +338,51 @@ class SplitEmulation:
     def settle(self) -> None:
         self._parallel(lambda c: c.call({"op": "settle"}), self.channels)
 
+    def cpu_monitor(self) -> "SplitMonitor":
+        """The CPU monitor of every machine (each part's own, testbed/monitor.py)."""
+        return SplitMonitor(self)
+
     def environment(self) -> dict:
         """environment.json's record of the split: machines, clocks, placement."""
         return {"machines": [{**m.as_dict(), **o, "switches": b.get("switches"),
                               "hosts": b.get("hosts")}
                              for m, o, b in zip(self.machines, self.offsets, self.built)],
                 "split": self.split.as_dict() if self.split else None}
+
+
+class SplitMonitor:
+    """Every machine's CPU monitor over the traffic, as one: the verdict is the worst
+    machine's (its summary, ok only if every machine's is), with each machine's in
+    "machines"; write_csv writes the worst machine's samples at the path and each machine's
+    beside it (cpu_samples-NAME.csv)."""
+
+    def __init__(self, emu: SplitEmulation):
+        self.emu = emu
+        self.results: list[dict] = []
+
+    def __enter__(self) -> "SplitMonitor":
+        self.emu._parallel(lambda c: c.call({"op": "monitor_start"}), self.emu.channels)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.results = self.emu._parallel(lambda c: c.call({"op": "monitor_stop"}),
+                                          self.emu.channels)
+
+    def _worst(self) -> int:
+        return max(range(len(self.results)), key=lambda k: (
+            not self.results[k]["summary"].get("ok", True),
+            self.results[k]["summary"].get("forwarding_max_pct") or 0.0))
+
+    def summary(self) -> dict:
+        worst = self.results[self._worst()]["summary"]
+        ok = all(r["summary"].get("ok", True) for r in self.results)
+        return {**worst, "ok": ok, "machines": [
+            {"name": c.m.name, **{k: r["summary"].get(k) for k in
+                                  ("ok", "forwarding_max_pct", "vswitchd_rx_drops")}}
+            for c, r in zip(self.emu.channels, self.results)]}
+
+    def write_csv(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for c, r in zip(self.emu.channels, self.results):
+            (path.parent / f"{path.stem}-{c.m.name}{path.suffix}").write_text(r["csv"])
+        path.write_text(self.results[self._worst()]["csv"])

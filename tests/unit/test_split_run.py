@@ -62,3 +62,19 @@ def test_agents_times_move_onto_the_runners_clock():
     assert ev["start_s"] == 5.0 and ev["recv"] == [[1, 6.0, 7.5, 10]]
     same = _AgentProc("j", "h1", SimpleNamespace())     # one machine: unchanged
     assert same.on_runner_clock({"event": "done", "start_s": 3.0, "recv": []})["start_s"] == 3.0
+
+
+def test_the_monitor_verdict_is_the_worst_machines(tmp_path):
+    from experiments.split_run import SplitMonitor
+    emu = emulation()
+    for c, name in zip(emu.channels, ("a", "b")):
+        c.m = SimpleNamespace(name=name)
+    mon = SplitMonitor(emu)
+    mon.results = [{"summary": {"ok": True, "forwarding_max_pct": 40.0}, "csv": "a\n"},
+                   {"summary": {"ok": False, "forwarding_max_pct": 20.0}, "csv": "b\n"}]
+    s = mon.summary()
+    assert s["ok"] is False and s["forwarding_max_pct"] == 20.0
+    assert [m["name"] for m in s["machines"]] == ["a", "b"]
+    mon.write_csv(tmp_path / "cpu_samples.csv")
+    assert (tmp_path / "cpu_samples.csv").read_text() == "b\n"
+    assert (tmp_path / "cpu_samples-a.csv").read_text() == "a\n"
