@@ -117,11 +117,19 @@ class Channel:
         return line
 
     def _ssh_error(self) -> str:
+        """ssh's last word (its stderr, shared with the part server's: Mininet's "*** "
+        warnings left out) and its exit code."""
         try:
-            text = Path(self.err.name).read_text(errors="replace").strip().splitlines()
+            self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            text = [x for x in Path(self.err.name).read_text(errors="replace").splitlines()
+                    if x.strip() and not x.startswith("*** ")]
         except OSError:
-            return ""
-        return text[-1][:200] if text else ""
+            text = []
+        code = self.proc.poll()
+        return ((text[-1][:200] + " ") if text else "") + f"(ssh exit {code})"
 
     def close(self, timeout_s: float = 10.0) -> None:
         """End the ssh (its stdin closed: the part server tears down on end of input)."""

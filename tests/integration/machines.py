@@ -125,4 +125,7 @@ class NamespaceMachines:
     def _remove(self) -> None:
         for i in range(8):
             sh("ip", "netns", "del", self.ns(i), check=False)
+            # a namespace some exiting process still holds outlives its name, and with it
+            # the underlay veth: deleting this end removes the pair at once
+            sh("ip", "link", "del", f"{PREFIX}{i}u", check=False)
         sh("ip", "link", "del", BRIDGE, check=False)
