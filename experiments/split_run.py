@@ -200,8 +200,13 @@ class SplitEmulation:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         for i, m in enumerate(self.machines):
             self.channels.append(Channel(m, i, self.control, self.log_dir / f"ssh-{m.name}.log"))
-        probes = self._parallel(lambda c: c.call({"op": "probe", "ip": c.m.address}),
-                                self.channels)
+        try:
+            probes = self._parallel(lambda c: c.call({"op": "probe", "ip": c.m.address}),
+                                    self.channels)
+        except TestbedError as e:      # an address no device holds there: bad input
+            if "probe: no device holds" in str(e):
+                raise ConfigError(str(e)) from None
+            raise
         mtu = min(p["mtu"] for p in probes)
         ips = [m.address for m in self.machines]
         try:
