@@ -199,16 +199,16 @@ def test_fat_tree_over_three_machines_with_a_crossing_link_failed_and_restored(t
     """fat-tree-rings (k=4) under the ILP over 3 machines (2 pods, 1 + 2 cores, 1 + 2 cores:
     12 tunnels); agg1-core1, a tunnel between m0 and m1, fails at 1 s and comes back at
     2.5 s: both machines set their ends, the ILP reroutes, every flow's bytes stay on its
-    given paths (the run's own check), the CCT within 15% of the model's replay: the failure
-    costs retransmissions the model does not see (split +4.8% at load 9; the same config on
-    one machine +14.3%, flagged by the CPU monitor, at load 9); a tunnel left down or
-    black-holed flows cost far more (TCP timeouts of 200 ms and up per flow)."""
+    given paths (the run's own check), and the iterations after the repair are within 5% of
+    the model of the repaired fabric. The whole run's CCT is only bounded (30%): a failure
+    drops packets in flight, whose retransmission timeouts (200 ms and up) the model does not
+    see (+4.8%, +6.6%, +18.9% over three split runs at load 4.6-9.5; +14.3% on one machine)."""
     doc = yaml.safe_load((ROOT / "experiments/configs/fat-tree-rings.yaml").read_text())
     doc.update(routing=["ilp"], emulation={"mtu_bytes": 8950},
                events=[{"at_s": 1.0, "fail_link": ["agg1", "core1"]},
                        {"at_s": 2.5, "restore_link": ["agg1", "core1"]}])
     for j in doc["jobs"]:
-        j.update(size_bytes=600_000, iterations=2)
+        j.update(size_bytes=600_000, iterations=3)
     with NamespaceMachines(3, tmp_path) as ms:
         p = mlfabric(["run", str(write(tmp_path, doc, ms)), "--out", str(tmp_path / "o")], ms)
         out, err = p.communicate(timeout=120)
@@ -218,11 +218,15 @@ def test_fat_tree_over_three_machines_with_a_crossing_link_failed_and_restored(t
     env = json.loads((tmp_path / "o" / "environment.json").read_text())
     assert len(env["split"]["tunnels"]) == 12
     assert [e["kind"] for e in run["events"]] == ["fail_link", "restore_link"]
-    assert abs(run["cct_mean_s"] / run["predicted_cct_mean_s"] - 1) < 0.15, (
+    assert abs(run["cct_mean_s"] / run["predicted_cct_mean_s"] - 1) < 0.30, (
         run["cct_mean_s"], run["predicted_cct_mean_s"], os.getloadavg())
+    after = run["after_events"]["jobs"]
+    assert after and all(abs(j["prediction_error_fraction"]) < 0.05 for j in after), (
+        after, os.getloadavg())
     assert leftovers() == NOTHING
     print(f"fat-tree over 3: {run['cct_mean_s']:.3f} s, model {run['predicted_cct_mean_s']:.3f}"
-          f" s, load {os.getloadavg()}, events {[round(e['reroute_s'], 3) for e in run['events']]}")
+          f" s, after the repair {[round(j['prediction_error_fraction'], 4) for j in after]}, "
+          f"load {os.getloadavg()}, events {[round(e['reroute_s'], 3) for e in run['events']]}")
 
 
 def test_run_preflight_failure_is_one_line_and_builds_nothing(tmp_path):
