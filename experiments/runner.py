@@ -72,9 +72,7 @@ def check_emulable(exp: Experiment) -> None:
     """Raise ConfigError (before anything is built) for a fabric the emulator cannot shape,
     or semantics its agents and controller do not run."""
     if exp.machines:
-        raise ConfigError("machines: `run` over several machines is not built yet (the "
-                          "config and each machine's pre-flight are); remove machines, or "
-                          "use emulation.switch_processes on one machine")
+        check_splittable(exp)
     sem = exp.semantics
     if sem.ring_sync != "rank" or sem.tail_step or sem.recompute == "iterations":
         raise ConfigError("semantics: the emulator runs ring_sync: rank, recompute: epochs or "
@@ -95,6 +93,33 @@ def check_emulable(exp: Experiment) -> None:
                               "`run`, or use `predict` at this scale")
 
 
+def check_splittable(exp: Experiment) -> None:
+    """What a run over `machines:` does not do yet: ConfigError, before anything is built."""
+    names = [e.name for e in exp.routings if e.reference]
+    if names:
+        raise ConfigError(f"routing: {names[0]} (one switch joining every host) cannot be "
+                          "split over machines; remove it, or run without machines")
+    if exp.programs:
+        raise ConfigError("jobs: programs (JAX / PyTorch) do not run over machines yet; "
+                          "use collectives, or run without machines")
+    if exp.emulation.capture:
+        raise ConfigError("emulation.capture: not over machines yet; remove it")
+    if exp.emulation.port_type != "system":
+        raise ConfigError("emulation.port_type: tap ports need one ovs-vswitchd; use "
+                          "system over machines")
+
+
+def _fabric(exp: Experiment, run_id: str, settings: EmulationSettings, out_dir: Path,
+            log: Callable[[str], None]):
+    """The emulated fabric: on this machine, or split over the config's machines."""
+    if exp.machines:
+        from .split_run import SplitEmulation
+        log(f"splitting it over {len(exp.machines)} machines: "
+            + ", ".join(m.name for m in exp.machines))
+        return SplitEmulation(exp, run_id, settings, out_dir / "machines", log)
+    return EmulatedFabric(exp.fabric, run_id, settings)
+
+
 def run_experiment(exp: Experiment, out_dir: Path,
                    log: Callable[[str], None] = print, repetition: int = 1,
                    port_offset: int = 0, cli: str | None = None) -> dict:
@@ -107,6 +132,9 @@ def run_experiment(exp: Experiment, out_dir: Path,
     conns = [c for p in plans for c in p.connections]
     routed, twin = route_before_build(exp, plans)
     check_emulable(exp)
+    if exp.machines and cli:
+        raise ConfigError("--cli: not over machines (each machine's hosts are there); run "
+                          "without --cli")
     (out_dir / "config.yaml").write_text(yaml.safe_dump(exp.resolved(), sort_keys=False))
     (out_dir / "fabric.txt").write_text(topologies.draw(exp.fabric) + "\n")
     em = exp.emulation
@@ -124,7 +152,7 @@ def run_experiment(exp: Experiment, out_dir: Path,
         f"{len(exp.fabric.hosts)} hosts"
         + (f", over {em.switch_processes} ovs-vswitchd processes"
            if em.switch_processes > 1 else ""))
-    with EmulatedFabric(exp.fabric, run_id, settings) as emu:
+    with _fabric(exp, run_id, settings, out_dir, log) as emu:
         env, goodput = emulation_environment(exp, emu, load, log)
         results["environment"] = env
         write_json(out_dir / "environment.json", env)
@@ -181,6 +209,8 @@ def emulation_environment(exp: Experiment, emu, load: dict,
     env["load_avg_before"] = load
     env["port_type"] = emu.port_type
     env["switch_processes"] = em.switch_processes
+    if exp.machines:
+        env.update(emu.environment())
     env["ovs_send_buffer_bytes"] = emu.send_buffer_bytes
     env["ovs_vswitchd_malloc_tuned"] = emu.malloc_tuned
     if emu.malloc_tuned is False:
@@ -356,7 +386,8 @@ def drive(exp: Experiment, emu, entry: RoutingEntry, inst: Installed, timeout_s:
     try:
         driver.start_agents()
         driver.connect()
-        with (CpuMonitor(emu.taps, others=emu.other_vswitchds) as monitor,
+        with ((emu.cpu_monitor() if exp.machines
+               else CpuMonitor(emu.taps, others=emu.other_vswitchds)) as monitor,
               (capture or contextlib.nullcontext())):
             records = driver.run_jobs(on_start=on_start, on_finish=on_finish, timers=timers,
                                       on_iteration=on_iteration)

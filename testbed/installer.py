@@ -19,12 +19,32 @@ import re
 import subprocess
 import time
 from pathlib import Path
+from typing import Protocol
 
 from .instances import appctl_prefixes, ofctl_target
 from .openflow import Rule, bundle_text, by_switch
 from .ovs import TestbedError, run
 
 OFCTL = ["ovs-ofctl", "-O", "OpenFlow14"]
+
+
+class RemoteSwitches(Protocol):
+    """Where a split run's switches live (experiments/split_run.py): each call goes to the
+    machine that holds the switch, over its part server."""
+
+    def apply_bundles(self, texts: dict[str, str], label: str) -> None: ...
+
+    def dump_flows(self, switch: str) -> str: ...
+
+    def settle(self) -> None: ...
+
+
+_REMOTE: list[RemoteSwitches] = []
+
+
+def use_remote(remote: RemoteSwitches | None) -> None:
+    """Send every switch command to `remote` (a live split run), or again here (None)."""
+    _REMOTE[:] = [remote] if remote is not None else []
 
 
 def install(rules: list[Rule], out_dir: Path, dry_run: bool = False) -> dict:
@@ -40,7 +60,9 @@ def install(rules: list[Rule], out_dir: Path, dry_run: bool = False) -> dict:
         cmds.append([*OFCTL, "bundle", ofctl_target(switch), str(path)])
         commands.append(" ".join([*OFCTL, "bundle", switch, str(path)]))
     (out_dir / "commands.txt").write_text("\n".join(commands) + "\n")
-    if not dry_run:
+    if not dry_run and _REMOTE:
+        _REMOTE[0].apply_bundles({sw: bundle_text(r) for sw, r in per_switch.items()}, "install")
+    elif not dry_run:
         run_parallel(cmds)
         purge_datapath_flows()
     return {"switches": len(per_switch), "rules": len(rules),
@@ -60,7 +82,9 @@ def apply_lines(lines: dict[str, list[str]], out_dir: Path, label: str,
     with (out_dir / "commands.txt").open("a") as f:
         f.write("".join(" ".join(c) + "\n" for c in cmds))
     cmds = [[*c[:-2], ofctl_target(c[-2]), c[-1]] for c in cmds]
-    if not dry_run and cmds:
+    if not dry_run and cmds and _REMOTE:
+        _REMOTE[0].apply_bundles({sw: "\n".join(ls) + "\n" for sw, ls in lines.items()}, label)
+    elif not dry_run and cmds:
         run_parallel(cmds)
         purge_datapath_flows()
 
@@ -68,6 +92,9 @@ def apply_lines(lines: dict[str, list[str]], out_dir: Path, label: str,
 def settle_flow_stats() -> None:
     """Wait until the revalidators have pushed the datapath's counts into the OpenFlow rules
     (one revalidation cycle, <= ~0.5 s): rule counters lag the traffic until then."""
+    if _REMOTE:
+        _REMOTE[0].settle()
+        return
     for appctl in appctl_prefixes():
         run([*appctl, "revalidator/wait"])
 
@@ -102,7 +129,13 @@ _FLOW_RE = re.compile(r"cookie=(0x[0-9a-f]+).*?n_bytes=(\d+)")
 
 def flow_bytes_by_cookie(switch: str) -> dict[int, int]:
     """Bytes counted per rule cookie on `switch` (rules with cookie 0 are left out)."""
-    out = run([*OFCTL, "dump-flows", ofctl_target(switch)]).stdout
+    out = (_REMOTE[0].dump_flows(switch) if _REMOTE
+           else run([*OFCTL, "dump-flows", ofctl_target(switch)]).stdout)
+    return flow_bytes(out)
+
+
+def flow_bytes(out: str) -> dict[int, int]:
+    """`ovs-ofctl dump-flows` output: bytes per rule cookie (cookie 0 left out)."""
     counts: dict[int, int] = {}
     for m in _FLOW_RE.finditer(out):
         cookie = int(m.group(1), 16)

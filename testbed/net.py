@@ -32,6 +32,7 @@ from .registry import EXTERNAL_ID, STATE_DIR, RunRecord, remove_record, reserve
 from .settings import EmulationSettings  # noqa: F401  (runs build it; tests import it here)
 from .shaping import Shaping, tc_batch
 from .signals import deferred
+from .split import Split, tunnel_commands
 
 log = logging.getLogger(__name__)
 
@@ -100,13 +101,43 @@ def _ns_run_all(jobs: dict, timeout_s: float = 120.0) -> None:
                 p.communicate()
 
 
-class EmulatedFabric:
-    """A live Mininet/OVS copy of `fabric`; use as `with EmulatedFabric(...) as emu:`."""
+def host_mac(ip: str) -> str:
+    """A host's MAC from its IPv4 address (02: locally administered), so that every machine of
+    a split fabric knows every host's MAC for its static ARP entries."""
+    return "02:00:" + ":".join(f"{int(b):02x}" for b in ip.split("."))
 
-    def __init__(self, fabric: Fabric, run_id: str, settings: EmulationSettings | None = None):
+
+class Part:
+    """The part of a split fabric (testbed/split.py) one machine builds: its hosts and
+    switches, its local links, and its ends of the VXLAN tunnels on `underlay_dev`."""
+
+    def __init__(self, split: Split, machine: int, underlay_dev: str):
+        self.split, self.machine, self.underlay_dev = split, machine, underlay_dev
+        me = split.machines[machine]
+        self.switches, self.hosts = set(me.switches), set(me.hosts)
+        self.tunnels = [t for t in split.tunnels if machine in (t.lower_machine,
+                                                                t.upper_machine)]
+
+    def has(self, node: str) -> bool:
+        return node in self.switches or node in self.hosts
+
+    def tunnel(self, u: str, v: str):
+        """The tunnel that carries link u-v, or None (a local link)."""
+        ends = {u, v}
+        return next((t for t in self.tunnels if {t.lower, t.upper} == ends), None)
+
+
+class EmulatedFabric:
+    """A live Mininet/OVS copy of `fabric`; use as `with EmulatedFabric(...) as emu:`.
+    With `part` (a split run, experiments/part.py) only that machine's part is built, every
+    switch in one ovs-vswitchd of the run's own (testbed/instances.py), the tunnels attached."""
+
+    def __init__(self, fabric: Fabric, run_id: str, settings: EmulationSettings | None = None,
+                 part: Part | None = None):
         self.fabric = fabric
         self.run_id = run_id
         self.settings = settings or EmulationSettings()
+        self.part = part
         self.datapath = "unknown"
         self.port_type = "system"       # as built: tap only on the userspace datapath
         self.send_buffer_bytes: int | None = None
@@ -114,8 +145,12 @@ class EmulatedFabric:
         self.net = None
         self.record = RunRecord(run_id)
         # switch -> its ovs-vswitchd process (0: the machine's; testbed/instances.py)
-        processes = instances.process_count(fabric, self.settings.switch_processes)
-        self.process_of = instances.placement(fabric, processes)
+        if part is not None:     # one process of the run's own, in a namespace of its own
+            processes = 2
+            self.process_of = {sw: 1 for sw in fabric.switches if sw in part.switches}
+        else:
+            processes = instances.process_count(fabric, self.settings.switch_processes)
+            self.process_of = instances.placement(fabric, processes)
         self.instances = [OvsInstance(run_id, k, STATE_DIR) for k in range(1, processes)]
         self.vswitchd_pids: dict[int, int] = {}     # process index -> its ovs-vswitchd PID
 
@@ -134,11 +169,13 @@ class EmulatedFabric:
         # written before anything exists, so that a crash at any point can be cleaned; the
         # name check and the save are one step under the registry's lock (two runs started
         # at the same instant: the second one refuses, naming the first)
-        self.record.bridges = list(self.fabric.switches)
-        self.record.interfaces = list(self.fabric.switch_interfaces) + self.taps
+        self.record.bridges = self.switches
+        self.record.interfaces = ([self.fabric.intf(u, v) for u, v in self.switch_ports]
+                                  + self.taps
+                                  + [t.ifname for t in (self.part.tunnels if self.part else ())])
         if self.port_type == "tap":
             self.record.nft_tables = [taps.nft_table(self.run_id)]
-        if self.instances and self.port_type == "tap":
+        if (self.instances or self.part) and self.port_type == "tap":
             raise TestbedError("emulation.switch_processes: tap ports need one ovs-vswitchd; "
                                "use port_type: system")
         for inst in self.instances:
@@ -189,15 +226,18 @@ class EmulatedFabric:
         self.net = net
         # each node's shell is recorded as it starts, and signals act during the rest of
         # the build (testbed/shells.py)
-        for h in f.hosts:
-            net.addHost(h, cls=shells.RecordedHost, record=self.record, ip=f"{f.ip_of(h)}/8")
-        for sw in f.switches:
+        for h in self.hosts:
+            net.addHost(h, cls=shells.RecordedHost, record=self.record, ip=f"{f.ip_of(h)}/8",
+                        **({"mac": host_mac(f.ip_of(h))} if self.part else {}))
+        for sw in self.switches:
             inst = self.instance_of(sw)
             net.addSwitch(sw, cls=shells.InstanceOVSSwitch if inst else shells.RecordedOVSSwitch,
                           record=self.record, dpid=f.dpid_of(sw), failMode="secure",
                           datapath=self.datapath, protocols=OPENFLOW_PROTOCOLS,
                           **({"db": inst.db} if inst else {}))
         for u, v in f.links:   # each link once: from the host, or from the lower tier
+            if self.part and not (self.part.has(u) and self.part.has(v)):
+                continue       # a tunnel, or another machine's link
             if f.role(u) == "host":
                 net.addLink(u, v, port1=0, port2=f.port(v, u))
             elif f.role(v) != "host" and TIER[f.role(u)] < TIER[f.role(v)]:
@@ -205,15 +245,42 @@ class EmulatedFabric:
         net.build()
         self._move_ports()
         net.start()
-        instances.register({sw: inst for sw in f.switches if (inst := self.instance_of(sw))},
+        instances.register({sw: inst for sw in self.switches if (inst := self.instance_of(sw))},
                            self.vswitchd_pids)
+        if self.part:
+            self._tunnels()
         if self.port_type == "tap":
             self._tap_ports()
         self._configure(net)
         down = {tuple(sorted((u, v))) for u, v in f.links
-                if f.role(u) != "host" and f.role(v) != "host" and not f.is_live(u, v)}
+                if f.role(u) != "host" and f.role(v) != "host" and not f.is_live(u, v)
+                and (not self.part or (self.part.has(u) and self.part.has(v)))}
         for u, v in sorted(down):
             self.set_link(u, v, up=False)
+
+    @property
+    def switches(self) -> list[str]:
+        """The switches built here: every one, or this machine's part's."""
+        return [s for s in self.fabric.switches if not self.part or s in self.part.switches]
+
+    @property
+    def hosts(self) -> list[str]:
+        return [h for h in self.fabric.hosts if not self.part or h in self.part.hosts]
+
+    @property
+    def switch_ports(self) -> list[tuple[str, str]]:
+        """(switch, neighbour) of every switch port that is a veth here (tunnels: _tunnels)."""
+        p = self.part
+        return [(u, v) for u, v in self.fabric.switch_ports
+                if not p or (p.has(u) and p.has(v))]
+
+    def _tunnels(self) -> None:
+        """This machine's ends of the VXLAN tunnels (testbed/split.py tunnel_commands), moved
+        into its ovs-vswitchd's namespace and attached with the model's port numbers."""
+        inst = self.instances[0]
+        for cmd in tunnel_commands(self.part.split, self.part.machine, self.part.underlay_dev,
+                                   inst.netns, tuple(inst.vsctl())):
+            run(cmd)
 
     @property
     def other_vswitchds(self) -> list[tuple[int, str]]:
@@ -234,7 +301,7 @@ class EmulatedFabric:
     def _ports_by_netns(self) -> dict[str | None, list[tuple[str, str]]]:
         """Every switch port (switch, neighbour), grouped by the namespace it lives in."""
         out: dict[str | None, list[tuple[str, str]]] = {}
-        for u, v in self.fabric.switch_ports:
+        for u, v in self.switch_ports:
             out.setdefault(self.netns_of(u), []).append((u, v))
         return out
 
@@ -275,12 +342,17 @@ class EmulatedFabric:
             batch = [line for u, v in ports
                      for line in tc_batch(f.intf(u, v), self._shaping(
                          f.capacity_mbps(u, v), self.settings.switch_burst_frames))]
+            if self.part:       # the tunnels' ends: shaped as any port, at the link's rate
+                batch += [line for t in self.part.tunnels
+                          for line in tc_batch(t.ifname, self._shaping(
+                              t.rate_mbps, self.settings.switch_burst_frames))]
             run([*_netns_opt("tc", ns), "-batch", "-"], input_text="\n".join(batch) + "\n",
                 timeout_s=120)
-        macs = {h: net.get(h).MAC() for h in f.hosts}
+        macs = ({h: host_mac(f.ip_of(h)) for h in f.hosts} if self.part
+                else {h: net.get(h).MAC() for h in f.hosts})
         with tempfile.TemporaryDirectory(prefix="mlfabric-hosts-") as tmp:
             scripts = {}
-            for h in f.hosts:
+            for h in self.hosts:
                 intf = f"{h}-eth0"
                 tc_file, arp_file = Path(tmp, f"{h}.tc"), Path(tmp, f"{h}.neigh")
                 tc_file.write_text("\n".join(tc_batch(intf, self._shaping(
@@ -329,6 +401,11 @@ class EmulatedFabric:
         """Both ends of the u-v veth pair up or down (both directions fail, as a cut cable),
         and with tap ports both taps too: OVS sees a port's link state on the tap, and a
         select group's bucket watching that port must go dead with the link."""
+        tunnel = self.part.tunnel(u, v) if self.part else None
+        if tunnel is not None:      # this machine's end; the other machine sets its own
+            run(["ip", "-n", self.instances[0].netns, "link", "set", "dev", tunnel.ifname,
+                 "up" if up else "down"])
+            return
         ends = [(self.fabric.intf(u, v), self.netns_of(u)),
                 (self.fabric.intf(v, u), self.netns_of(v))]
         if self.port_type == "tap":
@@ -350,7 +427,7 @@ class EmulatedFabric:
         for ns in [None] + [i.netns for i in self.instances]:
             total += backlog_packets(run([*_netns_opt("tc", ns), "-s", "qdisc", "show"]).stdout,
                                      set(self.record.interfaces))
-        for h in self.fabric.hosts:
+        for h in self.hosts:
             total += backlog_packets(ns_run(self.host(h), ["tc", "-s", "qdisc", "show"]),
                                      {f"{h}-eth0"})
         return total

@@ -66,14 +66,17 @@ def check_address(value: str) -> bool:
         return bool(HOST_RE.match(value)) and not value.startswith("-")
 
 
-def ssh_base(m: MachineSpec, control_dir: Path) -> list[str]:
+def ssh_base(m: MachineSpec, control_dir: Path, master: str = "auto",
+             persist: str = str(CONTROL_PERSIST_S)) -> list[str]:
     """ssh to `m` over its multiplexed connection (started by the first call); with
-    $MLFABRIC_SSH_CONFIG, ssh reads that file instead of ~/.ssh/config."""
+    $MLFABRIC_SSH_CONFIG, ssh reads that file instead of ~/.ssh/config. `master` / `persist`:
+    ssh's ControlMaster / ControlPersist (a split run's part server is the master itself,
+    "yes" / "no", so that the connection ends with it: experiments/split_run.py)."""
     cfg = os.environ.get("MLFABRIC_SSH_CONFIG")
     return ["ssh", *(["-F", cfg] if cfg else []), "-o", "BatchMode=yes", "-o", "LogLevel=ERROR",
             "-o", f"ConnectTimeout={SSH_CONNECT_TIMEOUT_S}",
-            "-o", "ControlMaster=auto", "-o", f"ControlPath={control_dir}/{m.name}.sock",
-            "-o", f"ControlPersist={CONTROL_PERSIST_S}", "-o", "ServerAliveInterval=2",
+            "-o", f"ControlMaster={master}", "-o", f"ControlPath={control_dir}/{m.name}.sock",
+            "-o", f"ControlPersist={persist}", "-o", "ServerAliveInterval=2",
             "-o", "ServerAliveCountMax=3", "-l", m.user, m.address]
 
 

@@ -225,27 +225,34 @@ def check_mtu(split: Split, mtu_bytes: int) -> None:
                          f"{split.inner_mtu_bytes} (or raise the underlay's MTU)")
 
 
-def tunnel_commands(split: Split, machine: int, underlay_dev: str) -> list[list[str]]:
+def tunnel_commands(split: Split, machine: int, underlay_dev: str, netns: str | None = None,
+                    vsctl: tuple[str, ...] = ("ovs-vsctl",)) -> list[list[str]]:
     """Argument lists that create `machine`'s tunnel ends (after its bridges exist): a
     point-to-point vxlan device on `underlay_dev`, its MTU, and its OpenFlow port number
-    (HTB shaping of the device is testbed/shaping.py's tc_batch, as for any port)."""
+    (HTB shaping of the device is testbed/shaping.py's tc_batch, as for any port). With
+    `netns` (the namespace of the machine's own ovs-vswitchd, testbed/instances.py) the device
+    is made beside the underlay and then moved there: its UDP socket stays in the underlay's
+    namespace. `vsctl`: the ovs-vsctl that reaches the switches' database."""
     me = split.machines[machine]
+    ip = ["ip", "-n", netns] if netns else ["ip"]
     cmds: list[list[str]] = []
     for t in split.tunnels:
         if machine not in (t.lower_machine, t.upper_machine):
             continue
         switch, port, remote = t.end(machine)
         dev = t.ifname
+        cmds.append(["ip", "link", "add", dev, "type", "vxlan", "id", str(t.vni), "local",
+                     me.underlay_ip, "remote", split.machines[remote].underlay_ip, "dstport",
+                     str(VXLAN_PORT), "dev", underlay_dev])
+        if netns:
+            cmds.append(["ip", "link", "set", "dev", dev, "netns", netns])
         cmds += [
-            ["ip", "link", "add", dev, "type", "vxlan", "id", str(t.vni), "local",
-             me.underlay_ip, "remote", split.machines[remote].underlay_ip, "dstport",
-             str(VXLAN_PORT), "dev", underlay_dev],
-            ["ip", "link", "set", "dev", dev, "mtu", str(t.mtu_bytes), "up"],
-            ["ovs-vsctl", "add-port", switch, dev, "--", "set", "Interface", dev,
+            [*ip, "link", "set", "dev", dev, "mtu", str(t.mtu_bytes), "up"],
+            [*vsctl, "add-port", switch, dev, "--", "set", "Interface", dev,
              f"ofport_request={port}"],
         ]
         if not t.live:
-            cmds.append(["ip", "link", "set", "dev", dev, "down"])
+            cmds.append([*ip, "link", "set", "dev", dev, "down"])
     return cmds
 
 

@@ -129,6 +129,17 @@ class _AgentProc:
     def __init__(self, job: str, host: str, proc: subprocess.Popen):
         self.job, self.host, self.proc = job, host, proc
         self.buffer = b""
+        #: its machine's monotonic clock minus the runner's (a split run's agents on other
+        #: machines: experiments/split_run.py); its events' times are moved onto the runner's
+        self.clock_offset_s: float = getattr(proc, "clock_offset_s", 0.0)
+
+    def on_runner_clock(self, event: dict) -> dict:
+        """A "done" event's times on the runner's clock (unchanged on one machine)."""
+        off = self.clock_offset_s
+        if off and event.get("event") == "done":
+            event["start_s"] -= off
+            event["recv"] = [[t[0], t[1] - off, t[2] - off, *t[3:]] for t in event["recv"]]
+        return event
 
     def send(self, cmd: dict) -> None:
         try:
@@ -229,7 +240,7 @@ class TrafficDriver:
                                        f"not an event: {line[:200]!r}") from None
                 if event.get("event") == "error":
                     raise TrafficError(f"agent {agent.job}/{agent.host}: {event['message']}")
-                yield agent, event
+                yield agent, agent.on_runner_clock(event)
 
     def _barrier(self, name: str, agents: list[_AgentProc], timeout_s: float) -> None:
         waiting = {id(a) for a in agents}

@@ -17,6 +17,9 @@ BRIDGE, PREFIX, NET = "mfmbr", "mfm", "192.168.251"
 COORDINATOR = f"{NET}.254"
 SSHD = "/usr/sbin/sshd"
 UNDERLAY_MTU = 9000
+#: ssh sessions per connection (sshd's default is 10): a split run opens one per agent on the
+#: machine, plus its part server's
+MAX_SESSIONS = 64
 
 
 def sh(*args: str, ns: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
@@ -83,7 +86,7 @@ class NamespaceMachines:
                "-h", str(self.tmp / "host_key"),
                "-o", f"ListenAddress={NET}.{i + 1}", "-o", "PermitRootLogin=prohibit-password",
                "-o", f"AuthorizedKeysFile={self.tmp / 'authorized_keys'}",
-               "-o", "StrictModes=no", "-o", "UsePAM=no",
+               "-o", "StrictModes=no", "-o", "UsePAM=no", "-o", f"MaxSessions={MAX_SESSIONS}",
                "-o", f"PidFile={self.tmp / f'sshd{i}.pid'}"]
         Path("/run/sshd").mkdir(exist_ok=True)      # sshd's privilege separation directory
         self.procs.append(subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
@@ -122,4 +125,7 @@ class NamespaceMachines:
     def _remove(self) -> None:
         for i in range(8):
             sh("ip", "netns", "del", self.ns(i), check=False)
+            # a namespace some exiting process still holds outlives its name, and with it
+            # the underlay veth: deleting this end removes the pair at once
+            sh("ip", "link", "del", f"{PREFIX}{i}u", check=False)
         sh("ip", "link", "del", BRIDGE, check=False)

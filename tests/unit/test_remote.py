@@ -89,10 +89,14 @@ def test_machines_and_switch_processes_are_one_or_the_other():
         parse({**DOC, "machines": TWO, "emulation": {"switch_processes": 2}})
 
 
-def test_run_refuses_machines_before_building():
+def test_run_over_machines_refuses_what_it_cannot_split_before_building():
     from experiments.runner import check_emulable
-    with pytest.raises(ConfigError, match="^machines: `run` over several machines"):
-        check_emulable(parse({**DOC, "machines": TWO}))
+    check_emulable(parse({**DOC, "machines": TWO}))        # collectives: accepted
+    for extra, field in (({"routing": ["ecmp", "nonblocking"]}, "^routing: nonblocking"),
+                         ({"emulation": {"capture": True}}, "^emulation.capture"),
+                         ({"emulation": {"port_type": "tap"}}, "^emulation.port_type")):
+        with pytest.raises(ConfigError, match=field):
+            check_emulable(parse({**DOC, "machines": TWO, **extra}))
 
 
 def test_preflight_command_says_each_unreachable_machine_in_one_line(tmp_path, monkeypatch,

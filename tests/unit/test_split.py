@@ -175,3 +175,19 @@ def test_carried_is_forwarding_times_n_bounded_by_the_underlay():
     assert half.carried_mbps == 4 * 1536 and half.bound == "forwarding"
     with pytest.raises(SplitError):
         carried(0, 1, 1, 9000)
+
+
+def test_tunnel_commands_into_the_switch_processs_namespace():
+    """A split run's part: the device is made beside the underlay, moved into the namespace
+    of the machine's own ovs-vswitchd, set up there, attached through that process's db."""
+    f = build_fabric(fat_tree_spec(4, 10, 10))
+    s = split_fabric(f, 2, underlay_ips=["192.0.2.1", "192.0.2.2"], underlay_mtu_bytes=9000)
+    t = s.tunnels[0]
+    vsctl = ("ovs-vsctl", "--db=unix:/run/x/db.sock")
+    cmds = tunnel_commands(s, t.lower_machine, "ul0", "mlfXp1", vsctl)
+    mine = [c for c in cmds if t.ifname in c]
+    assert mine[0][:4] == ["ip", "link", "add", t.ifname] and mine[0][-2:] == ["dev", "ul0"]
+    assert mine[1] == ["ip", "link", "set", "dev", t.ifname, "netns", "mlfXp1"]
+    assert mine[2] == ["ip", "-n", "mlfXp1", "link", "set", "dev", t.ifname, "mtu", "8950",
+                       "up"]
+    assert mine[3][:3] == [*vsctl, "add-port"]
