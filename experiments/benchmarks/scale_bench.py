@@ -94,7 +94,8 @@ def _rss_mib(pid: int) -> float:
 
 
 def ring_config(name: str, rate_mbps: float, ideal_s: float = 2.4,
-                mtu: int | str = "auto", port_type: str = "system") -> dict:
+                mtu: int | str = "auto", port_type: str = "system",
+                switch_processes: int = 1) -> dict:
     """Rings of one rank per leaf (ring k: the k-th host of every leaf), every host in one,
     routed by ILP; uplinks at twice the host rate so that planned paths never share a link;
     bytes sized for an ideal CCT (one iteration) of `ideal_s` seconds."""
@@ -110,7 +111,8 @@ def ring_config(name: str, rate_mbps: float, ideal_s: float = 2.4,
              "size_bytes": size, "hosts": [f"h{k + per_leaf * i}" for i in range(n_leaves)]}
             for k in range(1, per_leaf + 1)]
     return {"name": f"scale-{name}", "seed": 1, "fabric": fabric, "jobs": jobs,
-            "routing": ["ilp"], "emulation": {"mtu_bytes": mtu, "port_type": port_type}}
+            "routing": ["ilp"], "emulation": {"mtu_bytes": mtu, "port_type": port_type,
+                                              "switch_processes": switch_processes}}
 
 
 class Timed:
@@ -154,8 +156,8 @@ class Timed:
 
 
 def one_run(name: str, rate_mbps: float, ideal_s: float, mtu: int | str,
-            port_type: str = "system") -> dict:
-    exp = parse(ring_config(name, rate_mbps, ideal_s, mtu, port_type))
+            port_type: str = "system", switch_processes: int = 1) -> dict:
+    exp = parse(ring_config(name, rate_mbps, ideal_s, mtu, port_type, switch_processes))
     with tempfile.TemporaryDirectory() as tmp, Timed() as t, Counter() as c:
         res = run_experiment(exp, Path(tmp) / "run", log=lambda s: None)
     run = res["runs"][0]
@@ -184,6 +186,9 @@ def main() -> int:
                     "1500..64000")
     ap.add_argument("--port-type", choices=["system", "tap"], default="system",
                     help="how ovs-vswitchd reaches its ports (emulation.port_type)")
+    ap.add_argument("--switch-processes", type=int, default=1, choices=range(1, 5),
+                    metavar="1..4", help="emulation.switch_processes: ovs-vswitchd processes "
+                    "the switches are spread over")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("scale_bench: needs root (it emulates)", file=sys.stderr)
@@ -199,11 +204,13 @@ def main() -> int:
         print("scale_bench: --mtu-bytes must be auto or within 1500..64000", file=sys.stderr)
         return 2
     f = build_fabric(FABRICS[args.fabric])
-    print(f"{topologies.title(f)}, {args.port_type} ports: {len(f.hosts)} hosts, {len(f.switches)} switches, "
+    print(f"{topologies.title(f)}, {args.port_type} ports, {args.switch_processes} switch "
+          f"process(es): {len(f.hosts)} hosts, {len(f.switches)} switches, "
           f"{len(f.links) // 2} links; load average before {os.getloadavg()[0]:.2f}")
     rows = []
     for i in range(args.runs):
-        r = one_run(args.fabric, args.rate_mbps, args.ideal_s, mtu, args.port_type)
+        r = one_run(args.fabric, args.rate_mbps, args.ideal_s, mtu, args.port_type,
+                    args.switch_processes)
         rows.append(r)
         slow = sorted(r["call_s"].items(), key=lambda kv: -kv[1])[:4]
         print(f"run {i + 1}: build {r['build_s']:.1f} s, teardown {r['teardown_s']:.1f} s, "
