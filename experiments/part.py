@@ -60,7 +60,7 @@ class Part:
 
     def __init__(self) -> None:
         self.emu = None
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()    # requests and teardown, one at a time
         self.last_s = time.monotonic()
         self.busy = False
         self.adopted = 0
@@ -158,19 +158,21 @@ class Part:
 
     def teardown(self) -> list:
         """Remove the part (testbed/net.py's teardown: every process by PID, the namespace,
-        the run directory, the record); what could not be removed."""
-        if self.emu is None:
-            return []
-        try:
-            self.adopt_agents()
-        except (OSError, ValueError):
-            pass
-        emu, self.emu = self.emu, None
-        if self.monitor is not None:
-            self.monitor.__exit__(None, None, None)
-            self.monitor = None
-        emu.__exit__(None, None, None)
-        return [str(emu.record.path)] if emu.record.path.exists() else []
+        the run directory, the record); what could not be removed. Under the lock: a second
+        caller (the watchdog, a signal, end of input) waits for the first to finish."""
+        with self.lock:
+            if self.emu is None:
+                return []
+            try:
+                self.adopt_agents()
+            except (OSError, ValueError):
+                pass
+            emu, self.emu = self.emu, None
+            if self.monitor is not None:
+                self.monitor.__exit__(None, None, None)
+                self.monitor = None
+            emu.__exit__(None, None, None)
+            return [str(emu.record.path)] if emu.record.path.exists() else []
 
 
 def probe(ip: str) -> dict:

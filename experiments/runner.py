@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import ipaddress
 import os
 import statistics
 import time
@@ -107,6 +108,13 @@ def check_splittable(exp: Experiment) -> None:
     if exp.emulation.port_type != "system":
         raise ConfigError("emulation.port_type: tap ports need one ovs-vswitchd; use "
                           "system over machines")
+    for i, m in enumerate(exp.machines):
+        try:
+            ipaddress.IPv4Address(m.address)
+        except ValueError:
+            raise ConfigError(f"machines[{i}].address: {m.address!r} is a name; a run over "
+                              "machines needs each machine's underlay IPv4 address (the "
+                              "tunnels' endpoints)") from None
 
 
 def _fabric(exp: Experiment, run_id: str, settings: EmulationSettings, out_dir: Path,

@@ -60,9 +60,17 @@ TEARDOWN_TIMEOUT_S = 60.0
 PR_SET_PDEATHSIG = 1
 
 
-def _child_setup() -> None:
-    """In an ssh child before exec: die with the coordinator (SIGTERM)."""
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl     # resolved here, not in a forked child
+
+
+def _die_with(parent: int):
+    """preexec_fn of an ssh child: die with `parent`, the coordinator (SIGTERM). Only a libc
+    call in the child (the coordinator has threads); a parent already gone is seen by pid."""
+    def setup() -> None:
+        _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:
+            os._exit(1)
+    return setup
 
 
 class Channel:
@@ -78,9 +86,13 @@ class Channel:
                f"cd {shlex.quote(str(CHECKOUT))} && "
                + shlex.join([sys.executable, "-m", "experiments.part", "serve"])]
         self.err = open(err_path, "wb")
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.err, start_new_session=True,
-                                     preexec_fn=_child_setup)
+        try:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=self.err, start_new_session=True,
+                                         preexec_fn=_die_with(os.getpid()))
+        except BaseException:
+            self.err.close()
+            raise
 
     def call(self, req: dict, timeout_s: float = CALL_TIMEOUT_S) -> dict:
         """One request, its answer; TestbedError (one line, naming the machine) otherwise."""
@@ -91,12 +103,18 @@ class Channel:
                 self.proc.stdin.write((json.dumps(req) + "\n").encode())
                 self.proc.stdin.flush()
                 line = self._readline(timeout_s)
-            except (OSError, TestbedError) as e:
-                self.lost = str(e) if isinstance(e, TestbedError) else f"ssh: {e}"
+                out = json.loads(line)
+            except (OSError, ValueError, TestbedError) as e:
+                self.lost = (str(e) if isinstance(e, TestbedError) else
+                             f"ssh: {e}" if isinstance(e, OSError) else
+                             f"not an answer: {line[:80]!r}")
                 raise TestbedError(f"machines.{self.m.name}: lost ({self.lost})") from None
-        out = json.loads(line)
-        if not out.get("ok"):
-            raise TestbedError(f"machines.{self.m.name}: {req.get('op')}: {out.get('error')}")
+            except BaseException:   # Ctrl-C, SIGTERM mid-call: its answer is never read,
+                self.lost = "interrupted"    # so the channel is out of step: end of input
+                raise                        # tears that part down
+        if not isinstance(out, dict) or not out.get("ok"):
+            why = out.get("error") if isinstance(out, dict) else out
+            raise TestbedError(f"machines.{self.m.name}: {req.get('op')}: {why}")
         return out
 
     def _readline(self, timeout_s: float) -> bytes:
@@ -132,7 +150,10 @@ class Channel:
         return ((text[-1][:200] + " ") if text else "") + f"(ssh exit {code})"
 
     def close(self, timeout_s: float = 10.0) -> None:
-        """End the ssh (its stdin closed: the part server tears down on end of input)."""
+        """End the ssh (its stdin closed: the part server tears down on end of input);
+        `timeout_s` for that teardown before ssh is ended."""
+        with self.lock:
+            self.lost = self.lost or "closed"
         try:
             self.proc.stdin.close()
         except OSError:
@@ -146,6 +167,7 @@ class Channel:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self.proc.stdout.close()
         self.err.close()
 
 
@@ -180,14 +202,17 @@ class SplitEmulation:
             self._preflight()
             self._build()
         except BaseException:
-            self.__exit__(None, None, None)
+            self.__exit__(*sys.exc_info())      # leftovers said, the build's error raised
             raise
         return self
 
     def _preflight(self) -> None:
-        problems = remote.preflight_all(self.machines, str(CHECKOUT), self.control)
-        for m in self.machines:      # the run's own connections start afresh below
-            remote.close(m, self.control)
+        try:
+            problems = remote.preflight_all(self.machines, str(CHECKOUT), self.control)
+        finally:
+            with deferred():
+                for m in self.machines:      # the run's own connections start afresh below
+                    remote.close(m, self.control)
         if problems:
             more = f" (and {len(problems) - 1} more: `mlfabric preflight`)" if len(problems) > 1 else ""
             raise ConfigError(problems[0] + more)
@@ -252,6 +277,8 @@ class SplitEmulation:
         def ping() -> None:
             while not self._stop.wait(PING_INTERVAL_S):
                 for c in self.channels:
+                    if self._stop.is_set():
+                        return
                     if not c.lost and c.lock.acquire(blocking=False):
                         c.lock.release()       # idle: ping it (a busy channel is alive)
                         try:
@@ -268,6 +295,8 @@ class SplitEmulation:
         with deferred():
             installer.use_remote(None)
             self._stop.set()
+            if self._pinger is not None:
+                self._pinger.join(timeout=3 * PING_INTERVAL_S + 10)
             for p in self.agents:
                 if p.poll() is None:
                     p.terminate()
@@ -329,7 +358,8 @@ class SplitEmulation:
         kwargs.pop("env", None)
         kwargs.pop("cwd", None)
         with deferred():
-            proc = subprocess.Popen(ssh, start_new_session=True, preexec_fn=_child_setup,
+            proc = subprocess.Popen(ssh, start_new_session=True,
+                                    preexec_fn=_die_with(os.getpid()),
                                     **kwargs)
             self.agents.append(proc)
         proc.stdin.write(json.dumps(json.loads(plan)).encode() + b"\n")   # one line
@@ -378,8 +408,10 @@ class SplitMonitor:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.results = self.emu._parallel(lambda c: c.call({"op": "monitor_stop"}),
-                                          self.emu.channels)
+        if exc[0] is None:
+            self.results = self.emu._parallel(lambda c: c.call({"op": "monitor_stop"}),
+                                              self.emu.channels)
+        # the run already failed: each part's teardown stops its monitor
 
     def _worst(self) -> int:
         return max(range(len(self.results)), key=lambda k: (

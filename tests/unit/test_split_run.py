@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
 from experiments.split_run import SplitEmulation
 from testbed.fabric import FabricSpec, build_fabric
 from testbed.split import split_fabric
@@ -78,3 +80,21 @@ def test_the_monitor_verdict_is_the_worst_machines(tmp_path):
     mon.write_csv(tmp_path / "cpu_samples.csv")
     assert (tmp_path / "cpu_samples.csv").read_text() == "b\n"
     assert (tmp_path / "cpu_samples-a.csv").read_text() == "a\n"
+
+
+def test_a_run_over_machines_named_by_dns_is_refused_before_anything_is_built():
+    from experiments.config import ConfigError, parse
+    from experiments.runner import check_splittable
+    doc = {"name": "x", "routing": ["ilp"],
+           "fabric": {"spines": 2, "leaves": 2, "hosts_per_leaf": 2, "host_link_mbps": 10,
+                      "spine_link_mbps": 10},
+           "jobs": [{"name": "r", "collective": "allreduce", "size_bytes": 100000,
+                     "hosts": ["h1", "h3"]}],
+           "emulation": {"mtu_bytes": 8950}}
+    ok = parse({**doc, "machines": [{"name": "a", "address": "192.168.251.1"},
+                                    {"name": "b", "address": "192.168.251.2"}]})
+    check_splittable(ok)
+    named = parse({**doc, "machines": [{"name": "a", "address": "192.168.251.1"},
+                                       {"name": "b", "address": "b.example.org"}]})
+    with pytest.raises(ConfigError, match=r"^machines\[1\]\.address: 'b\.example\.org' is a name"):
+        check_splittable(named)
