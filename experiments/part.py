@@ -44,6 +44,7 @@ import time
 from pathlib import Path
 
 from testbed.installer import OFCTL, run_parallel
+from testbed.instances import OvsInstance
 from testbed.ovs import TestbedError, run
 from testbed.registry import STATE_DIR, identity
 
@@ -236,7 +237,7 @@ def serve() -> int:
 def agent(part_run: str, host: str) -> int:
     """Read the plan (stdin's first line, byte by byte: the rest is the agent's), record
     this PID, become the agent in `host`'s namespace."""
-    rundir = STATE_DIR / f"{part_run}.ovs1"
+    rundir = OvsInstance(part_run, 1, STATE_DIR).rundir      # the part's one process
     line = b""
     while not line.endswith(b"\n"):
         ch = os.read(0, 1)

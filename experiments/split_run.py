@@ -250,6 +250,12 @@ class SplitEmulation:
                            "dev": probes[c.index]["dev"]}, timeout_s=BUILD_TIMEOUT_S)
         self.built = self._parallel(build, self.channels)
         first = self.built[0]
+        for c, b in zip(self.channels[1:], self.built[1:]):
+            for key in ("datapath", "port_type", "calibration_datapath"):
+                if b[key] != first[key]:
+                    raise TestbedError(f"machines.{c.m.name}: its {key} is {b[key]}, "
+                                       f"{self.machines[0].name}'s {first[key]}: one run needs "
+                                       "one kind of switch on every machine")
         self.datapath, self.port_type = first["datapath"], first["port_type"]
         self.send_buffer_bytes = first["send_buffer_bytes"]
         self.malloc_tuned = first["malloc_tuned"]
