@@ -1,4 +1,4 @@
-"""One machine's part of a split run (issue 29): `python -m experiments.part serve` and
+"""One machine's part of a split run: `python -m experiments.part serve` and
 `python -m experiments.part agent PART_RUN HOST`, started over ssh by the coordinator
 (experiments/split_run.py) in the checkout at the coordinator's path.
 

@@ -1,4 +1,4 @@
-"""`run` over several machines (the config's `machines:`): the coordinator's side (issue 29).
+"""`run` over several machines (the config's `machines:`): the coordinator's side.
 
     coordinator (this process)                       machine k (over ssh, same checkout path)
     pre-flight on every machine (testbed/remote.py)
