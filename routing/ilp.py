@@ -264,7 +264,8 @@ def solve_min_max_paths(t: PathTable, fabric: Fabric, seed: int = 0,
                         time_limit_s: float = 30.0, lb: int | None = None) -> MinMax:
     """The aggregated min-max ILP on paths: y[(a,b),p] flows of leaf pair (a, b) on its
     candidate path p, sum_p y = n_ab, and every directed switch link's flows <= a. Warm start:
-    the better of greedy and the staged edge-colouring (or `previous` + greedy); bounds,
+    the better of greedy and the staged edge-colouring (or `previous` + greedy), then mmf's
+    descent (routing/mmf_cuts.py; HiGHS only where it stays above the bound); bounds,
     statuses and the skipped-CBC case as `solve_min_max`. `lb`: path_lower_bound(t, fabric)
     when the caller has it already."""
     if lb is None:
@@ -280,6 +281,11 @@ def solve_min_max_paths(t: PathTable, fabric: Fabric, seed: int = 0,
             t, route_edge_coloring_paths(fabric, t.conns, seed).path_of)
         if min(coloured) >= 0 and max_load(loads_of(t, coloured)) < ub:
             start, ub = coloured, max_load(loads_of(t, coloured))
+    if ub > lb:    # mmf's compiled descent from that start often meets the bound: no HiGHS
+        from .mmf_cuts import descend
+        down = descend(t, start)[0]
+        if max_load(loads_of(t, down)) < ub:
+            start, ub = down, max_load(loads_of(t, down))
     if prefer is None:
         prefer = start
     groups = flow_groups(t)
