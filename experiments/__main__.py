@@ -155,6 +155,7 @@ def _repeated(exp, args, out: Path, one) -> None:
         folders.append(folder)
     if len(folders) > 1:
         with deferred():         # pandas, matplotlib: C extensions, signals held (_dispatch)
+            import pandas  # noqa: F401  (merge_csvs: imported at first use)
             from .report import merge_csvs
         _writes_results(lambda: merge_csvs([f / "results.csv" for f in folders],
                                            out / "results.csv"), out)
@@ -200,10 +201,11 @@ def _cmd_predict(args) -> int:
         exp, folder, util_bin_s=args.util_bin_s, repetition=r, port_offset=offset))
     if args.no_plots:
         return 0
-    with deferred():             # pandas, matplotlib: C extensions, signals held (_dispatch)
-        from .report import draw_report
-    figures = _writes_results(lambda: draw_report([out.path], out.path / "plots",
-                                                  fmt=("png",)), out.path)
+    with deferred():             # matplotlib (pandas for --util-bin-s): C extensions, signals
+        from .report import draw_predicted          # held (_dispatch)
+        if args.util_bin_s is not None:
+            import pandas  # noqa: F401  (link utilization over time)
+    figures = _writes_results(lambda: draw_predicted(out.path, out.path / "plots"), out.path)
     print(f"figures: {out.path / 'plots'} ({', '.join(figures)}; PNG, and SVG from `report`)")
     return 0
 
