@@ -39,24 +39,31 @@ def registries() -> bool:
 KERNELS = "auto"
 #: "auto": a prediction of fewer flow completions than this (transfers x iterations over its
 #: jobs) runs the numpy kernels (traffic/waterfill_np.py) and the Python DAG step, and so
-#: never imports numba. Measured (floodns cases, CPU of the predictions with numba's start-up,
-#: load 3.2): 2,112 completions 0.06 s numpy against 0.45 s compiled; 46,464: 1.30 against
-#: 0.96 s; 59,136: 1.27 against 0.74 s (numpy ~25 us a completion, compiled ~0.4 s + ~6 us).
+#: never imports numba, unless this process has the compiled kernels ready already.
+#: Measured (floodns cases, CPU of the predictions with numba's start-up, load 3.2): 2,112
+#: completions 0.06 s numpy against 0.45 s compiled; 46,464: 1.30 against 0.96 s; 59,136:
+#: 1.27 against 0.74 s (numpy ~25 us a completion, compiled ~0.4-0.7 s once + ~6 us).
 NUMPY_MAX_COMPLETIONS = 20_000
+
+
+def compiled_ready() -> bool:
+    """Whether this process has loaded (or compiled) the predictor's compiled kernels."""
+    waterfill = sys.modules.get("traffic.waterfill")
+    return waterfill is not None and getattr(waterfill, "_warm", False)
 
 
 def use_compiled(completions: int, weighted: bool) -> bool:
     """Whether a prediction of about `completions` flow completions runs the compiled kernels
     (traffic/waterfill.py, traffic/dag_kernel.py): always with weighted links (per-packet
-    spraying, which the numpy kernels do not model), when KERNELS says so, and from
-    NUMPY_MAX_COMPLETIONS up; otherwise the numpy kernels. The choice depends on the
-    prediction only (not on what the process imported before), so a config predicts by the
-    same path every time; both paths give the same results bit for bit."""
+    spraying, which the numpy kernels do not model), when KERNELS says so, from
+    NUMPY_MAX_COMPLETIONS up, and when this process has them ready (numba's start-up paid:
+    they are then faster at any size); otherwise the numpy kernels. Both paths give the same
+    results bit for bit; results.json's predict_kernels says which one ran."""
     if weighted or KERNELS == "compiled":
         return True
     if KERNELS == "numpy":
         return False
-    return completions >= NUMPY_MAX_COMPLETIONS
+    return completions >= NUMPY_MAX_COMPLETIONS or compiled_ready()
 
 
 def kernels(completions: int, weighted: bool) -> tuple:

@@ -104,10 +104,14 @@ def test_numpy_fluid_step_as_the_compiled(seed):
 
 def test_the_choice_is_by_size_and_spraying_is_compiled(monkeypatch):
     monkeypatch.setattr(jit, "KERNELS", "auto")
+    monkeypatch.setattr(waterfill, "_warm", False)             # not loaded in this process
     assert not jit.use_compiled(jit.NUMPY_MAX_COMPLETIONS - 1, False)
     assert jit.use_compiled(jit.NUMPY_MAX_COMPLETIONS, False)
     assert jit.use_compiled(1, True)                     # weighted links: compiled only
+    monkeypatch.setattr(waterfill, "_warm", True)              # loaded: faster at any size
+    assert jit.use_compiled(1, False)
     monkeypatch.setattr(jit, "KERNELS", "compiled")
+    monkeypatch.setattr(waterfill, "_warm", False)
     assert jit.use_compiled(1, False)
     monkeypatch.setattr(jit, "KERNELS", "numpy")
     assert not jit.use_compiled(10 ** 9, False)
