@@ -15,6 +15,7 @@ import pytest
 
 from traffic import jit, waterfill, waterfill_np
 
+from tests.regression import test_house_regression as house
 from tests.unit import test_dag_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -140,3 +141,29 @@ def test_a_small_predict_never_imports_numba_and_records_the_numpy_path(tmp_path
     runs = json.loads((out / "results.json").read_text())["runs"]
     assert [r["predict_kernels"] for r in runs] == ["numpy"] * len(runs) and len(runs) >= 2
     assert status == {"code": 0, "numba": False}
+
+
+def _small(config: Path) -> bool:
+    """Few enough completions for the numpy path, on a fabric of at most 64 hosts (the
+    2,048-NIC configs' solves take minutes)."""
+    from experiments.config import load
+    exp = load(config)
+    return (len(exp.fabric.hosts) <= 64 and sum(len(p.transfers) * p.spec.iterations
+                                                 for p in exp.plans()) < jit.NUMPY_MAX_COMPLETIONS)
+
+
+HOUSE = [c for c in house.BASELINE if _small(c)]
+
+
+def test_most_shipped_configs_are_small_enough_for_the_numpy_kernels():
+    assert len(HOUSE) >= 8
+
+
+@pytest.mark.parametrize("config", HOUSE, ids=[c.stem for c in HOUSE])
+def test_numpy_kernels_predict_the_house_baseline(config, monkeypatch):
+    """Every shipped config small enough for the numpy path predicts through it exactly the
+    CCTs (and routes, epochs) tests/regression's baseline holds (written by the compiled
+    path before the numpy one existed)."""
+    monkeypatch.setattr(jit, "KERNELS", "numpy")
+    want = house.EXPECTED_DOC["predictions"][config.name]
+    assert json.loads(json.dumps(house.digest(config))) == want
