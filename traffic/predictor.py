@@ -537,7 +537,8 @@ class _Simulation:
         # compiled (numba's import, compiling or loading them is not the prediction's time)
         # or numpy, by size (traffic/jit.py); bit for bit the same results
         self.kernels, self.dag_kernel = jit.kernels(
-            sum(len(p.transfers) * p.spec.iterations for p in plans), spray and not nonblocking)
+            sum(len(p.transfers) * p.spec.iterations for p in plans), spray and not nonblocking,
+            len(fabric.links))
         self.compiled_dag = COMPILED_DAG and self.dag_kernel is not None
         self.wall0 = time.perf_counter()
         if not goodput_factor > 0:

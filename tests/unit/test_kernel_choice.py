@@ -109,6 +109,8 @@ def test_the_choice_is_by_size_and_spraying_is_compiled(monkeypatch):
     assert not jit.use_compiled(jit.NUMPY_MAX_COMPLETIONS - 1, False)
     assert jit.use_compiled(jit.NUMPY_MAX_COMPLETIONS, False)
     assert jit.use_compiled(1, True)                     # weighted links: compiled only
+    assert not jit.use_compiled(1, False, jit.NUMPY_MAX_LINKS)
+    assert jit.use_compiled(1, False, jit.NUMPY_MAX_LINKS + 1)    # a large fabric
     monkeypatch.setattr(waterfill, "_warm", True)              # loaded: faster at any size
     assert jit.use_compiled(1, False)
     monkeypatch.setattr(jit, "KERNELS", "compiled")
