@@ -64,7 +64,11 @@ def route_mmf_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,
         return RoutingPlan("mmf", path_of_assignment(t, []),
                            SolveStats(time.perf_counter() - t0, "optimal", 0.0, lb,
                                       solver_ran=False, solver_calls=0))
-    top = solve_min_max_paths(t, fabric, seed, previous, time_limit_s / 2, lb=lb)
+
+    def polish(start: list[int]) -> list[int]:   # the descent lowers the top level too
+        return descend(t, start)[0]
+    top = solve_min_max_paths(t, fabric, seed, previous, time_limit_s / 2, lb=lb,
+                              polish=polish)
     calls, assign, A = int(top.solver_ran), top.assign, top.value
     solvers = ["highs"] if top.solver_ran else []
     all_optimal = jobs_optimal = top.status == "optimal"
@@ -73,7 +77,8 @@ def route_mmf_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,
         assign = descend(t, assign)[0]
         if previous and not settled(t, assign, bounds):
             # the low-churn start's descent is stuck above a bound: a fresh start's may not be
-            fresh = solve_min_max_paths(t, fabric, seed, None, time_limit_s / 2, lb=lb)
+            fresh = solve_min_max_paths(t, fabric, seed, None, time_limit_s / 2, lb=lb,
+                                        polish=polish)
             calls += int(fresh.solver_ran)
             solvers += ["highs"] if fresh.solver_ran and not solvers else []
             if fresh.value == A:
