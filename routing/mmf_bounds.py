@@ -233,6 +233,22 @@ def side_arrays(sides: list[tuple[dict[int, int], int]]) -> tuple[np.ndarray, ..
             np.array([U for _, U in sides], np.int64))
 
 
+def sides_of_jobs(arrays: tuple[np.ndarray, ...], J: int) -> list[tuple[np.ndarray, ...]]:
+    """Per job index, the sides of `arrays` (side_arrays' layout) that hold its flows, in
+    the same layout and order."""
+    starts, jobs, ns, Us = arrays
+    size = np.diff(starts)
+    side = np.repeat(np.arange(len(Us)), size)
+    out = []
+    for j in range(J):
+        on = np.zeros(len(Us), dtype=bool)
+        on[side[jobs == j]] = True
+        keep = on[side]
+        out.append((np.concatenate([[0], np.cumsum(size[on])]).astype(np.int64),
+                    jobs[keep], ns[keep], Us[on]))
+    return out
+
+
 class Bounds:
     """Lower bounds on n_k and G_k from a relaxation: each job gets a level, and every leaf
     side (and every subset of its spines some pairs are limited to) must be able to carry its
@@ -262,8 +278,8 @@ class Bounds:
         self._all = side_arrays(self.sides)
         self._full = side_arrays(full)
         # per job, the sides it is on (a search step that sets one job's level checks these)
-        self._all_of = [side_arrays([sd for sd in self.sides if j in sd[0]]) for j in range(J)]
-        self._full_of = [side_arrays([sd for sd in full if j in sd[0]]) for j in range(J)]
+        self._all_of = sides_of_jobs(self._all, J)
+        self._full_of = sides_of_jobs(self._full, J)
         self._memo: dict[tuple, int] = {}
         self._fits_k = compiled("mmf_fits", fits_kernel)
         self._hot_k = compiled("mmf_hot", hot_kernel)
