@@ -233,6 +233,17 @@ def side_arrays(sides: list[tuple[dict[int, int], int]]) -> tuple[np.ndarray, ..
             np.array([U for _, U in sides], np.int64))
 
 
+def side_ids_of_jobs(arrays: tuple[np.ndarray, ...], J: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per job index, the ids of the sides of `arrays` that hold its flows, ascending, as
+    (ptr, ids): job j's are ids[ptr[j]:ptr[j + 1]]."""
+    starts, jobs, _, Us = arrays
+    side = np.repeat(np.arange(len(Us), dtype=np.int64), np.diff(starts))
+    pairs = np.unique(jobs * max(1, len(Us)) + side) if len(jobs) else np.zeros(0, np.int64)
+    ptr = np.zeros(J + 1, np.int64)
+    ptr[1:] = np.cumsum(np.bincount(pairs // max(1, len(Us)), minlength=J)[:J])
+    return ptr, (pairs % max(1, len(Us))).astype(np.int64)
+
+
 def sides_of_jobs(arrays: tuple[np.ndarray, ...], J: int) -> list[tuple[np.ndarray, ...]]:
     """Per job index, the sides of `arrays` (side_arrays' layout) that hold its flows, in
     the same layout and order."""
@@ -280,6 +291,7 @@ class Bounds:
         # per job, the sides it is on (a search step that sets one job's level checks these)
         self._all_of = sides_of_jobs(self._all, J)
         self._full_of = sides_of_jobs(self._full, J)
+        self._ids = side_ids_of_jobs(self._all, J) + side_ids_of_jobs(self._full, J)
         self._memo: dict[tuple, int] = {}
         self._fits_k = compiled("mmf_fits", fits_kernel)
         self._hot_k = compiled("mmf_hot", hot_kernel)
@@ -370,6 +382,25 @@ class Bounds:
 
         return best[0] if dfs(0, 0) else None
 
+    def _search_compiled(self, layer: str, k: int, fixes: dict[int, int]) -> int | None:
+        """_search for layer "jobs" (jobs at >= k) or "links" (hot links at >= k),
+        compiled (routing/mmf_search.py): the same search, result and budget."""
+        from .mmf_search import JOBS, LINKS, search_kernel     # numba: on first use
+        all_ptr, all_ids, full_ptr, full_ids = self._ids
+        done, best = search_kernel(
+            JOBS if layer == "jobs" else LINKS, k, self.A, np.array(self.order, np.int64),
+            np.array(list(fixes), np.int64), np.array(list(fixes.values()), np.int64),
+            self.node_budget, *self._all, all_ptr, all_ids, *self._full, full_ptr, full_ids)
+        return int(best) if done and best >= 0 else None
+
+    def _search_python(self, layer: str, k: int, fixes: dict[int, int]) -> int | None:
+        """_search_compiled in Python (the reference in tests)."""
+        if layer == "jobs":
+            return self._search(lambda lv: int((lv >= k).sum()), lambda lv, j: int(lv[j] >= k),
+                                fixes)
+        return self._search(lambda lv: self._hot(lv, k), lambda lv, j: self._hot_of(lv, k, j),
+                            fixes)
+
     def jobs(self, k: int, fixes: dict[int, int]) -> int:
         """Lower bound on n_k given the counts fixed so far (computed once per k and fixes)."""
         key = ("jobs", k, tuple(sorted(fixes.items())))
@@ -379,8 +410,7 @@ class Bounds:
 
     def _jobs(self, k: int, fixes: dict[int, int]) -> int:
         # unassigned jobs count as below k: the count can only rise as they are assigned
-        found = self._search(lambda lv: int((lv >= k).sum()), lambda lv, j: int(lv[j] >= k),
-                             fixes)
+        found = self._search_compiled("jobs", k, fixes)
         if found is None:
             found = self._clean_bound(k)
         return max(found, self._floor(k))
@@ -394,8 +424,7 @@ class Bounds:
         return self._memo[key]
 
     def _links(self, k: int, fixes: dict[int, int]) -> int:
-        found = self._search(lambda lv: self._hot(lv, k), lambda lv, j: self._hot_of(lv, k, j),
-                             fixes)
+        found = self._search_compiled("links", k, fixes)
         if found is None:
             found = sum(hot_links(sum(dj.values()), U, self.A, k) for dj, U in self.full)
         return max(found, self._floor(k))

@@ -182,12 +182,13 @@ def _full_search(b: Bounds, objective, fixes: dict[int, int]) -> int | None:
 
 
 def test_the_step_wise_bound_search_equals_the_full_one():
-    """The search that checks and re-scores only the sides of the job it sets finds the
-    same bounds (or runs out of budget at the same step) as the one that checks all."""
+    """The search that checks and re-scores only the sides of the job it sets, in Python
+    and compiled (routing/mmf_search.py), finds the same bounds (or runs out of budget at
+    the same step) as the one that checks all."""
     rng = random.Random(2028)
     seen = set()
-    for _ in range(300):
-        A, J = rng.randint(2, 5), rng.randint(1, 6)
+    for _ in range(400):
+        A, J = rng.randint(2, 5), rng.randint(0, 6)
         sides = [({j: rng.randint(1, 12) for j in rng.sample(range(J), rng.randint(0, J))},
                   rng.randint(1, 9)) for _ in range(rng.randint(1, 7))]
         b = Bounds.__new__(Bounds)
@@ -196,11 +197,11 @@ def test_the_step_wise_bound_search_equals_the_full_one():
         fixes = {k: rng.randint(0, J) for k in range(A, 1, -1) if rng.random() < 0.4}
         for k in range(2, A + 1):
             jobs = _full_search(b, lambda lv, k=k: sum(1 for x in lv if x >= k), fixes)
-            assert b._search(lambda lv, k=k: int((lv >= k).sum()),
-                             lambda lv, j, k=k: int(lv[j] >= k), fixes) == jobs
+            assert b._search_python("jobs", k, fixes) == jobs
+            assert b._search_compiled("jobs", k, fixes) == jobs
             hot = _full_search(b, lambda lv, k=k: b._hot(lv, k), fixes)
-            assert b._search(lambda lv, k=k: b._hot(lv, k),
-                             lambda lv, j, k=k: b._hot_of(lv, k, j), fixes) == hot
+            assert b._search_python("links", k, fixes) == hot
+            assert b._search_compiled("links", k, fixes) == hot
             seen.add((jobs is None, hot is None))
     assert (True, True) in seen and (False, False) in seen   # budgets run out and do not
 
