@@ -233,15 +233,17 @@ def side_arrays(sides: list[tuple[dict[int, int], int]]) -> tuple[np.ndarray, ..
             np.array([U for _, U in sides], np.int64))
 
 
-def side_ids_of_jobs(arrays: tuple[np.ndarray, ...], J: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per job index, the ids of the sides of `arrays` that hold its flows, ascending, as
-    (ptr, ids): job j's are ids[ptr[j]:ptr[j + 1]]."""
-    starts, jobs, _, Us = arrays
+def side_ids_of_jobs(arrays: tuple[np.ndarray, ...], J: int) -> tuple[np.ndarray, ...]:
+    """Per job index, the ids of the sides of `arrays` that hold its flows, ascending, and
+    its flows there, as (ptr, ids, flows): job j's are at ptr[j]:ptr[j + 1]."""
+    starts, jobs, ns, Us = arrays
+    S = max(1, len(Us))
     side = np.repeat(np.arange(len(Us), dtype=np.int64), np.diff(starts))
-    pairs = np.unique(jobs * max(1, len(Us)) + side) if len(jobs) else np.zeros(0, np.int64)
+    key = jobs * S + side
+    order = np.argsort(key, kind="stable")
     ptr = np.zeros(J + 1, np.int64)
-    ptr[1:] = np.cumsum(np.bincount(pairs // max(1, len(Us)), minlength=J)[:J])
-    return ptr, (pairs % max(1, len(Us))).astype(np.int64)
+    ptr[1:] = np.cumsum(np.bincount(jobs, minlength=J)[:J]) if len(jobs) else 0
+    return ptr, (key[order] % S).astype(np.int64), ns[order].astype(np.int64)
 
 
 def sides_of_jobs(arrays: tuple[np.ndarray, ...], J: int) -> list[tuple[np.ndarray, ...]]:
@@ -291,7 +293,7 @@ class Bounds:
         # per job, the sides it is on (a search step that sets one job's level checks these)
         self._all_of = sides_of_jobs(self._all, J)
         self._full_of = sides_of_jobs(self._full, J)
-        self._ids = side_ids_of_jobs(self._all, J) + side_ids_of_jobs(self._full, J)
+        self._ids = side_ids_of_jobs(self._all, J)       # (the full sides come first)
         self._memo: dict[tuple, int] = {}
         self._fits_k = compiled("mmf_fits", fits_kernel)
         self._hot_k = compiled("mmf_hot", hot_kernel)
@@ -386,11 +388,10 @@ class Bounds:
         """_search for layer "jobs" (jobs at >= k) or "links" (hot links at >= k),
         compiled (routing/mmf_search.py): the same search, result and budget."""
         from .mmf_search import JOBS, LINKS, search_kernel     # numba: on first use
-        all_ptr, all_ids, full_ptr, full_ids = self._ids
         done, best = search_kernel(
             JOBS if layer == "jobs" else LINKS, k, self.A, np.array(self.order, np.int64),
             np.array(list(fixes), np.int64), np.array(list(fixes.values()), np.int64),
-            self.node_budget, *self._all, all_ptr, all_ids, *self._full, full_ptr, full_ids)
+            self.node_budget, *self._all, len(self.full), *self._ids)
         return int(best) if done and best >= 0 else None
 
     def _search_python(self, layer: str, k: int, fixes: dict[int, int]) -> int | None:
