@@ -170,9 +170,12 @@ class _Rounds:
         self.model: _HighsModel | None = None
         self.open: list[dict] = []        # rounds left unproven: count found, proven bound
         self._columns: int | None = None
+        self._counted: tuple[list[int], tuple] | None = None
 
     def value(self, layer: str, k: int) -> int:
-        load, level = counts(self.t, self.assign)
+        if self._counted is None or self._counted[0] is not self.assign:
+            self._counted = (self.assign, counts(self.t, self.assign))   # once per solution
+        load, level = self._counted[1]
         values = level.values() if layer == "jobs" else load
         return sum(1 for v in values if v >= k)
 
