@@ -266,11 +266,12 @@ def solve_min_max_paths(t: PathTable, fabric: Fabric, seed: int = 0,
                         polish: Callable[[list[int]], list[int]] | None = None) -> MinMax:
     """The aggregated min-max ILP on paths: y[(a,b),p] flows of leaf pair (a, b) on its
     candidate path p, sum_p y = n_ab, and every directed switch link's flows <= a. Warm start:
-    the better of greedy and the staged edge-colouring (or `previous` + greedy), then mmf's
-    descent (routing/mmf_cuts.py; HiGHS only where it stays above the bound); bounds,
+    the better of greedy and the staged edge-colouring (or `previous` + greedy), then
+    `polish` (HiGHS only where it stays above the bound); bounds,
     statuses and the skipped-CBC case as `solve_min_max`. `lb`: path_lower_bound(t, fabric)
-    when the caller has it already. `polish` (mmf's descent): applied to a start above `lb`
-    before HiGHS; a polished start at `lb` is optimal and HiGHS is not run."""
+    when the caller has it already. `polish` (default: mmf's descent, routing/mmf_cuts.py;
+    mmf passes its own with inputs built once): applied to a start above `lb` before HiGHS;
+    a polished start at `lb` is optimal and HiGHS is not run."""
     if lb is None:
         lb = path_lower_bound(t, fabric)
     n = len(t.flows)
@@ -284,15 +285,13 @@ def solve_min_max_paths(t: PathTable, fabric: Fabric, seed: int = 0,
             t, route_edge_coloring_paths(fabric, t.conns, seed).path_of)
         if min(coloured) >= 0 and max_load(loads_of(t, coloured)) < ub:
             start, ub = coloured, max_load(loads_of(t, coloured))
-    if ub > lb:    # mmf's compiled descent from that start often meets the bound: no HiGHS
-        from .mmf_cuts import descend
-        down = descend(t, start)[0]
-        if max_load(loads_of(t, down)) < ub:
-            start, ub = down, max_load(loads_of(t, down))
     if prefer is None:
         prefer = start
     groups = flow_groups(t)
-    if ub > lb and polish is not None:
+    if ub > lb:    # the descent from that start often meets the bound: then no HiGHS
+        if polish is None:
+            from .mmf_cuts import descend
+            polish = lambda a: descend(t, a)[0]   # noqa: E731
         polished = polish(start)
         if max_load(loads_of(t, polished)) < ub:
             start, ub = polished, max_load(loads_of(t, polished))
