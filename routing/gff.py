@@ -22,7 +22,7 @@ from traffic.collectives import Connection
 
 from .base import RoutingPlan, SolveStats
 from .ecmp import hashed_path
-from .paths import (Path, PathTable, path_link_matrix, path_lower_bound, path_of_assignment,
+from .paths import (Path, PathTable, path_link_arrays, path_lower_bound, path_of_assignment,
                     path_table)
 
 #: Demands within this of each other are equal (the estimator's convergence test).
@@ -87,20 +87,21 @@ def _ecmp_column(fabric: Fabric, t: PathTable, i: int, seed: int) -> int:
 
 
 @numba.njit(cache=True)
-def first_fit_kernel(pl: np.ndarray, cand0: np.ndarray, ncand: np.ndarray,
-                     demand: np.ndarray, cap: np.ndarray, reserved: np.ndarray,
-                     assign: np.ndarray, i0: int) -> int:
-    """Place flows i0, i0+1, ... on the first candidate path (rows of `pl`, link ids, -1
-    padded) where every link has room (reserved + demand <= cap + EPS), reserving it;
-    returns the first flow that fits nowhere (its ECMP path is the caller's), or n."""
+def first_fit_kernel(buf: np.ndarray, start: np.ndarray, hops: np.ndarray, step: np.ndarray,
+                     cand0: np.ndarray, ncand: np.ndarray, demand: np.ndarray, cap: np.ndarray,
+                     reserved: np.ndarray, assign: np.ndarray, i0: int) -> int:
+    """Place flows i0, i0+1, ... on the first candidate path (path p's links:
+    buf[start[p] + x * step[p]], x < hops[p]) where every link has room (reserved + demand <=
+    cap + EPS), reserving it; returns the first flow that fits nowhere (its ECMP path is the
+    caller's), or n."""
     for i in range(i0, len(cand0)):
         d = demand[i]
         fit = -1
         for p in range(cand0[i], cand0[i] + ncand[i]):
             ok = True
-            for h in range(pl.shape[1]):
-                e = pl[p, h]
-                if e >= 0 and not reserved[e] + d <= cap[e] + EPS:
+            for x in range(hops[p]):
+                e = buf[start[p] + x * step[p]]
+                if not reserved[e] + d <= cap[e] + EPS:
                     ok = False
                     break
             if ok:
@@ -109,10 +110,8 @@ def first_fit_kernel(pl: np.ndarray, cand0: np.ndarray, ncand: np.ndarray,
         if fit < 0:
             return i
         assign[i] = fit
-        for h in range(pl.shape[1]):
-            e = pl[fit, h]
-            if e >= 0:
-                reserved[e] += d
+        for x in range(hops[fit]):
+            reserved[buf[start[fit] + x * step[fit]]] += d
     return len(cand0)
 
 
@@ -121,7 +120,7 @@ def first_fit(fabric: Fabric, t: PathTable, demand: list[float], seed: int
     """Hedera's placement in connection order (first_fit_kernel), each flow that fits
     nowhere on its ECMP path: (path id per flow, flows on ECMP)."""
     n = len(t.flows)
-    pl = path_link_matrix(t)
+    buf, start, hops, step = path_link_arrays(t)
     cand0 = np.array([r.start for r in t.cand], dtype=np.int64)
     ncand = np.array([len(r) for r in t.cand], dtype=np.int64)
     cap = fabric._path_cache.get("gff-cap")
@@ -134,14 +133,13 @@ def first_fit(fabric: Fabric, t: PathTable, demand: list[float], seed: int
     assign = np.full(n, -1, dtype=np.int64)
     i, fallback = 0, 0
     while True:
-        i = first_fit_kernel(pl, cand0, ncand, d, cap, reserved, assign, i)
+        i = first_fit_kernel(buf, start, hops, step, cand0, ncand, d, cap, reserved, assign, i)
         if i >= n:
             return assign.tolist(), fallback
         p = int(cand0[i]) + _ecmp_column(fabric, t, i, seed)   # Hedera leaves it on ECMP
         assign[i] = p
-        for e in pl[p]:
-            if e >= 0:
-                reserved[e] += d[i]
+        for x in range(int(hops[p])):
+            reserved[buf[start[p] + x * step[p]]] += d[i]
         fallback += 1
         i += 1
 

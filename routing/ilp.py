@@ -270,8 +270,9 @@ def solve_min_max_paths(t: PathTable, fabric: Fabric, seed: int = 0,
     `polish` (HiGHS only where it stays above the bound); bounds,
     statuses and the skipped-CBC case as `solve_min_max`. `lb`: path_lower_bound(t, fabric)
     when the caller has it already. `polish` (default: mmf's descent, routing/mmf_cuts.py;
-    mmf passes its own with inputs built once): applied to a start above `lb` before HiGHS;
-    a polished start at `lb` is optimal and HiGHS is not run."""
+    mmf passes its own with inputs built once; the identity gives HiGHS the start as it is):
+    applied to a start above `lb` before HiGHS; a polished start at `lb` is optimal and HiGHS
+    is not run."""
     if lb is None:
         lb = path_lower_bound(t, fabric)
     n = len(t.flows)
