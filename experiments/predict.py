@@ -150,7 +150,7 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
         (out_dir / "config.yaml").write_text(yaml.safe_dump(exp.resolved(), sort_keys=False))
     plans = exp.plans()
     if port_offset:
-        plans = with_port_offset(plans, port_offset)
+        plans = with_port_offset(plans, port_offset, emulated=False)
     conns = [c for p in plans for c in p.connections]
     pairs = {(exp.fabric.leaf_of(c.src), exp.fabric.leaf_of(c.dst)) for c in conns}
     ideal_pred = ideal(exp.fabric, plans)

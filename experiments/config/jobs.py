@@ -236,21 +236,26 @@ def with_subflows(jobs: list[JobSpec], doc: dict) -> tuple[list[JobSpec], Subflo
     return out, top
 
 
+def _counts(j: JobSpec) -> tuple[int, int]:
+    """(connections, transfers per iteration) job j plans, counted without planning it."""
+    if j.p2p:                           # a custom collective: its given transfers
+        return len({(x.src, x.dst) for x in j.p2p}) * j.subflows, len(j.p2p) * j.subflows
+    c = t = 0
+    for g in j.groups:
+        gc, gt, _ = group_counts(j.collective, len(g))
+        c, t = c + gc * j.subflows, t + gt * j.subflows
+    return c, t
+
+
 def _check_size(jobs: list[JobSpec], routing: list[str], source: str | None = None) -> None:
     """Connections and transfers, counted before they are built. `source`: the jobs_from key
     the jobs came from (messages then name it and the job)."""
-    conns = transfers = runs = 0
+    transfers = runs = 0
     past = None                        # where the transfers passed MAX_TRANSFERS
     for i, j in enumerate(jobs):
         where = f"jobs_from.{source}: job {j.name}" if source else f"jobs[{i}]"
-        c = t = 0
-        for g in j.groups if not j.p2p else ():
-            gc, gt, _ = group_counts(j.collective, len(g))
-            c, t = c + gc * j.subflows, t + gt * j.subflows
-        if j.p2p:                       # a custom collective: its given transfers
-            c = len({(x.src, x.dst) for x in j.p2p}) * j.subflows
-            t = len(j.p2p) * j.subflows
-        conns, transfers, runs = conns + c, transfers + t, runs + t * j.iterations
+        t = _counts(j)[1]
+        transfers, runs = transfers + t, runs + t * j.iterations
         if transfers > MAX_TRANSFERS and past is None:
             past = where
         if past is None and runs > MAX_TRANSFER_RUNS:
@@ -263,7 +268,15 @@ def _check_size(jobs: list[JobSpec], routing: list[str], source: str | None = No
                           f"most this machine predicts (the jobs send {transfers:,}, ~"
                           f"{transfers * BYTES_PER_TRANSFER / 2 ** 30:,.0f} GiB at "
                           f"~{BYTES_PER_TRANSFER} B each); use fewer or smaller groups")
+
+
+def check_source_ports(jobs: list[JobSpec], routing: list[str]) -> None:
+    """`run`'s bound (not `predict`'s): every routing's run on one fabric gives each
+    connection its own TCP source port, so routings x connections must fit half the
+    source-port span (the other half shifts between repetitions)."""
+    conns = sum(_counts(j)[0] for j in jobs)
     if len(routing) * conns > SOURCE_PORT_SPAN // 2:
         raise ConfigError(f"routing: {len(routing)} routings x {conns} connections exceed "
                           f"the {SOURCE_PORT_SPAN // 2} source ports runs can use without "
-                          "reusing one another's; list fewer routings or smaller jobs")
+                          "reusing one another's; list fewer routings or smaller jobs "
+                          "(`predict` has no such bound)")

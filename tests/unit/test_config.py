@@ -179,8 +179,10 @@ def test_too_many_routings_for_distinct_source_ports_are_refused():
     doc["fabric"]["hosts_per_leaf"] = 64           # 240 connections per run
     doc["jobs"][0]["hosts"] = [f"h{i}" for i in range(1, 161)]   # 160 ranks: 25,440 conns
     doc["routing"] = ["ecmp", "ilp"]
+    exp = parse(doc)                               # `predict` takes it (no source ports)
+    from experiments.runner import check_emulable
     with pytest.raises(ConfigError, match="^routing: 2 routings"):
-        parse(doc)
+        check_emulable(exp)                        # `run` (and validate's verdict) refuse
 
 
 def test_auto_mtu_follows_the_slowest_link_and_an_explicit_one_wins():
