@@ -50,6 +50,11 @@ from .rates import max_min_rates  # noqa: F401
 COMPILED_DAG = True
 
 
+#: Past this many transfers in all plans, `predict` and `ideal` build each job's DAG when it
+#: starts and drop it after its last iteration (lazy): below it, the whole DAG at once.
+LAZY_TRANSFERS = 1_000_000
+
+
 def path_width(fabric: Fabric) -> int:
     """Link slots per connection row: the longest host-to-host path's links (shorter paths
     are padded with a dummy link of infinite capacity)."""
@@ -64,7 +69,7 @@ class _Job:
     step, not n^2 edges), which replaces its deps and connection predecessor in step k-1."""
 
     def __init__(self, plan: JobPlan, row_of_conn: dict[int, int], keep_fcts: bool,
-                 ring_sync: str = "rank"):
+                 ring_sync: str = "rank", lazy: bool = False):
         self.plan = plan
         spec = plan.spec
         self.name = spec.name
@@ -75,6 +80,28 @@ class _Job:
             raise PredictorError(f"jobs.{self.name}.iterations: must be at least 1")
         if self.compute_s < 0 or self.start_s < 0:
             raise PredictorError(f"jobs.{self.name}: start_s and compute_s must be >= 0")
+        self.iteration = 0
+        self.communicating = False   # in an iteration, or past the last one (floodns's view)
+        self.ccts: list[float] = []
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+        self._dag: _Dag | None = None
+        self._j = 0
+        self.final: JobResult | None = None       # lazy: the result, kept once freed
+        self._args = (row_of_conn, keep_fcts, ring_sync)
+        self.built = False
+        self.n = 0                                # transfers whose state is held
+        if lazy:
+            self._empty()
+        else:
+            self.build()
+
+    def build(self) -> None:
+        """The DAG's arrays and this job's per-iteration state (lazy jobs: when the job is
+        about to start its first iteration)."""
+        row_of_conn, keep_fcts, ring_sync = self._args
+        plan, spec = self.plan, self.plan.spec
+        self.built = True
         ts = plan.transfers
         n = len(ts)
         self.n = n
@@ -110,27 +137,45 @@ class _Job:
         if n and not self.roots.size:
             raise PredictorError(f"jobs.{self.name}: the transfer DAG has a cycle")
         # dynamic state: views of the _Dag's flat arrays once bound (bind)
-        self.iteration = 0
         self.indeg = self.indeg0.copy()
         self.group_left = np.array(self.group_size, dtype=np.int64)
         self.started_at = np.zeros(n)
         self.fct_cur = np.zeros(n)
-        self._dag: _Dag | None = None
-        self._j = 0
         self.iter_start = 0.0
-        self.communicating = False   # in an iteration, or past the last one (floodns's view)
-        self.ccts: list[float] = []
-        self.starts: list[float] = []
-        self.ends: list[float] = []
         self.fct_sum = np.zeros(n)
         self.fct_max = np.zeros(n)
         self.fct_all = np.zeros((self.iterations, n)) if keep_fcts else None
 
-    def bind(self, dag: _Dag, j: int) -> None:
-        """Keep the dynamic state in dag's flat arrays (job j's slices)."""
+    def free(self) -> None:
+        """Lazy jobs, once past their last iteration: keep the result, drop the DAG's arrays
+        (the _Dag is then rebuilt without them)."""
+        self.final = self.result()
+        self._empty()
+
+    def _empty(self) -> None:
+        """No DAG held (a lazy job not started yet, or freed)."""
+        self.n = 0
+        self.pooled = False
+        empty_i, empty_f = np.zeros(0, np.int64), np.zeros(0)
+        for name in ("size", "carried", "carried_sum", "fct_sum", "fct_max", "started_at",
+                     "fct_cur", "held"):
+            setattr(self, name, empty_f)
+        for name in ("row", "pool", "group_of", "group_size", "group_next", "succ_idx",
+                     "indeg0", "indeg", "group_left", "roots"):
+            setattr(self, name, empty_i)
+        self.succ_ptr = self.group_ptr = np.zeros(1, np.int64)
+        self.in_tail = np.zeros(0, np.bool_)
+        self.fct_all = None
+
+    def bind(self, dag: _Dag, j: int, carry: bool = False) -> None:
+        """Keep the dynamic state in dag's flat arrays (job j's slices); carry: copy the
+        state held so far into them first (a lazy run's rebuilt _Dag)."""
         self._dag, self._j = dag, j
         lo, hi = dag.off[j], dag.off[j + 1]
         glo, ghi = dag.grp_off[j], dag.grp_off[j + 1]
+        if carry:
+            dag.indeg[lo:hi], dag.started_at[lo:hi] = self.indeg, self.started_at
+            dag.fct_cur[lo:hi], dag.grp_left[glo:ghi] = self.fct_cur, self.group_left
         self.indeg, self.started_at, self.fct_cur = (dag.indeg[lo:hi], dag.started_at[lo:hi],
                                                      dag.fct_cur[lo:hi])
         self.group_left = dag.grp_left[glo:ghi]
@@ -282,6 +327,8 @@ class _Job:
         self.communicating = False
 
     def result(self) -> JobResult:
+        if self.final is not None:
+            return self.final
         runs = max(self.iteration, 1)
         return JobResult(
             name=self.name, cct_s=self.ccts, iteration_start_s=self.starts,
@@ -309,7 +356,9 @@ class _Dag:
     and barrier groups as CSR with global indices, in-degrees, start times, FCTs, each job's
     completions in its iteration and its size, and the jobs whose completions are Python's."""
 
-    def __init__(self, jobs: list[_Job]):
+    def __init__(self, jobs: list[_Job], prev: _Dag | None = None):
+        """prev: the _Dag this one replaces (a lazy run's job built or freed): every job's
+        state so far is carried over."""
         sizes = [job.n for job in jobs]
         self.off = np.cumsum([0] + sizes).astype(np.int64)
         self.grp_off = np.cumsum([0] + [len(job.group_size) for job in jobs]).astype(np.int64)
@@ -325,9 +374,11 @@ class _Dag:
         self.indeg = np.zeros(n, dtype=np.int64)
         self.started_at = np.zeros(n)
         self.fct_cur = np.zeros(n)
-        self.job_done = np.zeros(len(jobs), dtype=np.int64)
+        self.job_done = np.zeros(len(jobs), dtype=np.int64) if prev is None \
+            else prev.job_done.copy()
         self.job_n = np.array(sizes, dtype=np.int64)
-        self.python = np.zeros(len(jobs), dtype=np.bool_)
+        self.python = np.zeros(len(jobs), dtype=np.bool_) if prev is None \
+            else prev.python.copy()
         # what _admit needs per transfer: its bytes to send now and its connection row
         self.size = np.concatenate([job.size for job in jobs]) if jobs else np.zeros(0)
         self.any_zero = bool((self.size <= 0).any())      # zero-byte transfers to complete
@@ -337,7 +388,7 @@ class _Dag:
         self.row = np.concatenate([job.row for job in jobs]) if jobs else \
             np.zeros(0, dtype=np.int64)
         for j, job in enumerate(jobs):
-            job.bind(self, j)
+            job.bind(self, j, carry=prev is not None)
 
 
 class _New:
@@ -532,7 +583,7 @@ class _Simulation:
                  spine_of: dict[int, str | None] | None, goodput_factor: float,
                  nonblocking: bool, batch_tol_s: float, util_bin_s: float | None,
                  keep_fcts: bool, router: Router | None, semantics: Semantics,
-                 spray: bool = False):
+                 spray: bool = False, lazy: bool = False):
         from traffic import dag_kernel, waterfill   # compiled; numba's import when predicting
         waterfill.warm()                  # compiling or loading them is not the prediction's time
         dag_kernel.warm()
@@ -568,11 +619,15 @@ class _Simulation:
         self.row_of = row_of
         self.unrouted = bool((self.conn_table == UNROUTED).any())   # some row has no route
         self.conns = [c for p in plans for c in p.connections]     # by row
-        self.jobs = [_Job(p, row_of, keep_fcts, semantics.ring_sync) for p in plans]
+        # lazy: a job's DAG is built when it starts its first iteration and dropped after
+        # its last, so memory follows the jobs in flight (the _Dag is rebuilt each time)
+        self.lazy = lazy
+        self.jobs = [_Job(p, row_of, keep_fcts, semantics.ring_sync, lazy) for p in plans]
         self.dag = _Dag(self.jobs)
         self.new = _New()                         # the transfers starting in this batch
-        self.pooled = any(job.pooled for job in self.jobs)
-        self.job_offset = np.cumsum([0] + [job.n for job in self.jobs])[:-1]
+        self.pooled = any(job.pooled for job in self.jobs) or (lazy and any(
+            p.spec.split == "adaptive" and p.spec.subflows > 1 for p in plans))
+        self.job_offset = np.cumsum([0] + [len(p.transfers) for p in plans])[:-1]
         self.fabric_now = fabric
         self.last_routes: dict | None = None       # the router's latest routes
         self.n_reroutes = 0
@@ -660,8 +715,25 @@ class _Simulation:
                                            self.nonblocking, True)
 
     # -- the jobs' DAGs ------------------------------------------------------------------------
+    def _rebuild(self) -> None:
+        """A lazy run's job was built or freed: the flat arrays again, state carried over."""
+        self.dag = _Dag(self.jobs, self.dag)
+
+    def _job_over(self, j: int) -> None:
+        """Job j is past its last iteration (and its tail step): no longer counted; a lazy
+        run keeps its result and drops its DAG."""
+        job = self.jobs[j]
+        self.jobs_left -= 1
+        self.finished.append(job.name)
+        if self.lazy:
+            job.free()
+            self._rebuild()
+
     def start_iteration(self, j: int, t: float, new: _New) -> None:
         job = self.jobs[j]
+        if not job.built:
+            job.build()
+            self._rebuild()
         if job.iteration == 0:
             self.started.append(job.name)
         elif self.sem.recompute == "iterations":
@@ -677,8 +749,7 @@ class _Simulation:
         if job.tail:
             job.done += 1
             if job.done == len(job.roots):
-                self.jobs_left -= 1
-                self.finished.append(job.name)
+                self._job_over(j)
             return
         job.fct_cur[i] = t - job.started_at[i]
         for s in job.release(i):
@@ -702,8 +773,7 @@ class _Simulation:
             job.tail = True
             self._push(t + job.compute_s, j)
         else:
-            self.jobs_left -= 1
-            self.finished.append(job.name)
+            self._job_over(j)
 
     # -- one batch -----------------------------------------------------------------------------
     def _advance(self, t_next: float, done_by_s: float) -> None:
@@ -742,9 +812,10 @@ class _Simulation:
     def _complete_compiled(self, new: _New) -> None:
         """_complete's loop by traffic/dag_kernel.py's complete; Python does what it hands
         back (an iteration's end, a tail step's completion, a larger buffer)."""
-        a, d, k = self.active, self.dag, self.dag_kernel
+        a, k = self.active, self.dag_kernel
         f = 0
         while True:
+            d = self.dag                    # a lazy run rebuilds it as jobs end
             code, f, new.n, count, j = k.complete(
                 f, a.done, a.job, a.tid, self.now, d.off, d.succ_ptr, d.succ_idx, d.grp_of,
                 d.grp_left, d.grp_ptr, d.grp_idx, d.indeg, d.started_at, d.fct_cur,
@@ -940,9 +1011,11 @@ def _simulate(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | No
               goodput_factor: float, nonblocking: bool, batch_tol_s: float,
               util_bin_s: float | None, keep_fcts: bool,
               router: Router | None = None, semantics: Semantics = OURS,
-              spray: bool = False) -> Prediction:
+              spray: bool = False, lazy: bool | None = None) -> Prediction:
+    if lazy is None:
+        lazy = sum(len(p.transfers) for p in plans) > LAZY_TRANSFERS
     sim = _Simulation(fabric, plans, spine_of, goodput_factor, nonblocking, batch_tol_s,
-                      util_bin_s, keep_fcts, router, semantics, spray)
+                      util_bin_s, keep_fcts, router, semantics, spray, lazy)
     while sim.step():
         pass
     return sim.result()
@@ -952,7 +1025,7 @@ def predict(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | None
             goodput_factor: float = 1.0, *, batch_tol_s: float = 1e-9,
             util_bin_s: float | None = None, keep_fcts: bool = False,
             router: Router | None = None, semantics: Semantics = OURS,
-            spray: bool = False) -> Prediction:
+            spray: bool = False, lazy: bool | None = None) -> Prediction:
     """Predict every job's per-iteration CCT when connection c is routed via spine_of[c].
 
     With a `router`, routes change as the controller changes them: spine_of then holds the
@@ -968,15 +1041,18 @@ def predict(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | None
     spray: per-packet spraying, fluid: every connection's traffic splits evenly over every
     live shortest path of its leaf pair, one rate for all its packets, so it moves at most
     as fast as its busiest path allows (spine_of and the router's routes are not used; its
-    fabric events are). Raises PredictorError for a missing or failed route."""
+    fabric events are). lazy: build each job's DAG when it starts and drop it after its
+    last iteration (the same results; None: when the plans hold more than LAZY_TRANSFERS).
+    Raises PredictorError for a missing or failed route."""
     return _simulate(fabric, plans, spine_of, goodput_factor, False, batch_tol_s,
-                     util_bin_s, keep_fcts, router, semantics, spray)
+                     util_bin_s, keep_fcts, router, semantics, spray, lazy)
 
 
 def ideal(fabric: Fabric, plans: list[JobPlan], goodput_factor: float = 1.0, *,
           batch_tol_s: float = 1e-9, util_bin_s: float | None = None,
-          keep_fcts: bool = False, semantics: Semantics = OURS) -> Prediction:
+          keep_fcts: bool = False, semantics: Semantics = OURS,
+          lazy: bool | None = None) -> Prediction:
     """The same workload on a non-blocking fabric: every flow crosses only its two host links
     (sender's uplink, receiver's downlink), so only the hosts' NICs limit."""
     return _simulate(fabric, plans, None, goodput_factor, True, batch_tol_s,
-                     util_bin_s, keep_fcts, None, semantics)
+                     util_bin_s, keep_fcts, None, semantics, lazy=lazy)
