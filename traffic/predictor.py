@@ -55,6 +55,11 @@ COMPILED_DAG = True
 LAZY_TRANSFERS = 1_000_000
 
 
+#: A lazy run's _Dag keeps room for this many transfers (groups, edges) more than twice what
+#: it holds when built whole.
+SPARE_MIN = 1024
+
+
 def path_width(fabric: Fabric) -> int:
     """Link slots per connection row: the longest host-to-host path's links (shorter paths
     are padded with a dummy link of infinite capacity)."""
@@ -171,8 +176,8 @@ class _Job:
         """Keep the dynamic state in dag's flat arrays (job j's slices); carry: copy the
         state held so far into them first (a lazy run's rebuilt _Dag)."""
         self._dag, self._j = dag, j
-        lo, hi = dag.off[j], dag.off[j + 1]
-        glo, ghi = dag.grp_off[j], dag.grp_off[j + 1]
+        lo, glo = dag.off[j], dag.grp_off[j]
+        hi, ghi = lo + self.n, glo + len(self.group_size)
         if carry:
             dag.indeg[lo:hi], dag.started_at[lo:hi] = self.indeg, self.started_at
             dag.fct_cur[lo:hi], dag.grp_left[glo:ghi] = self.fct_cur, self.group_left
@@ -356,9 +361,9 @@ class _Dag:
     and barrier groups as CSR with global indices, in-degrees, start times, FCTs, each job's
     completions in its iteration and its size, and the jobs whose completions are Python's."""
 
-    def __init__(self, jobs: list[_Job], prev: _Dag | None = None):
-        """prev: the _Dag this one replaces (a lazy run's job built or freed): every job's
-        state so far is carried over."""
+    def __init__(self, jobs: list[_Job], prev: _Dag | None = None, spare: bool = False):
+        """prev: the _Dag this one replaces (a lazy run's, full): every job's state so far
+        is carried over. spare: room for as much again (`add` appends jobs there)."""
         sizes = [job.n for job in jobs]
         self.off = np.cumsum([0] + sizes).astype(np.int64)
         self.grp_off = np.cumsum([0] + [len(job.group_size) for job in jobs]).astype(np.int64)
@@ -387,8 +392,52 @@ class _Dag:
             if jobs else np.zeros(0)
         self.row = np.concatenate([job.row for job in jobs]) if jobs else \
             np.zeros(0, dtype=np.int64)
+        self.top, self.gtop = n, int(self.grp_off[-1])      # used: transfers, groups
+        self.itop, self.gitop = self.succ_idx.size, self.grp_idx.size   # used: CSR indices
+        self.held = n                                       # transfers of jobs not freed
+        if spare:
+            self._spare()
         for j, job in enumerate(jobs):
             job.bind(self, j, carry=prev is not None)
+
+    def _spare(self) -> None:
+        """Every array twice its used length (+SPARE_MIN): room for `add`."""
+        def pad(names: tuple[str, ...], used: int) -> None:
+            for name in names:
+                a = getattr(self, name)
+                b = np.zeros(2 * used + SPARE_MIN + (a.size - used), dtype=a.dtype)
+                b[:a.size] = a
+                setattr(self, name, b)
+        pad(("succ_ptr", "grp_of", "indeg", "started_at", "fct_cur", "size", "admit_bytes",
+             "row"), self.top)
+        pad(("succ_idx",), self.itop)
+        pad(("grp_ptr", "grp_left"), self.gtop)
+        pad(("grp_idx",), self.gitop)
+
+    def add(self, j: int, job: _Job) -> bool:
+        """A lazy run's job j, just built, appended in the spare room (its state carried);
+        False when it does not fit (then build a new _Dag with spare room)."""
+        n, g = job.n, len(job.group_size)
+        e, ge = job.succ_idx.size, job.group_next.size
+        lo, glo, ilo, gilo = self.top, self.gtop, self.itop, self.gitop
+        if (lo + n >= self.size.size or ilo + e > self.succ_idx.size
+                or glo + g >= self.grp_left.size or gilo + ge > self.grp_idx.size):
+            return False
+        self.off[j], self.grp_off[j] = lo, glo
+        self.succ_ptr[lo + 1:lo + n + 1] = job.succ_ptr[1:] + ilo
+        self.succ_idx[ilo:ilo + e] = job.succ_idx + lo
+        self.grp_ptr[glo + 1:glo + g + 1] = job.group_ptr[1:] + gilo
+        self.grp_idx[gilo:gilo + ge] = job.group_next + lo
+        self.grp_of[lo:lo + n] = np.where(job.group_of >= 0, job.group_of + glo, -1)
+        self.size[lo:lo + n] = job.size
+        self.admit_bytes[lo:lo + n] = job.size - job.held if job.pooled else job.size
+        self.row[lo:lo + n] = job.row
+        self.any_zero |= bool((job.size <= 0).any())
+        self.job_n[j] = n
+        job.bind(self, j, carry=True)
+        self.top, self.gtop, self.itop, self.gitop = lo + n, glo + g, ilo + e, gilo + ge
+        self.held += n
+        return True
 
 
 class _New:
@@ -623,7 +672,7 @@ class _Simulation:
         # its last, so memory follows the jobs in flight (the _Dag is rebuilt each time)
         self.lazy = lazy
         self.jobs = [_Job(p, row_of, keep_fcts, semantics.ring_sync, lazy) for p in plans]
-        self.dag = _Dag(self.jobs)
+        self.dag = _Dag(self.jobs, spare=lazy)
         self.new = _New()                         # the transfers starting in this batch
         self.pooled = any(job.pooled for job in self.jobs) or (lazy and any(
             p.spec.split == "adaptive" and p.spec.subflows > 1 for p in plans))
@@ -715,25 +764,23 @@ class _Simulation:
                                            self.nonblocking, True)
 
     # -- the jobs' DAGs ------------------------------------------------------------------------
-    def _rebuild(self) -> None:
-        """A lazy run's job was built or freed: the flat arrays again, state carried over."""
-        self.dag = _Dag(self.jobs, self.dag)
-
     def _job_over(self, j: int) -> None:
         """Job j is past its last iteration (and its tail step): no longer counted; a lazy
-        run keeps its result and drops its DAG."""
+        run keeps its result and drops its DAG (its slots in the _Dag stay unused until the
+        _Dag is next built whole)."""
         job = self.jobs[j]
         self.jobs_left -= 1
         self.finished.append(job.name)
         if self.lazy:
+            self.dag.held -= job.n
             job.free()
-            self._rebuild()
 
     def start_iteration(self, j: int, t: float, new: _New) -> None:
         job = self.jobs[j]
-        if not job.built:
+        if not job.built:                 # lazy: appended, or the _Dag built whole again
             job.build()
-            self._rebuild()
+            if not self.dag.add(j, job):
+                self.dag = _Dag(self.jobs, self.dag, spare=True)
         if job.iteration == 0:
             self.started.append(job.name)
         elif self.sem.recompute == "iterations":

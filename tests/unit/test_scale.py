@@ -66,7 +66,11 @@ def _ecmp_like(plans):
 
 
 @pytest.mark.parametrize("sem", ["ours", "step-tail"])
-def test_a_lazily_planned_workload_predicts_what_the_eager_one_does(sem):
+@pytest.mark.parametrize("spare", [0, 1024])
+def test_a_lazily_planned_workload_predicts_what_the_eager_one_does(sem, spare, monkeypatch):
+    """spare 0: the _Dag is built whole again at every job start; 1,024: jobs appended."""
+    from traffic import predictor
+    monkeypatch.setattr(predictor, "SPARE_MIN", spare)
     from testbed.fabric import FabricSpec, build_fabric
     from traffic.collectives import plan_jobs
     from traffic.predictor import ideal, predict
@@ -107,6 +111,6 @@ def test_a_lazy_run_holds_only_the_dags_of_jobs_in_flight():
                       False, 1e-9, None, False, None, OURS, lazy=True)
     held = []
     while sim.step():
-        held.append(int(sim.dag.off[-1]))
+        held.append(sim.dag.held)
     assert max(held) == 24 and held[-1] == 0          # one 4-rank ring: 2 x 3 x 4 transfers
     assert [len(j.cct_s) for j in sim.result().jobs.values()] == [1] * 10
