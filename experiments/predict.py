@@ -17,7 +17,7 @@ import yaml
 from routing import route
 from routing.base import RoutingError, max_link_flows
 from routing.replay import read_flow_log, route_replay
-from traffic.collectives import JobPlan, with_port_offset
+from traffic.collectives import JobPlan, Transfers, with_port_offset
 from traffic.predictor import Prediction, ideal, predict
 from traffic.metrics import link_load_imbalance
 
@@ -34,6 +34,14 @@ def _bytes(x: float) -> str:
     return f"{x:.0f}" if x == int(x) else f"{x:.1f}"
 
 
+def _tid_step_conn(plan: JobPlan):
+    """(tid, step, conn_id) of each transfer, in order (Transfers: from its arrays)."""
+    ts = plan.transfers
+    if isinstance(ts, Transfers):
+        return zip(ts.tid.tolist(), ts.step.tolist(), ts.conn.tolist())
+    return ((t.tid, t.step, t.conn_id) for t in ts)
+
+
 def write_prediction_csvs(run_dir: Path, plans: list[JobPlan], pred: Prediction) -> None:
     """Per transfer FCTs (fct.csv), per directed link utilization (links.csv) and, when the
     prediction was binned, each used link's utilization over time (links_over_time.csv)."""
@@ -43,8 +51,8 @@ def write_prediction_csvs(run_dir: Path, plans: list[JobPlan], pred: Prediction)
         w.writerow(["job", "tid", "step", "conn_id", "size_bytes", "fct_mean_s", "fct_max_s"])
         for p in plans:
             jr = pred.jobs[p.name]
-            for i, t in enumerate(p.transfers):
-                w.writerow([p.name, t.tid, t.step, t.conn_id, _bytes(jr.transfer_bytes[i]),
+            for i, (tid, step, conn) in enumerate(_tid_step_conn(p)):
+                w.writerow([p.name, tid, step, conn, _bytes(jr.transfer_bytes[i]),
                             f"{jr.fct_mean_s[i]:.9f}", f"{jr.fct_max_s[i]:.9f}"])
     with writing(run_dir / "links.csv"), (run_dir / "links.csv").open("w", newline="") as f:
         w = csv.writer(f)

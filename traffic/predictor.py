@@ -35,12 +35,13 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Sequence
 from itertools import chain
 
 import numpy as np
 
 from testbed.fabric import Fabric
-from traffic.collectives import ADAPTIVE_UNSENT_BYTES, JobPlan
+from traffic.collectives import ADAPTIVE_UNSENT_BYTES, JobPlan, Transfers
 from .prediction import (OURS, RECOMPUTES, RING_SYNCS, JobResult, Prediction,  # noqa: F401
                          PredictorError, Router, Semantics)
 from .rates import max_min_rates  # noqa: F401
@@ -110,12 +111,13 @@ class _Job:
         ts = plan.transfers
         n = len(ts)
         self.n = n
-        tid = np.fromiter((t.tid for t in ts), np.int64, n)
-        pos = dict(zip(tid.tolist(), range(n)))
-        if len(pos) != n:
-            raise PredictorError(f"jobs.{self.name}: transfer ids are not unique")
-        self.size = np.fromiter((t.size_bytes for t in ts), float, n)
-        conn = np.fromiter((t.conn_id for t in ts), np.int64, n)
+        tid, self.size, conn = _field(ts, "tid"), _field(ts, "size").astype(float), \
+            _field(ts, "conn")
+        pos = None                            # tid -> position, when tids are not 0..n-1
+        if not np.array_equal(tid, np.arange(n)):
+            pos = dict(zip(tid.tolist(), range(n)))
+            if len(pos) != n:
+                raise PredictorError(f"jobs.{self.name}: transfer ids are not unique")
         try:
             self.row = np.array([row_of_conn[c] for c in conn.tolist()], dtype=np.int64)
         except KeyError as e:
@@ -204,23 +206,28 @@ class _Job:
     def tail(self, value: bool) -> None:
         self._dag.python[self._j] = value
 
-    def _edges(self, ts: list, pos: dict[int, int], tid: np.ndarray, conn: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray]:
+    def _edges(self, ts: Sequence, pos: dict[int, int] | None, tid: np.ndarray,
+               conn: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The DAG's edges (predecessor, transfer), each once, sorted: a transfer's deps and
-        the transfer before it on its connection (list order)."""
+        the transfer before it on its connection (list order). pos None: tids are 0..n-1."""
         n = len(ts)
         if not n:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        n_deps = np.fromiter((len(t.deps) for t in ts), np.int64, n)
-        dep = np.fromiter(chain.from_iterable(t.deps for t in ts), np.int64, int(n_deps.sum()))
-        if np.array_equal(tid, np.arange(n)):            # tids 0..n-1 in order: no lookup
+        if isinstance(ts, Transfers):
+            n_deps, dep = np.diff(ts.dep_ptr), ts.dep.copy()
+        else:
+            n_deps = np.fromiter((len(t.deps) for t in ts), np.int64, n)
+            dep = np.fromiter(chain.from_iterable(t.deps for t in ts), np.int64,
+                              int(n_deps.sum()))
+        if pos is None:                                  # tids 0..n-1 in order: no lookup
             dep[(dep < 0) | (dep >= n)] = -1
         else:
             dep = np.array([pos.get(d, -1) for d in dep.tolist()], dtype=np.int64)
         if (dep < 0).any():
             k = int(np.flatnonzero(dep < 0)[0])
             t = ts[int(np.searchsorted(np.cumsum(n_deps), k, side="right"))]
-            d = [d for d in t.deps if d not in pos][0]
+            d = [d for d in t.deps if (d not in pos if pos is not None
+                                       else not 0 <= d < n)][0]
             raise PredictorError(f"jobs.{self.name}: transfer {t.tid} depends on "
                                  f"unknown transfer {d}")
         order = np.argsort(conn, kind="stable")
@@ -233,13 +240,20 @@ class _Job:
         key = key[first]                                            # each edge once
         return key // n, key % n
 
-    def _pools(self, ts: list, pos: dict[int, int], piece_bytes: int) -> None:
+    def _pools(self, ts: Sequence, pos: dict[int, int] | None, piece_bytes: int) -> None:
         """split "adaptive": `pool`, the position of each part's first part (-1: a fixed part),
         and `held`, the tail (bytes) each part keeps back: half a piece, the mean of what a
         subflow is still sending when the last piece is taken, plus what its socket may hold
         unsent (ADAPTIVE_UNSENT_BYTES). A pool of S bytes in K parts is shared only while more
         than K tails are left; a pool too small for that stays K even parts."""
-        pool = np.array([pos.get(t.pool, -1) for t in ts], dtype=np.int64)
+        n = len(ts)
+        if isinstance(ts, Transfers):                 # the array planners: no pools
+            pool = np.full(n, -1, dtype=np.int64)
+        elif pos is None:
+            pool = np.fromiter((t.pool for t in ts), np.int64, n)
+            pool[(pool < 0) | (pool >= n)] = -1
+        else:
+            pool = np.array([pos.get(t.pool, -1) for t in ts], dtype=np.int64)
         total = np.bincount(pool[pool >= 0], self.size[pool >= 0], minlength=len(ts))
         parts = np.bincount(pool[pool >= 0], minlength=len(ts))
         tail = piece_bytes / 2 + ADAPTIVE_UNSENT_BYTES
@@ -251,7 +265,7 @@ class _Job:
         self.held = np.where(pool >= 0, tail, 0.0)
         self.in_tail = np.zeros(len(ts), dtype=np.bool_)   # sending only its tail
 
-    def _barriers(self, ts: list, src: np.ndarray, dst: np.ndarray
+    def _barriers(self, ts: Sequence, src: np.ndarray, dst: np.ndarray
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Step sync: one barrier per (component, step), numbered in order of first
         appearance; edges from the previous step of the same component are replaced by that
@@ -267,7 +281,7 @@ class _Job:
         for p, i in zip(src.tolist(), dst.tolist()):
             parent[root(p)] = root(i)
         comp = np.array([root(i) for i in range(n)], dtype=np.int64)
-        step = np.fromiter((t.step for t in ts), np.int64, n)
+        step = _field(ts, "step")
         lo = int(step.min())
         span = int(step.max()) - lo + 2               # keys of (component, step - 1) stay apart
         keys, first, inverse = np.unique(comp * span + step - lo, return_index=True,
@@ -339,8 +353,19 @@ class _Job:
             name=self.name, cct_s=self.ccts, iteration_start_s=self.starts,
             iteration_end_s=self.ends,
             transfer_bytes=self.carried_sum / runs if self.pooled else self.size.copy(),
-            transfer_conn=np.array([t.conn_id for t in self.plan.transfers], dtype=np.int64),
+            transfer_conn=_field(self.plan.transfers, "conn").copy(),
             fct_mean_s=self.fct_sum / runs, fct_max_s=self.fct_max.copy(), fct_s=self.fct_all)
+
+
+_FIELDS = {"tid": "tid", "size": "size_bytes", "conn": "conn_id", "step": "step"}
+
+
+def _field(ts: Sequence, name: str) -> np.ndarray:
+    """One int64 field of every transfer (Transfers: its array itself; do not write it)."""
+    if isinstance(ts, Transfers):
+        return getattr(ts, name)
+    attr = _FIELDS[name]
+    return np.fromiter((getattr(t, attr) for t in ts), np.int64, len(ts))
 
 
 def _stack_csr(ptrs: list[np.ndarray], idxs: list[np.ndarray], off: np.ndarray
