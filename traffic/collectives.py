@@ -80,7 +80,7 @@ def source_port(conn_id: int) -> int:
     return SOURCE_PORT_BASE + conn_id % SOURCE_PORT_SPAN
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Connection:
     """One TCP connection: the unit that routing places on a spine."""
 
@@ -98,7 +98,7 @@ class Connection:
         return self.src_port == 0 and self.dst_port == 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Transfer:
     """One message of one iteration; `tid` is unique within its job."""
 
