@@ -114,3 +114,61 @@ def test_a_lazy_run_holds_only_the_dags_of_jobs_in_flight():
         held.append(sim.dag.held)
     assert max(held) == 24 and held[-1] == 0          # one 4-rank ring: 2 x 3 x 4 transfers
     assert [len(j.cct_s) for j in sim.result().jobs.values()] == [1] * 10
+
+
+def test_a_workload_past_the_machines_memory_is_refused_in_one_line(tmp_path, capsys):
+    """One all-reduce over all 9,216 NICs of a clos3: 2 x 9,215 x 9,216 = 170 M transfers,
+    more than MAX_PREDICT_BYTES carries; `validate` exits 2 with one line naming the job, the
+    bound and the estimate, before anything is planned."""
+    import yaml
+
+    from experiments.__main__ import main
+    from experiments.config.jobs import predict_bytes
+    from experiments.config.limits import MAX_PREDICT_BYTES
+    fabric = {"topology": "clos3", "pods": 12, "leaves_per_pod": 12, "aggs_per_pod": 4,
+              "cores_per_plane": 4, "hosts_per_leaf": 64, "host_link_mbps": 100,
+              "leaf_agg_mbps": 100, "agg_core_mbps": 100}
+    doc = {"name": "big", "routing": ["ecmp"], "fabric": fabric,
+           "jobs": [{"name": "small", "collective": "allreduce", "hosts": ["h1", "h2"],
+                     "size_bytes": 1000},
+                    {"name": "dp", "collective": "allreduce",
+                     "hosts": [f"h{i}" for i in range(3, 9217)], "size_bytes": 10 ** 9}]}
+    path = tmp_path / "big.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    code = main(["validate", str(path)])
+    out, err = capsys.readouterr()
+    transfers = 2 * 1 * 2 + 2 * 9213 * 9214
+    assert code == 2 and out == "" and len(err.splitlines()) == 1
+    assert predict_bytes(transfers, 2 + 9214) > MAX_PREDICT_BYTES
+    assert err.startswith(f"error: jobs[1]: passes the {MAX_PREDICT_BYTES >> 30} GiB a "
+                          "prediction may take on this machine (the jobs send "
+                          f"{transfers:,} transfers per iteration over 9,216 connections, ~"), err
+    assert err.rstrip().endswith("use fewer or smaller groups")
+
+
+def test_past_max_fct_rows_the_fcts_are_summarized_per_job(tmp_path, monkeypatch):
+    """A prediction with more transfers than MAX_FCT_ROWS writes fct_jobs.csv (a row per job:
+    its transfers' bytes and FCT statistics) instead of fct.csv; below it, fct.csv."""
+    import csv
+
+    from experiments import predict as pr
+    exp = parse({"name": "s", "routing": ["ecmp"],
+                 "fabric": {"spines": 2, "leaves": 2, "hosts_per_leaf": 3,
+                            "host_link_mbps": 100, "spine_link_mbps": 100},
+                 "jobs": [{"name": "a", "collective": "allreduce",
+                           "hosts": ["h1", "h2", "h4", "h5"], "size_bytes": 4_000_000},
+                          {"name": "b", "collective": "alltoall", "hosts": ["h3", "h6"],
+                           "size_bytes": 2_000_000}]})
+    pr.predict_experiment(exp, tmp_path / "small", log=lambda s: None)
+    rows = list(csv.DictReader((tmp_path / "small" / "ecmp" / "fct.csv").open()))
+    assert len(rows) == 24 + 2
+    monkeypatch.setattr(pr, "MAX_FCT_ROWS", 25)
+    pr.predict_experiment(exp, tmp_path / "big", log=lambda s: None)
+    assert not (tmp_path / "big" / "ecmp" / "fct.csv").exists()
+    jobs = list(csv.DictReader((tmp_path / "big" / "ecmp" / "fct_jobs.csv").open()))
+    assert [(r["job"], r["transfers"], r["size_bytes"]) for r in jobs] == [
+        ("a", "24", str(24 * 1_000_000)), ("b", "2", "2000000")]
+    a = [float(r["fct_mean_s"]) for r in rows if r["job"] == "a"]
+    assert float(jobs[0]["fct_mean_s"]) == pytest.approx(sum(a) / len(a), rel=1e-6)
+    assert float(jobs[0]["fct_max_s"]) == pytest.approx(
+        max(float(r["fct_max_s"]) for r in rows if r["job"] == "a"), rel=1e-6)
