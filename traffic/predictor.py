@@ -523,7 +523,8 @@ def _conn_links(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | 
     (a router gives it one when its job starts)."""
     width = path_width(fabric)
     conns = [c for p in plans for c in p.connections]
-    rows: list[list[int]] = []                    # one list per row: numpy takes them at once
+    table = np.zeros((len(conns), width), dtype=np.int64)
+    rows: list[list[int]] = []     # a block of lists at a time: numpy takes them at once
     row_of: dict[int, int] = {}
     for r, c in enumerate(conns):
         if c.conn_id in row_of:
@@ -531,8 +532,14 @@ def _conn_links(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | 
         row_of[c.conn_id] = r
         s = None if spine_of is None else spine_of.get(c.conn_id)
         rows.append(_conn_row(fabric, c, s, width, nonblocking, allow_unrouted))
-    table = np.array(rows, dtype=np.int64).reshape(len(conns), width)
+        if len(rows) == _ROW_BLOCK or r == len(conns) - 1:
+            table[r + 1 - len(rows):r + 1] = rows
+            rows = []
     return table, row_of
+
+
+#: _conn_links turns this many rows' lists into its table at a time (~100 B each meanwhile).
+_ROW_BLOCK = 65_536
 
 
 def _conn_row(fabric: Fabric, c, s: str | tuple | None, width: int, nonblocking: bool,

@@ -172,3 +172,16 @@ def test_past_max_fct_rows_the_fcts_are_summarized_per_job(tmp_path, monkeypatch
     assert float(jobs[0]["fct_mean_s"]) == pytest.approx(sum(a) / len(a), rel=1e-6)
     assert float(jobs[0]["fct_max_s"]) == pytest.approx(
         max(float(r["fct_max_s"]) for r in rows if r["job"] == "a"), rel=1e-6)
+
+
+def test_connection_rows_built_in_blocks_are_the_same_table(monkeypatch):
+    from testbed.fabric import FabricSpec, build_fabric
+    from traffic import predictor
+    from traffic.collectives import plan_jobs
+    fab = build_fabric(FabricSpec(2, 4, 2, 100.0, 100.0))
+    plans = plan_jobs(_mixed_workload())
+    whole, rows = predictor._conn_links(fab, plans, _ecmp_like(plans), False)
+    monkeypatch.setattr(predictor, "_ROW_BLOCK", 3)
+    blocks, rows3 = predictor._conn_links(fab, plans, _ecmp_like(plans), False)
+    assert whole.shape == (sum(len(p.connections) for p in plans), predictor.path_width(fab))
+    assert np.array_equal(whole, blocks) and rows == rows3 and len(rows) % 3
