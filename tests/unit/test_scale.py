@@ -185,3 +185,41 @@ def test_connection_rows_built_in_blocks_are_the_same_table(monkeypatch):
     blocks, rows3 = predictor._conn_links(fab, plans, _ecmp_like(plans), False)
     assert whole.shape == (sum(len(p.connections) for p in plans), predictor.path_width(fab))
     assert np.array_equal(whole, blocks) and rows == rows3 and len(rows) % 3
+
+
+def test_predict_command_past_lazy_transfers_writes_the_same_results(tmp_path, monkeypatch):
+    """The whole `predict` path (ideal, ECMP, CSVs, results.json) with every job lazy (the
+    auto switch at LAZY_TRANSFERS) writes what the eager run writes, byte for byte but the
+    wall-clock figures."""
+    import json
+
+    from experiments import predict as pr
+    from traffic import predictor
+    doc = {"name": "s", "routing": ["ecmp", "nonblocking"],
+           "fabric": {"spines": 2, "leaves": 4, "hosts_per_leaf": 2,
+                      "host_link_mbps": 100, "spine_link_mbps": 100},
+           "jobs": [{"name": "a", "collective": "allreduce", "hosts": ["h1", "h3", "h5", "h7"],
+                     "size_bytes": 4_000_000, "iterations": 2, "compute_s": 0.01},
+                    {"name": "b", "collective": "alltoall", "hosts": ["h2", "h4", "h6", "h8"],
+                     "size_bytes": 3_000_000, "start_s": 0.02}]}
+
+    def run(out):
+        pr.predict_experiment(parse(doc), out, log=lambda s: None)
+        res = json.loads((out / "results.json").read_text())
+        for run in res["runs"]:
+            run.pop("predict_wall_s", None)
+            run["solve"].pop("time_s", None)
+            run["solve"].pop("time_s_max", None)
+        return res, (out / "ecmp" / "fct.csv").read_bytes(), (out / "ecmp" / "links.csv"
+                                                               ).read_bytes()
+    eager = run(tmp_path / "eager")
+    monkeypatch.setattr(predictor, "LAZY_TRANSFERS", 10)
+    calls = []
+    real = predictor._Simulation.__init__
+
+    def spy(self, *a, **k):
+        calls.append(k.get("lazy", a[-1] if len(a) > 11 else None))
+        real(self, *a, **k)
+    monkeypatch.setattr(predictor._Simulation, "__init__", spy)
+    assert run(tmp_path / "lazy") == eager
+    assert calls and all(calls)
