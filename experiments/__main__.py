@@ -74,9 +74,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="also write links_over_time.csv with utilization per bin of this "
                          "many seconds (at least 0.001; at most 20,000,000 bins x links)")
     pr.add_argument("--no-plots", action="store_true",
-                    help="write the results without drawing the figures (matplotlib and "
-                         "pandas are then never imported: about 1-2 s less; `mlfabric report "
-                         "OUT --out REPORT` draws them later)")
+                    help="write the results without drawing the figures (matplotlib is then "
+                         "never imported: about 1-1.3 s less; `mlfabric report OUT --out "
+                         "REPORT` draws them later)")
     _add_set(pr)
     _add_repeat(pr)
     sw = sub.add_parser("sweep", help="run the points of SWEEP.yaml on a Dask cluster")
@@ -144,17 +144,21 @@ def _repeated(exp, args, out: Path, one) -> None:
     """Call one(folder, repetition, port_offset) per repetition; then each folder's
     results.csv and environment.json, and OUT/results.csv over all of them."""
     from .overrides import set_values
-    from .sweep import repetition_offset
     from .tidy import finish_environment, start_record, write_results_csv
     folders = []
     for r, folder in _repetitions(out, args.repeat):
         start = start_record(args.command_line)
-        results = _writes_results(lambda: one(folder, r, repetition_offset(exp, r)), out)
+        offset = 0
+        if r > 1:                # (r - 1) x ...: 0 for the first, without importing sweep
+            from .sweep import repetition_offset
+            offset = repetition_offset(exp, r)
+        results = _writes_results(lambda: one(folder, r, offset), out)
         _writes_results(lambda: write_results_csv(folder, results, set_values(args.set)), out)
         _writes_results(lambda: finish_environment(folder, start), out)
         folders.append(folder)
     if len(folders) > 1:
         with deferred():         # pandas, matplotlib: C extensions, signals held (_dispatch)
+            import pandas  # noqa: F401  (merge_csvs: imported at first use)
             from .report import merge_csvs
         _writes_results(lambda: merge_csvs([f / "results.csv" for f in folders],
                                            out / "results.csv"), out)
@@ -200,10 +204,11 @@ def _cmd_predict(args) -> int:
         exp, folder, util_bin_s=args.util_bin_s, repetition=r, port_offset=offset))
     if args.no_plots:
         return 0
-    with deferred():             # pandas, matplotlib: C extensions, signals held (_dispatch)
-        from .report import draw_report
-    figures = _writes_results(lambda: draw_report([out.path], out.path / "plots",
-                                                  fmt=("png",)), out.path)
+    with deferred():             # matplotlib (pandas for --util-bin-s): C extensions, signals
+        from .report import draw_predicted          # held (_dispatch)
+        if args.util_bin_s is not None:
+            import pandas  # noqa: F401  (link utilization over time)
+    figures = _writes_results(lambda: draw_predicted(out.path, out.path / "plots"), out.path)
     print(f"figures: {out.path / 'plots'} ({', '.join(figures)}; PNG, and SVG from `report`)")
     return 0
 

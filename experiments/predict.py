@@ -142,7 +142,8 @@ def _nonblocking_run(exp: Experiment, plans: list[JobPlan], goodput_factor: floa
     run = run_result(NONBLOCKING, "predicted", jobs, host_link_flows(plans),
                      {"scope": "one plan", "status": "reference", "time_s": 0.0},
                      fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),
-                     predict_wall_s=pred.wall_s, **_iteration(exp, jobs, pred))
+                     predict_wall_s=pred.wall_s, predict_kernels=pred.stats["kernels"],
+                     **_iteration(exp, jobs, pred))
     write_prediction_csvs(run_dir, plans, pred)
     log(f"[{NONBLOCKING}] one switch, host links only; predicted in {pred.wall_s:.2f} s")
     return run
@@ -227,7 +228,8 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
                                      routes.policy.solves),
                          fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),
                          link_load_imbalance=link_load_imbalance(pred, exp.fabric, pairs),
-                         predict_wall_s=pred.wall_s, **_iteration(exp, jobs, ideal_pred))
+                         predict_wall_s=pred.wall_s, predict_kernels=pred.stats["kernels"],
+                         **_iteration(exp, jobs, ideal_pred))
         write_prediction_csvs(out_dir / entry.run_dir, plans, pred)
         results["runs"].append(run)
         solve = run["solve"]

@@ -5,19 +5,25 @@ the hosts' NICs limited it: max-min fair at the senders and receivers, Hedera's 
 estimator), then places flows one by one on the first candidate path whose every link still
 has room for the flow's demand, reserving it there. A flow that fits nowhere keeps its ECMP
 path, as in Hedera. Here demands and capacities are in units of the host link rate, flows are
-placed in connection order, and candidates are tried in Fabric.switch_paths order.
+placed in connection order, and candidates are tried in Fabric.switch_paths order. The
+placement is a compiled loop (first_fit_kernel; first_fit_reference is the plain form, compared
+in tests/unit/test_gff.py).
 """
 from __future__ import annotations
 
 import time
 from collections import defaultdict
 
+import numba
+import numpy as np
+
 from testbed.fabric import Fabric
 from traffic.collectives import Connection
 
 from .base import RoutingPlan, SolveStats
 from .ecmp import hashed_path
-from .paths import Path, path_lower_bound, path_of_assignment, path_table
+from .paths import (Path, PathTable, path_link_matrix, path_lower_bound, path_of_assignment,
+                    path_table)
 
 #: Demands within this of each other are equal (the estimator's convergence test).
 EPS = 1e-9
@@ -66,11 +72,83 @@ def natural_demands(pairs: list[tuple[str, str]], max_rounds: int = 1000) -> lis
     return demand
 
 
-def route_gff(fabric: Fabric, conns: list[Connection], seed: int = 0,
-              previous: dict[int, Path | None] | None = None) -> RoutingPlan:
-    t0 = time.perf_counter()
-    t = path_table(fabric, conns)
-    demand = natural_demands([(c.src, c.dst) for c in t.flows])
+def _ecmp_column(fabric: Fabric, t: PathTable, i: int, seed: int) -> int:
+    """Flow i's ECMP path as its column among its pair's candidates (cached on the fabric by
+    the 5-tuple: the hash and the pair's path order do not change while the fabric lives)."""
+    c = t.flows[i]
+    cache = fabric._path_cache.setdefault("gff-ecmp", {})
+    key = (seed, c.src, c.dst, c.src_port, c.dst_port)
+    col = cache.get(key)
+    if col is None:
+        want = hashed_path(fabric, c, seed)
+        cand = t.cand[i]
+        col = cache[key] = next(p for p in cand if t.paths[p] == want) - cand.start
+    return col
+
+
+@numba.njit(cache=True)
+def first_fit_kernel(pl: np.ndarray, cand0: np.ndarray, ncand: np.ndarray,
+                     demand: np.ndarray, cap: np.ndarray, reserved: np.ndarray,
+                     assign: np.ndarray, i0: int) -> int:
+    """Place flows i0, i0+1, ... on the first candidate path (rows of `pl`, link ids, -1
+    padded) where every link has room (reserved + demand <= cap + EPS), reserving it;
+    returns the first flow that fits nowhere (its ECMP path is the caller's), or n."""
+    for i in range(i0, len(cand0)):
+        d = demand[i]
+        fit = -1
+        for p in range(cand0[i], cand0[i] + ncand[i]):
+            ok = True
+            for h in range(pl.shape[1]):
+                e = pl[p, h]
+                if e >= 0 and not reserved[e] + d <= cap[e] + EPS:
+                    ok = False
+                    break
+            if ok:
+                fit = p
+                break
+        if fit < 0:
+            return i
+        assign[i] = fit
+        for h in range(pl.shape[1]):
+            e = pl[fit, h]
+            if e >= 0:
+                reserved[e] += d
+    return len(cand0)
+
+
+def first_fit(fabric: Fabric, t: PathTable, demand: list[float], seed: int
+              ) -> tuple[list[int], int]:
+    """Hedera's placement in connection order (first_fit_kernel), each flow that fits
+    nowhere on its ECMP path: (path id per flow, flows on ECMP)."""
+    n = len(t.flows)
+    pl = path_link_matrix(t)
+    cand0 = np.array([r.start for r in t.cand], dtype=np.int64)
+    ncand = np.array([len(r) for r in t.cand], dtype=np.int64)
+    cap = fabric._path_cache.get("gff-cap")
+    if cap is None:    # per link of fabric.links (t.links), in host link rates
+        host_rate = fabric.spec.host_link_mbps
+        cap = fabric._path_cache["gff-cap"] = np.array(
+            [fabric.capacity_mbps(u, v) / host_rate for u, v in t.links])
+    reserved = np.zeros(t.n_links)
+    d = np.array(demand, dtype=np.float64)
+    assign = np.full(n, -1, dtype=np.int64)
+    i, fallback = 0, 0
+    while True:
+        i = first_fit_kernel(pl, cand0, ncand, d, cap, reserved, assign, i)
+        if i >= n:
+            return assign.tolist(), fallback
+        p = int(cand0[i]) + _ecmp_column(fabric, t, i, seed)   # Hedera leaves it on ECMP
+        assign[i] = p
+        for e in pl[p]:
+            if e >= 0:
+                reserved[e] += d[i]
+        fallback += 1
+        i += 1
+
+
+def first_fit_reference(fabric: Fabric, t: PathTable, demand: list[float], seed: int
+                        ) -> tuple[list[int], int]:
+    """first_fit as plain Python over the path tuples (the compiled kernel's reference)."""
     host_rate = fabric.spec.host_link_mbps
     cap = [fabric.capacity_mbps(u, v) / host_rate for u, v in t.links]
     reserved = [0.0] * t.n_links
@@ -86,6 +164,15 @@ def route_gff(fabric: Fabric, conns: list[Connection], seed: int = 0,
         for e in t.path_links[fit]:
             reserved[e] += demand[i]
         assign.append(fit)
+    return assign, fallback
+
+
+def route_gff(fabric: Fabric, conns: list[Connection], seed: int = 0,
+              previous: dict[int, Path | None] | None = None) -> RoutingPlan:
+    t0 = time.perf_counter()
+    t = path_table(fabric, conns)
+    demand = natural_demands([(c.src, c.dst) for c in t.flows])
+    assign, fallback = first_fit(fabric, t, demand, seed)
     stats = SolveStats(time.perf_counter() - t0,
                        "first-fit" + (f" ({fallback} flows on ECMP)" if fallback else ""),
                        None, path_lower_bound(t, fabric))

@@ -29,6 +29,7 @@ import os
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -261,12 +262,16 @@ def route_ilp(fabric: Fabric, conns: list[Connection], seed: int = 0,
 # -- three tiers: the same ILP over paths -------------------------------------------------------
 def solve_min_max_paths(t: PathTable, fabric: Fabric, seed: int = 0,
                         previous: dict[int, Path | None] | None = None,
-                        time_limit_s: float = 30.0, lb: int | None = None) -> MinMax:
+                        time_limit_s: float = 30.0, lb: int | None = None,
+                        polish: Callable[[list[int]], list[int]] | None = None) -> MinMax:
     """The aggregated min-max ILP on paths: y[(a,b),p] flows of leaf pair (a, b) on its
     candidate path p, sum_p y = n_ab, and every directed switch link's flows <= a. Warm start:
-    the better of greedy and the staged edge-colouring (or `previous` + greedy); bounds,
+    the better of greedy and the staged edge-colouring (or `previous` + greedy), then
+    `polish` (HiGHS only where it stays above the bound); bounds,
     statuses and the skipped-CBC case as `solve_min_max`. `lb`: path_lower_bound(t, fabric)
-    when the caller has it already."""
+    when the caller has it already. `polish` (default: mmf's descent, routing/mmf_cuts.py;
+    mmf passes its own with inputs built once): applied to a start above `lb` before HiGHS;
+    a polished start at `lb` is optimal and HiGHS is not run."""
     if lb is None:
         lb = path_lower_bound(t, fabric)
     n = len(t.flows)
@@ -283,6 +288,13 @@ def solve_min_max_paths(t: PathTable, fabric: Fabric, seed: int = 0,
     if prefer is None:
         prefer = start
     groups = flow_groups(t)
+    if ub > lb:    # the descent from that start often meets the bound: then no HiGHS
+        if polish is None:
+            from .mmf_cuts import descend
+            polish = lambda a: descend(t, a)[0]   # noqa: E731
+        polished = polish(start)
+        if max_load(loads_of(t, polished)) < ub:
+            start, ub = polished, max_load(loads_of(t, polished))
     if ub <= lb:
         return MinMax(start, ub, "optimal", 0.0, solver_ran=False)
     return _min_max_highs(t, groups, start, prefer, lb, ub, time_limit_s)

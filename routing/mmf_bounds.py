@@ -233,6 +233,35 @@ def side_arrays(sides: list[tuple[dict[int, int], int]]) -> tuple[np.ndarray, ..
             np.array([U for _, U in sides], np.int64))
 
 
+def side_ids_of_jobs(arrays: tuple[np.ndarray, ...], J: int) -> tuple[np.ndarray, ...]:
+    """Per job index, the ids of the sides of `arrays` that hold its flows, ascending, and
+    its flows there, as (ptr, ids, flows): job j's are at ptr[j]:ptr[j + 1]."""
+    starts, jobs, ns, Us = arrays
+    S = max(1, len(Us))
+    side = np.repeat(np.arange(len(Us), dtype=np.int64), np.diff(starts))
+    key = jobs * S + side
+    order = np.argsort(key, kind="stable")
+    ptr = np.zeros(J + 1, np.int64)
+    ptr[1:] = np.cumsum(np.bincount(jobs, minlength=J)[:J]) if len(jobs) else 0
+    return ptr, (key[order] % S).astype(np.int64), ns[order].astype(np.int64)
+
+
+def sides_of_jobs(arrays: tuple[np.ndarray, ...], J: int) -> list[tuple[np.ndarray, ...]]:
+    """Per job index, the sides of `arrays` (side_arrays' layout) that hold its flows, in
+    the same layout and order."""
+    starts, jobs, ns, Us = arrays
+    size = np.diff(starts)
+    side = np.repeat(np.arange(len(Us)), size)
+    out = []
+    for j in range(J):
+        on = np.zeros(len(Us), dtype=bool)
+        on[side[jobs == j]] = True
+        keep = on[side]
+        out.append((np.concatenate([[0], np.cumsum(size[on])]).astype(np.int64),
+                    jobs[keep], ns[keep], Us[on]))
+    return out
+
+
 class Bounds:
     """Lower bounds on n_k and G_k from a relaxation: each job gets a level, and every leaf
     side (and every subset of its spines some pairs are limited to) must be able to carry its
@@ -261,6 +290,10 @@ class Bounds:
         self.on_side = [[(j, n) for j, n in dj.items()] for dj, _ in self.sides]
         self._all = side_arrays(self.sides)
         self._full = side_arrays(full)
+        # per job, the sides it is on (a search step that sets one job's level checks these)
+        self._all_of = sides_of_jobs(self._all, J)
+        self._full_of = sides_of_jobs(self._full, J)
+        self._ids = side_ids_of_jobs(self._all, J)       # (the full sides come first)
         self._memo: dict[tuple, int] = {}
         self._fits_k = compiled("mmf_fits", fits_kernel)
         self._hot_k = compiled("mmf_hot", hot_kernel)
@@ -271,12 +304,20 @@ class Bounds:
     def _fits(self, levels: list[int]) -> bool:
         """Every side can carry its flows (unassigned jobs, level 0, count as level A):
         fits_kernel, compiled; _fits_reference is the plain loop."""
-        return bool(self._fits_k(np.array(levels, np.int64), self.A, *self._all))
+        return bool(self._fits_k(np.asarray(levels, np.int64), self.A, *self._all))
 
     def _hot(self, levels: list[int], k: int) -> int:
         """Sum over full sides of the fewest links at >= k flows (unassigned: level A):
         hot_kernel, compiled; _hot_reference is the plain loop."""
-        return int(self._hot_k(np.array(levels, np.int64), self.A, k, *self._full))
+        return int(self._hot_k(np.asarray(levels, np.int64), self.A, k, *self._full))
+
+    def _fits_of(self, levels: np.ndarray, j: int) -> bool:
+        """_fits over the sides job j is on only."""
+        return bool(self._fits_k(levels, self.A, *self._all_of[j]))
+
+    def _hot_of(self, levels: np.ndarray, k: int, j: int) -> int:
+        """_hot over the full sides job j is on only."""
+        return int(self._hot_k(levels, self.A, k, *self._full_of[j]))
 
     def _fits_reference(self, levels: list[int]) -> bool:
         A = self.A
@@ -298,41 +339,68 @@ class Bounds:
             total += side_hot_links(demand, U, k)
         return total
 
-    def _search(self, objective, fixes: dict[int, int]) -> int | None:
+    def _search(self, objective, part, fixes: dict[int, int]) -> int | None:
         """Min of `objective(levels)` over level assignments meeting `fixes` (level k ->
         at most that many jobs at >= k) that fit; None when the budget runs out. On a
         partial assignment (unassigned jobs: level 0) `objective` must not exceed its value
-        on any completion (it prunes the search)."""
+        on any completion (it prunes the search). `part(levels, j)`: the terms of
+        `objective` that job j's level changes (objective = the rest + part), so that a
+        step that sets one job's level computes only those, and checks only its sides (the
+        others fit at the step before)."""
         A, J, order = self.A, self.J, self.order
-        levels = [0] * J
+        levels = np.zeros(J, np.int64)
         best = [None]
         nodes = [0]
 
-        def dfs(idx: int) -> bool:
+        def dfs(idx: int, rest: int) -> bool:
             nodes[0] += 1
             if nodes[0] > self.node_budget:
                 return False
-            if not self._fits(levels):
-                return True
-            value = objective(levels)
+            if idx == 0:
+                if not self._fits(levels):
+                    return True
+                value = objective(levels)
+            else:
+                if not self._fits_of(levels, order[idx - 1]):
+                    return True
+                value = rest + part(levels, order[idx - 1])
             if best[0] is not None and value >= best[0]:
                 return True
             if idx == J:
                 best[0] = value
                 return True
             j = order[idx]
-            room = [(k, n - sum(1 for x in levels if x >= k)) for k, n in fixes.items()]
+            rest = value - part(levels, j)           # (j unassigned here)
+            room = [(k, n - int((levels >= k).sum())) for k, n in fixes.items()]
             for lv in range(1, A + 1):
                 if any(lv >= k and left < 1 for k, left in room):
                     continue
                 levels[j] = lv
-                ok = dfs(idx + 1)
+                ok = dfs(idx + 1, rest)
                 levels[j] = 0
                 if not ok:
                     return False
             return True
 
-        return best[0] if dfs(0) else None
+        return best[0] if dfs(0, 0) else None
+
+    def _search_compiled(self, layer: str, k: int, fixes: dict[int, int]) -> int | None:
+        """_search for layer "jobs" (jobs at >= k) or "links" (hot links at >= k),
+        compiled (routing/mmf_search.py): the same search, result and budget."""
+        from .mmf_search import JOBS, LINKS, search_kernel     # numba: on first use
+        done, best = search_kernel(
+            JOBS if layer == "jobs" else LINKS, k, self.A, np.array(self.order, np.int64),
+            np.array(list(fixes), np.int64), np.array(list(fixes.values()), np.int64),
+            self.node_budget, *self._all, len(self.full), *self._ids)
+        return int(best) if done and best >= 0 else None
+
+    def _search_python(self, layer: str, k: int, fixes: dict[int, int]) -> int | None:
+        """_search_compiled in Python (the reference in tests)."""
+        if layer == "jobs":
+            return self._search(lambda lv: int((lv >= k).sum()), lambda lv, j: int(lv[j] >= k),
+                                fixes)
+        return self._search(lambda lv: self._hot(lv, k), lambda lv, j: self._hot_of(lv, k, j),
+                            fixes)
 
     def jobs(self, k: int, fixes: dict[int, int]) -> int:
         """Lower bound on n_k given the counts fixed so far (computed once per k and fixes)."""
@@ -343,7 +411,7 @@ class Bounds:
 
     def _jobs(self, k: int, fixes: dict[int, int]) -> int:
         # unassigned jobs count as below k: the count can only rise as they are assigned
-        found = self._search(lambda lv: sum(1 for x in lv if x >= k), fixes)
+        found = self._search_compiled("jobs", k, fixes)
         if found is None:
             found = self._clean_bound(k)
         return max(found, self._floor(k))
@@ -357,7 +425,7 @@ class Bounds:
         return self._memo[key]
 
     def _links(self, k: int, fixes: dict[int, int]) -> int:
-        found = self._search(lambda lv: self._hot(lv, k), fixes)
+        found = self._search_compiled("links", k, fixes)
         if found is None:
             found = sum(hot_links(sum(dj.values()), U, self.A, k) for dj, U in self.full)
         return max(found, self._floor(k))

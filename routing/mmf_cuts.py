@@ -74,24 +74,38 @@ def cut_sides(t: PathTable) -> tuple[list[Side], list[Side]]:
     for pairs, srt, _ in stacks:
         used[srt[np.array([pair in with_flows for pair in pairs])].ravel()] = True
     size = np.bincount(label[used], minlength=t.n_links)
-    hop_sets: dict[tuple[int, int], list[tuple[int, frozenset[int] | None]]] = {}
-    for pairs, srt, new in stacks:
-        roots, distinct = label[srt[:, :, 0]], new.sum(axis=2)
-        part = distinct < size[roots]                  # a hop limited to part of its cut
-        for x, pair in enumerate(pairs):
-            if pair in with_flows:
-                hop_sets[pair] = [
-                    (r, frozenset(srt[x, h][new[x, h]].tolist()) if part[x, h] else None)
-                    for h, r in enumerate(roots[x].tolist())]
-    per_job: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    J = max(1, len(t.job_names))
+    where = {pair: (n, x) for n, (pairs, _, _) in enumerate(stacks) for x, pair in enumerate(pairs)}
+    in_stack: list[list[tuple[int, int]]] = [[] for _ in stacks]      # (group, row) per stack
+    keys = list(groups)
+    for g, (a, b, _) in enumerate(keys):
+        n, x = where[a, b]
+        in_stack[n].append((g, x))
+    gj = np.array([j for _, _, j in keys], dtype=np.int64)
+    gn = np.array(list(groups.values()), dtype=np.int64)
+    codes, weights = [], []
     subsets: dict[int, dict[frozenset[int], dict[int, int]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(int)))
-    for (a, b, j), n in groups.items():
-        for r, T in hop_sets[a, b]:
-            per_job[r][j] += n
-            if T is not None:
-                subsets[r][T][j] += n
-    cuts = [(dict(per_job[r]), int(size[r])) for r in sorted(per_job)]
+    for (pairs, srt, new), members in zip(stacks, in_stack):
+        if not members:
+            continue
+        gs, xs = np.array(members, dtype=np.int64).T
+        roots = label[srt[xs, :, 0]]                   # (groups, hops): each hop's cut
+        part = new[xs].sum(axis=2) < size[roots]       # a hop limited to part of its cut
+        codes.append((roots * J + gj[gs][:, None]).ravel())
+        weights.append(np.repeat(gn[gs], roots.shape[1]))
+        for y in np.flatnonzero(part.any(axis=1)).tolist():
+            g, x = int(gs[y]), int(xs[y])
+            for h in np.flatnonzero(part[y]).tolist():
+                T = frozenset(srt[x, h][new[x, h]].tolist())
+                subsets[int(roots[y, h])][T][keys[g][2]] += int(gn[g])
+    code, inverse = np.unique(np.concatenate(codes), return_inverse=True)
+    total = np.bincount(inverse.ravel(), weights=np.concatenate(weights)).astype(np.int64)
+    root, job = (code // J).tolist(), (code % J).tolist()
+    per_job: dict[int, dict[int, int]] = defaultdict(dict)
+    for r, j, n in zip(root, job, total.tolist()):
+        per_job[r][j] = n
+    cuts = [(per_job[r], int(size[r])) for r in sorted(per_job)]
     restricted = []
     for r in sorted(subsets):
         for T in sorted(subsets[r], key=sorted):
@@ -178,10 +192,20 @@ def descend(t: PathTable, assign: list[int], max_moves: int = 1_000_000) -> tupl
     assignment and how many moves it made. Deterministic (flows in order, first best path)."""
     if not t.flows:
         return list(assign), 0
-    lo = np.array([c.start for c in t.cand], dtype=np.int64)
-    hi = np.array([c.stop for c in t.cand], dtype=np.int64)
+    pl, lo, hi, job = descent_arrays(t)
     out = np.array(assign, dtype=np.int64)
     from .mmf_descent import descend_kernel      # numba: imported when mmf first needs it
-    moves = descend_kernel(path_link_matrix(t), lo, hi, np.array(t.job, dtype=np.int64),
-                           len(t.job_names), t.n_links, out, max_moves)
+    moves = descend_kernel(pl, lo, hi, job, len(t.job_names), t.n_links, out, max_moves)
     return out.tolist(), int(moves)
+
+
+def descent_arrays(t: PathTable) -> tuple[np.ndarray, ...]:
+    """The descent's inputs (path links, candidate ranges, jobs), made once per PathTable
+    (kept on it: an epoch descends several times, 0.3 s each at 10,000 flows)."""
+    cached = t.__dict__.get("_descent_arrays")
+    if cached is None:
+        lo = np.array([c.start for c in t.cand], dtype=np.int64)
+        hi = np.array([c.stop for c in t.cand], dtype=np.int64)
+        cached = (path_link_matrix(t), lo, hi, np.array(t.job, dtype=np.int64))
+        t.__dict__["_descent_arrays"] = cached
+    return cached

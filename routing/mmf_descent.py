@@ -40,7 +40,9 @@ def _shared(pl: np.ndarray, p: int, e: int) -> bool:
 @numba.njit(cache=True)
 def _best(i: int, kind: int, pl, lo, hi, job, assign, load, on, level) -> tuple[int, int]:
     """Flow i's best move of `kind` (the smallest (largest new load, sum of new loads), first
-    path on ties): (path, the link that reaches rem for a level move), or (-1, -1)."""
+    path on ties): (path, the link that reaches rem for a level move), or (-1, -1). The
+    check of the other jobs' levels on the added links, the costly one, is made only for a
+    path that would be the best so far."""
     p, j, H = assign[i], job[i], pl.shape[1]
     best, best_m, best_s, best_e = -1, 0, 0, -1
     for q in range(lo[i], hi[i]):
@@ -51,28 +53,46 @@ def _best(i: int, kind: int, pl, lo, hi, job, assign, load, on, level) -> tuple[
             e = pl[p, x]
             if e >= 0 and load[e] > rem and not _shared(pl, q, e):
                 rem = load[e]
+        if rem == 0:
+            continue
         m, s, at, hot = 0, 0, 0, -1
-        ok = rem > 0
+        ok = True
         for x in range(H):
             e = pl[q, x]
-            if not ok or e < 0 or _shared(pl, p, e):
+            if e < 0 or _shared(pl, p, e):
                 continue
             nv = load[e] + 1
+            if nv > rem or nv > level[j]:
+                ok = False
+                break
             if nv == rem:
                 at += 1
                 hot = e
-            ok = nv <= rem and nv <= level[j]
-            if ok and nv > 1:                    # (a job on e has level >= load[e] >= 1)
-                for k in range(on.shape[1]):
-                    if on[e, k] != 0 and nv > level[k]:
-                        ok = False
-                        break
             m = max(m, nv)
             s += nv
-        ok = ok and (at == 0 if kind == IMPROVING else at == 1)
-        if ok and (best < 0 or m < best_m or (m == best_m and s < best_s)):
+        if not ok or (at != 0 if kind == IMPROVING else at != 1):
+            continue
+        if best >= 0 and not (m < best_m or (m == best_m and s < best_s)):
+            continue
+        if _jobs_allow(pl, p, q, load, on, level):
             best, best_m, best_s, best_e = q, m, s, hot
     return best, best_e
+
+
+@numba.njit(cache=True)
+def _jobs_allow(pl, p: int, q: int, load, on, level) -> bool:
+    """No link that path q adds (not on p) rises above the level of a job on it (a job on
+    a link has level >= its load, so only loads reaching 2 and more need the check)."""
+    for x in range(pl.shape[1]):
+        e = pl[q, x]
+        if e < 0 or _shared(pl, p, e):
+            continue
+        nv = load[e] + 1
+        if nv > 1:
+            for k in range(on.shape[1]):
+                if on[e, k] != 0 and nv > level[k]:
+                    return False
+    return True
 
 
 @numba.njit(cache=True)

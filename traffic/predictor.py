@@ -41,6 +41,7 @@ from itertools import chain
 import numpy as np
 
 from testbed.fabric import Fabric
+from traffic import jit
 from traffic.collectives import ADAPTIVE_UNSENT_BYTES, JobPlan, Transfers
 from .prediction import (OURS, RECOMPUTES, RING_SYNCS, JobResult, Prediction,  # noqa: F401
                          PredictorError, Router, Semantics)
@@ -665,11 +666,12 @@ class _Simulation:
                  nonblocking: bool, batch_tol_s: float, util_bin_s: float | None,
                  keep_fcts: bool, router: Router | None, semantics: Semantics,
                  spray: bool = False, lazy: bool = False):
-        from traffic import dag_kernel, waterfill   # compiled; numba's import when predicting
-        waterfill.warm()                  # compiling or loading them is not the prediction's time
-        dag_kernel.warm()
-        self.kernels, self.dag_kernel = waterfill, dag_kernel
-        self.compiled_dag = COMPILED_DAG
+        # compiled (numba's import, compiling or loading them is not the prediction's time)
+        # or numpy, by size (traffic/jit.py); bit for bit the same results
+        self.kernels, self.dag_kernel = jit.kernels(
+            sum(len(p.transfers) * p.spec.iterations for p in plans), spray and not nonblocking,
+            len(fabric.links))
+        self.compiled_dag = COMPILED_DAG and self.dag_kernel is not None
         self.wall0 = time.perf_counter()
         if not goodput_factor > 0:
             raise PredictorError("goodput_factor must be positive")
@@ -686,7 +688,7 @@ class _Simulation:
         self.n_links = len(self.links)
         self.nominal = np.array(fabric.capacities_mbps, dtype=float)
         self.cap = np.append(self.nominal * goodput_factor, np.inf)     # + the pad link
-        self.scratch = waterfill.scratch(self.cap.size)           # the water-filling's
+        self.scratch = self.kernels.scratch(self.cap.size)           # the water-filling's
         self.spray = spray and not nonblocking
         self.width = spray_width(fabric, plans) if self.spray else path_width(fabric)
         self.conn_weights = None                  # per-packet spraying's link shares
@@ -712,7 +714,7 @@ class _Simulation:
         self.fabric_now = fabric
         self.last_routes: dict | None = None       # the router's latest routes
         self.n_reroutes = 0
-        self.active = _Active(self.width, waterfill)
+        self.active = _Active(self.width, self.kernels)
         self.util_integral = np.zeros(self.n_links + 1)
         self.load = np.zeros(self.n_links + 1)                    # Mbit/s, at current rates
         self.util_max = np.zeros(self.n_links + 1)
@@ -1013,7 +1015,8 @@ class _Simulation:
             self._replan_flows(self.completions > completions or len(new) > 0)
         self._check_routed()
         max_min_rates(a.links, self.cap, out=a.rates,
-                      weights=self._weights() if self.spray else None, scratch=self.scratch)
+                      weights=self._weights() if self.spray else None, scratch=self.scratch,
+                      kernels=self.kernels)
         if self.pooled:
             self._share_pools()
         self.n_rounds += 1
@@ -1083,7 +1086,8 @@ class _Simulation:
             nonblocking=self.nonblocking, util_bin_s=self.util_bin_s,
             link_util_series=series_arr, event_batches=self.batches,
             completions=self.completions, wall_s=time.perf_counter() - self.wall0,
-            stats={"rate_recomputations": self.n_rounds, "reroutes": self.n_reroutes})
+            stats={"rate_recomputations": self.n_rounds, "reroutes": self.n_reroutes,
+                   "kernels": "compiled" if self.dag_kernel is not None else "numpy"})
 
 
 def _simulate(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | None] | None,

@@ -11,8 +11,8 @@ from .prediction import PredictorError
 
 def max_min_rates(flow_links: np.ndarray, capacity_mbps: np.ndarray,
                   rel_tol: float = 1e-9, out: np.ndarray | None = None,
-                  weights: np.ndarray | None = None, scratch: tuple | None = None
-                  ) -> np.ndarray:
+                  weights: np.ndarray | None = None, scratch: tuple | None = None,
+                  kernels=None) -> np.ndarray:
     """Max-min fair rates (Mbit/s) by progressive filling (traffic/waterfill.py, compiled),
     written into `out` when given (F floats).
 
@@ -22,9 +22,12 @@ def max_min_rates(flow_links: np.ndarray, capacity_mbps: np.ndarray,
     (None: 1; a flow sprayed over P paths puts 1/P on each path's own links).
     Every round raises all unfrozen flows equally until the tightest link saturates, then
     freezes every flow crossing a link whose fair share is within rel_tol of that minimum.
-    scratch: traffic/waterfill.py's scratch(L), reused across calls (None: made per call).
+    scratch: the kernels' scratch(L), reused across calls (None: made per call). kernels:
+    traffic/waterfill.py (None: those, compiled) or traffic/waterfill_np.py.
     """
-    from traffic import waterfill             # numba's import (~0.3 s) only when predicting
+    if kernels is None:
+        from traffic import waterfill as kernels   # numba's import (~0.3 s) only when here
+    waterfill = kernels
     rates = np.zeros(flow_links.shape[0]) if out is None else out
     if rates.size == 0:
         return rates

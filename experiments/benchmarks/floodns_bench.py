@@ -23,7 +23,8 @@ median). --whole-command times the whole `mlfabric predict` command per case ins
 fresh interpreter, as a user runs it: imports, numba's cache, the traffic folder and flow log,
 results files), N times with its figures and N without (--no-plots), alternating: medians of
 wall and CPU time against floodns's ECMP run (median wall and CPU of its --repeats runs; the
-same routes: `replay` of its flow log, our ECMP hash where floodns did not run). Target
+same routes: `replay` of its flow log, our ECMP hash where floodns did not run), and which
+code path the predictor took (results.json's predict_kernels: numpy or compiled). Target
 (issue 28): the command >= 20x faster.
 """
 from __future__ import annotations
@@ -228,6 +229,13 @@ def time_command(config: Path, out: Path, plots: bool) -> tuple[float, float]:
     return wall, _children_cpu_s() - before
 
 
+def predict_kernels(out: Path) -> str:
+    """The predictor's code path(s) of the last `predict` in `out` (results.json's
+    predict_kernels: "numpy" or "compiled", "+"-joined when its runs differ)."""
+    runs = json.loads((out / "results.json").read_text())["runs"]
+    return "+".join(sorted({r.get("predict_kernels", "?") for r in runs}))
+
+
 def whole_command(args, cases: list[str], work: Path, local: bool) -> list[dict]:
     """Per case: floodns's ECMP run (the routes `replay` takes), median over --repeats,
     against the whole `predict` command, with and without figures, medians over --repeats."""
@@ -244,6 +252,7 @@ def whole_command(args, cases: list[str], work: Path, local: bool) -> list[dict]
             for plots in (True, False):
                 times[plots].append(time_command(config, work / "predict" / case, plots))
         load.append(os.getloadavg()[0])
+        paths = predict_kernels(work / "predict" / case)
         their_cpu = floodns_cpu_s(work, case, "ecmp", args.repeats) if local else None
         for plots in (True, False):
             wall = statistics.median(w for w, _ in times[plots])
@@ -254,13 +263,14 @@ def whole_command(args, cases: list[str], work: Path, local: bool) -> list[dict]
                    "ratio_wall": theirs and theirs / wall,
                    "ratio_cpu": their_cpu and their_cpu / cpu,
                    "load_1min_before": load[0], "load_1min_after": load[1],
-                   "repeats": args.repeats}
+                   "repeats": args.repeats, "predict_kernels": paths}
             rows.append(row)
             print(f"{case:6s} predict ({row['routing']}, {'figures' if plots else '--no-plots'}"
                   f"): {wall:5.2f} s wall, {cpu:5.2f} s CPU | floodns ecmp "
                   f"{_f(theirs, '6.2f')} s wall ({_f(row['ratio_wall'], '5.1f')}x), "
                   f"{_f(their_cpu, '6.2f')} s CPU ({_f(row['ratio_cpu'], '5.1f')}x) | load "
-                  f"{load[0]:.2f}-{load[1]:.2f}; medians of {args.repeats}", flush=True)
+                  f"{load[0]:.2f}-{load[1]:.2f}; medians of {args.repeats}; kernels {paths}",
+                  flush=True)
     return rows
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import traffic.predictor as predictor
-from traffic import dag_kernel
+from traffic import dag_kernel, jit
 from experiments.overrides import load_with
 from experiments.predict import _routes
 from testbed.fabric import FabricSpec, build_fabric
@@ -34,6 +34,13 @@ CASES = [
     ("hedera-k4.yaml", ["semantics={recompute: flows}"], ["gff"]),
     ("chakra-allreduce4.yaml", [], ["ecmp"]),
 ]
+
+
+@pytest.fixture(autouse=True)
+def compiled_kernels(monkeypatch):
+    """These cases are small enough for the numpy kernels (traffic/jit.py): compiled here,
+    so that COMPILED_DAG chooses between the DAG kernel and the Python step."""
+    monkeypatch.setattr(jit, "KERNELS", "compiled")
 
 
 def digest(pred) -> str:

@@ -137,3 +137,24 @@ def test_environment_json_still_lists_the_packages(tmp_path):
     tidy.finish_environment(tmp_path, start)
     env = json.loads((tmp_path / "environment.json").read_text())
     assert env["installed_packages"]["PyYAML"] == metadata.version("PyYAML")
+
+
+@pytest.mark.parametrize("repeat", [1, 2])
+def test_predict_draws_without_pandas_the_figures_report_draws(tmp_path, repeat):
+    """`predict`'s figures (experiments/report.py's draw_predicted: json and csv modules,
+    no pyplot) are pixel for pixel those `report` draws from the same folder with pandas
+    (with --repeat 2: over both rep-N folders; pandas then merges their results.csv)."""
+    import matplotlib.image
+    import numpy as np
+    from experiments.report import draw_report
+    out = _predict_in_a_new_interpreter(tmp_path / "p", "--set", "routing=[ecmp, greedy]",
+                                        "--repeat", str(repeat))
+    assert out.returncode == 0, out.stderr
+    assert ("pandas" in out.stdout.strip().splitlines()[-1]) == (repeat > 1), out.stdout
+    ours = sorted(p.name for p in (tmp_path / "p" / "plots").glob("*.png"))
+    theirs = draw_report([tmp_path / "p"], tmp_path / "r", fmt=("png",))
+    assert ours == sorted(f"{s}.png" for s in theirs) and len(ours) == 4
+    for name in ours:
+        a = matplotlib.image.imread(tmp_path / "p" / "plots" / name)
+        b = matplotlib.image.imread(tmp_path / "r" / name)
+        assert a.shape == b.shape and np.array_equal(a, b), name

@@ -1,0 +1,186 @@
+"""mmf's bound search (routing/mmf_bounds.py, Bounds._search), compiled (numba, cached beside
+this file): the same depth-first search over job levels, the same order, pruning and node
+budget, without a Python call per step.
+
+Sides are in the layout of mmf_bounds.fits_kernel (starts, jobs, ns, Us), the full sides
+first; per job, the sides it is on (CSR: ptr, ids) and its flows there. Each side's flows
+per level are kept as a row and moved when a search step sets a job's level, so a step
+checks only the rows of that job's sides. Mode JOBS minimizes the jobs at level >= k, mode
+LINKS the sum over full sides of the fewest links at >= k flows.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+JOBS, LINKS = 0, 1
+
+
+@numba.njit(cache=True)
+def _side_fits(d, A, U) -> bool:
+    """mmf_bounds.side_fits of a side with demand d (flows per level) over U links."""
+    used = cap = total = 0
+    for c in range(1, A + 1):
+        total += d[c]
+        if total > cap:
+            n = (total - cap + c - 1) // c
+            used += n
+            cap += c * n
+    return used <= U
+
+
+@numba.njit(cache=True)
+def _side_hot(d, A, k, U) -> int:
+    """mmf_bounds.side_hot_links of a side with demand d over U links (as hot_kernel)."""
+    for h in range(U + 1):
+        cool, spare, hot, ok = U - h, 0, 0, True
+        for c in range(1, A + 1):
+            need = d[c] - spare
+            if need <= 0:
+                spare = -need
+                continue
+            if c < k - 1:
+                n = (need + c - 1) // c
+                if n > cool:
+                    ok = False
+                    break
+                cool -= n
+                spare = c * n - need
+            else:
+                if c == k - 1 or cool != 0:
+                    spare += (k - 1) * cool
+                    cool = 0
+                    need = d[c] - spare
+                    if need <= 0:
+                        spare = -need
+                        continue
+                if c < k:
+                    ok = False
+                    break
+                n = (need + c - 1) // c
+                hot += n
+                spare = c * n - need
+        if ok and hot <= h:
+            return h
+    return U + 1
+
+
+@numba.njit(cache=True)
+def _set_level(j, new, levels, A, D, ptr, ids, nj) -> None:
+    """Job j to level `new` (0: unassigned, counted at A), moving its flows between the
+    levels of the demand rows of its sides."""
+    old = levels[j]
+    if old == new:
+        return
+    a, b = (old if old > 0 else A), (new if new > 0 else A)
+    for y in range(ptr[j], ptr[j + 1]):
+        D[ids[y], a] -= nj[y]
+        D[ids[y], b] += nj[y]
+    levels[j] = new
+
+
+@numba.njit(cache=True)
+def _part(mode, levels, A, k, j, D, Us, n_full, ptr, ids) -> int:
+    """The objective's terms that job j's level changes."""
+    if mode == JOBS:
+        return 1 if levels[j] >= k else 0
+    total = 0
+    for y in range(ptr[j], ptr[j + 1]):
+        s = ids[y]
+        if s < n_full:
+            total += _side_hot(D[s], A, k, Us[s])
+    return total
+
+
+@numba.njit(cache=True)
+def search_kernel(mode, k, A, order, fix_k, fix_n, budget, starts, jobs, ns, Us, n_full,
+                  ptr, ids, nj) -> tuple[bool, int]:
+    """Bounds._search with the objective of `mode` at k: (finished within `budget` nodes,
+    the minimum found or -1 when nothing fits). Sides in fits_kernel's layout, the full
+    ones (summed by the hot-link objective) first, n_full of them; per job its sides
+    (ptr, ids, ascending) and its flows there (nj). Each side's flows per level are kept
+    as rows D[side] and moved when a job's level is set."""
+    J = order.shape[0]
+    S = Us.shape[0]
+    levels = np.zeros(J, np.int64)
+    D = np.zeros((S, A + 1), np.int64)
+    for s in range(S):
+        for x in range(starts[s], starts[s + 1]):
+            D[s, A] += ns[x]
+    nxt = np.zeros(J + 1, np.int64)          # per depth: the next level to try
+    top = np.zeros(J + 1, np.int64)          # per depth: the highest level the fixes allow
+    rest = np.zeros(J + 1, np.int64)         # per depth: the objective without its job
+    best, nodes = -1, 0
+    idx, entering, parent_rest = 0, True, 0
+    while True:
+        if entering:                         # a new node at depth idx
+            nodes += 1
+            if nodes > budget:
+                return False, best
+            keep = True
+            value = 0
+            if idx == 0:
+                for s in range(S):
+                    if not _side_fits(D[s], A, Us[s]):
+                        keep = False
+                        break
+                if keep:
+                    if mode == JOBS:
+                        for x in range(J):
+                            value += 1 if levels[x] >= k else 0
+                    else:
+                        for s in range(n_full):
+                            value += _side_hot(D[s], A, k, Us[s])
+            else:
+                jp = order[idx - 1]
+                for y in range(ptr[jp], ptr[jp + 1]):
+                    if not _side_fits(D[ids[y]], A, Us[ids[y]]):
+                        keep = False
+                        break
+                if keep:
+                    value = parent_rest + _part(mode, levels, A, k, jp, D, Us, n_full, ptr, ids)
+            if keep and best >= 0 and value >= best:
+                keep = False
+            if keep and idx == J:
+                best = value
+                keep = False
+            if keep:
+                j = order[idx]
+                rest[idx] = value - _part(mode, levels, A, k, j, D, Us, n_full, ptr, ids)
+                hi = A
+                for f in range(fix_k.shape[0]):
+                    at = 0
+                    for x in range(J):
+                        if levels[x] >= fix_k[f]:
+                            at += 1
+                    if fix_n[f] - at < 1 and fix_k[f] - 1 < hi:
+                        hi = fix_k[f] - 1
+                top[idx] = hi
+                nxt[idx] = 1
+            else:                            # back to the parent's next level
+                if idx == 0:
+                    return True, best
+                idx -= 1
+                _set_level(order[idx], 0, levels, A, D, ptr, ids, nj)
+        entering = False
+        j = order[idx]
+        if nxt[idx] <= top[idx]:             # the next child of the node at depth idx
+            _set_level(j, nxt[idx], levels, A, D, ptr, ids, nj)
+            nxt[idx] += 1
+            parent_rest = rest[idx]
+            idx += 1
+            entering = True
+        else:
+            _set_level(j, 0, levels, A, D, ptr, ids, nj)
+            if idx == 0:
+                return True, best
+            idx -= 1
+            _set_level(order[idx], 0, levels, A, D, ptr, ids, nj)
+
+
+def csr(groups: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Index lists as (ptr, ids): group g is ids[ptr[g]:ptr[g + 1]]."""
+    ptr = np.zeros(len(groups) + 1, np.int64)
+    ptr[1:] = np.cumsum([len(g) for g in groups])
+    ids = np.concatenate(groups).astype(np.int64) if groups else np.zeros(0, np.int64)
+    return ptr, ids
