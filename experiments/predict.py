@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
+
+import numpy as np
 from typing import Callable
 
 import yaml
@@ -17,7 +19,7 @@ import yaml
 from routing import route
 from routing.base import RoutingError, max_link_flows
 from routing.replay import read_flow_log, route_replay
-from traffic.collectives import JobPlan, with_port_offset
+from traffic.collectives import JobPlan, Transfers, with_port_offset
 from traffic.predictor import Prediction, ideal, predict
 from traffic.metrics import link_load_imbalance
 
@@ -34,18 +36,61 @@ def _bytes(x: float) -> str:
     return f"{x:.0f}" if x == int(x) else f"{x:.1f}"
 
 
+def _tid_step_conn(plan: JobPlan):
+    """(tid, step, conn_id) of each transfer, in order (Transfers: from its arrays)."""
+    ts = plan.transfers
+    if isinstance(ts, Transfers):
+        return zip(ts.tid.tolist(), ts.step.tolist(), ts.conn.tolist())
+    return ((t.tid, t.step, t.conn_id) for t in ts)
+
+
+#: Past this many transfers per iteration, fct.csv (a ~80-byte row per transfer, ~0.8 GB
+#: here) gives way to fct_jobs.csv, a row per job (`report` reads CSVs up to 2 GiB).
+MAX_FCT_ROWS = 10_000_000
+
+
 def write_prediction_csvs(run_dir: Path, plans: list[JobPlan], pred: Prediction) -> None:
-    """Per transfer FCTs (fct.csv), per directed link utilization (links.csv) and, when the
-    prediction was binned, each used link's utilization over time (links_over_time.csv)."""
+    """Per transfer FCTs (fct.csv; per job, fct_jobs.csv, past MAX_FCT_ROWS transfers), per
+    directed link utilization (links.csv) and, when the prediction was binned, each used
+    link's utilization over time (links_over_time.csv)."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    with writing(run_dir / "fct.csv"), (run_dir / "fct.csv").open("w", newline="") as f:
+    if sum(len(p.transfers) for p in plans) > MAX_FCT_ROWS:
+        _write_job_fcts(run_dir / "fct_jobs.csv", plans, pred)
+    else:
+        _write_fcts(run_dir / "fct.csv", plans, pred)
+    _write_links(run_dir, pred)
+
+
+def _write_fcts(path: Path, plans: list[JobPlan], pred: Prediction) -> None:
+    """fct.csv: every transfer's bytes and mean and max FCT over iterations."""
+    with writing(path), path.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["job", "tid", "step", "conn_id", "size_bytes", "fct_mean_s", "fct_max_s"])
         for p in plans:
             jr = pred.jobs[p.name]
-            for i, t in enumerate(p.transfers):
-                w.writerow([p.name, t.tid, t.step, t.conn_id, _bytes(jr.transfer_bytes[i]),
+            for i, (tid, step, conn) in enumerate(_tid_step_conn(p)):
+                w.writerow([p.name, tid, step, conn, _bytes(jr.transfer_bytes[i]),
                             f"{jr.fct_mean_s[i]:.9f}", f"{jr.fct_max_s[i]:.9f}"])
+
+
+def _write_job_fcts(path: Path, plans: list[JobPlan], pred: Prediction) -> None:
+    """fct_jobs.csv: per job, its transfers, their bytes, and the mean, median and max over
+    them of each transfer's mean FCT over iterations, and the largest FCT of any."""
+    with writing(path), path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["job", "transfers", "size_bytes", "fct_mean_s", "fct_median_s",
+                    "fct_mean_max_s", "fct_max_s"])
+        for p in plans:
+            jr = pred.jobs[p.name]
+            m = jr.fct_mean_s
+            stats = (m.mean(), np.median(m), m.max(), jr.fct_max_s.max()) if m.size \
+                else (0.0,) * 4
+            w.writerow([p.name, m.size, _bytes(float(jr.transfer_bytes.sum())),
+                        *(f"{x:.9f}" for x in stats)])
+
+
+def _write_links(run_dir: Path, pred: Prediction) -> None:
+    """links.csv, and links_over_time.csv when the prediction was binned."""
     with writing(run_dir / "links.csv"), (run_dir / "links.csv").open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["src", "dst", "capacity_mbps", "mean_utilization", "max_utilization"])
@@ -151,7 +196,7 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
         (out_dir / "config.yaml").write_text(yaml.safe_dump(exp.resolved(), sort_keys=False))
     plans = exp.plans()
     if port_offset:
-        plans = with_port_offset(plans, port_offset)
+        plans = with_port_offset(plans, port_offset, emulated=False)
     conns = [c for p in plans for c in p.connections]
     pairs = {(exp.fabric.leaf_of(c.src), exp.fabric.leaf_of(c.dst)) for c in conns}
     ideal_pred = ideal(exp.fabric, plans)

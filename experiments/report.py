@@ -58,7 +58,8 @@ T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2
 #: Folders searched below each DIR for run folders; more are refused.
 MAX_RUNS = 100_000
 #: Largest CSV of a results folder the report reads: fct.csv, one ~80-byte row per transfer,
-#: is ~0.8 GB at the 10 M transfers per iteration a config may have (MAX_TRANSFERS).
+#: is ~0.8 GB at its 10 M transfers at most (past them `predict` writes fct_jobs.csv, a row
+#: per job: experiments/predict.py MAX_FCT_ROWS).
 MAX_RESULT_CSV_BYTES = 2 * 1024 ** 3
 #: Series drawn in one CDF, bars in one efficiency figure, heatmap panels.
 MAX_SERIES = 40
@@ -160,7 +161,7 @@ def read_results(folder: Path) -> dict:
 
 def _read_csv(path: Path, **kw) -> pd.DataFrame:
     """A CSV mlfabric wrote, streamed by pandas (fct.csv has a row per transfer: ~0.8 GB at
-    the 10 M transfers a config may have); ConfigError naming it when it is not one (empty,
+    its 10 M transfers at most); ConfigError naming it when it is not one (empty,
     garbage, not a regular file, over MAX_RESULT_CSV_BYTES)."""
     try:
         files.check_file(path, MAX_RESULT_CSV_BYTES)

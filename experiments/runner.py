@@ -44,6 +44,7 @@ from traffic.goodput import goodput_factor
 from traffic.predictor import Prediction, Semantics, ideal, predict
 
 from .config import ConfigError, Experiment, iteration_timeout_s
+from .config.jobs import check_source_ports
 from .controller import EMULATED_REPLAN_INTERVAL_S, Controller, FlowReplanner
 from .measure import (measured_conn_rates, observed_paths, phase_paths, switch_counts,
                       write_transfers_csv)
@@ -71,9 +72,10 @@ def _listed(path: tuple[str, ...] | None) -> list[str] | None:
 
 def check_emulable(exp: Experiment) -> None:
     """Raise ConfigError (before anything is built) for a fabric the emulator cannot shape,
-    or semantics its agents and controller do not run."""
+    semantics its agents and controller do not run, or more connections than source ports."""
     if exp.machines:
         check_splittable(exp)
+    check_source_ports(exp.jobs, exp.routing)     # one source port per connection
     sem = exp.semantics
     if sem.ring_sync != "rank" or sem.tail_step or sem.recompute == "iterations":
         raise ConfigError("semantics: the emulator runs ring_sync: rank, recompute: epochs or "

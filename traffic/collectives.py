@@ -44,8 +44,11 @@ from __future__ import annotations
 
 import dataclasses
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+
+import numpy as np
 
 
 class WorkloadError(ValueError):
@@ -77,7 +80,7 @@ def source_port(conn_id: int) -> int:
     return SOURCE_PORT_BASE + conn_id % SOURCE_PORT_SPAN
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Connection:
     """One TCP connection: the unit that routing places on a spine."""
 
@@ -95,7 +98,7 @@ class Connection:
         return self.src_port == 0 and self.dst_port == 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Transfer:
     """One message of one iteration; `tid` is unique within its job."""
 
@@ -107,6 +110,64 @@ class Transfer:
     #: split "adaptive": the tid of the transfer's first part; the parts of one transfer
     #: share its bytes (each subflow takes the next piece when it has sent its last)
     pool: int = -1
+
+
+class Transfers(Sequence):
+    """One iteration's transfers as arrays (the ring and all-to-all planners' output): a
+    read-only sequence of Transfer, each made when read, in ~48 B per transfer where a list of
+    Transfer objects takes ~300 (a SimAI workload plans 137 M). Its values are exactly those
+    the object planners made; the predictor and the CSV writer read the arrays directly."""
+
+    def __init__(self, tid: np.ndarray, conn: np.ndarray, size: np.ndarray, step: np.ndarray,
+                 dep_ptr: np.ndarray, dep: np.ndarray):
+        self.tid, self.conn, self.size, self.step = tid, conn, size, step
+        self.dep_ptr, self.dep = dep_ptr, dep             # deps of i: dep[dep_ptr[i]:...]
+
+    def __len__(self) -> int:
+        return int(self.tid.size)
+
+    def _one(self, i: int) -> Transfer:
+        lo, hi = int(self.dep_ptr[i]), int(self.dep_ptr[i + 1])
+        return Transfer(int(self.tid[i]), int(self.conn[i]), int(self.size[i]),
+                        int(self.step[i]), tuple(self.dep[lo:hi].tolist()))
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self._one(k) for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("transfer index out of range")
+        return self._one(i)
+
+    def __iter__(self) -> Iterator[Transfer]:
+        ptr = self.dep_ptr.tolist()
+        dep = self.dep.tolist()
+        for k, (t, c, b, st) in enumerate(zip(self.tid.tolist(), self.conn.tolist(),
+                                              self.size.tolist(), self.step.tolist())):
+            yield Transfer(t, c, b, st, tuple(dep[ptr[k]:ptr[k + 1]]))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence):
+            return len(self) == len(other) and list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None                      # type: ignore[assignment]  (a list's equality)
+
+    def __repr__(self) -> str:
+        return f"Transfers({len(self)} transfers)"
+
+    @staticmethod
+    def join(parts: list[Transfers]) -> Transfers:
+        """The parts' transfers in order (each part's dep_ptr starting at 0)."""
+        ptrs, base = [np.zeros(1, np.int64)], 0
+        for p in parts:
+            ptrs.append(p.dep_ptr[1:] + base)
+            base += p.dep.size
+        cat = (lambda name: np.concatenate([getattr(p, name) for p in parts])
+               if parts else np.zeros(0, np.int64))
+        return Transfers(cat("tid"), cat("conn"), cat("size"), cat("step"),
+                         np.concatenate(ptrs), cat("dep"))
 
 
 #: How a transfer's K subflows share its bytes (JobSpec.split).
@@ -171,7 +232,7 @@ class JobPlan:
     spec: JobSpec
     index: int
     connections: list[Connection]
-    transfers: list[Transfer] = field(default_factory=list)
+    transfers: Sequence[Transfer] = field(default_factory=list)   # a list, or Transfers
 
     @property
     def name(self) -> str:
@@ -182,6 +243,8 @@ class JobPlan:
         return LISTEN_PORT_BASE + self.index
 
     def bytes_per_iteration(self) -> int:
+        if isinstance(self.transfers, Transfers):
+            return int(self.transfers.size.sum())
         return sum(t.size_bytes for t in self.transfers)
 
 
@@ -194,7 +257,7 @@ def split_bytes(total: int, parts: int) -> list[int]:
 def ring_allreduce(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
     """Reduce-scatter then all-gather around each ring of `spec.groups` (see module docstring)."""
     conns: list[Connection] = []
-    transfers: list[Transfer] = []
+    transfers: list[Transfers] = []
     for ring in spec.groups:
         n = len(ring)
         if n < 2:
@@ -213,19 +276,29 @@ def ring_allreduce(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
             )
             for i in range(n)
         ]
-        chunks = split_bytes(spec.size_bytes, n)
-        t0 = len(transfers)
-        for k in range(2 * (n - 1)):
-            for i in range(n):
-                # reduce-scatter step k: rank i sends chunk (i - k); all-gather: (i + 1 - k')
-                chunk = (i - k) % n if k < n - 1 else (i + 1 - (k - (n - 1))) % n
-                deps = () if k == 0 else (t0 + (k - 1) * n + (i - 1) % n,)
-                transfers.append(Transfer(
-                    tid=t0 + k * n + i, conn_id=ring_conns[i].conn_id,
-                    size_bytes=chunks[chunk], step=k, deps=deps,
-                ))
+        # reduce-scatter step k: rank i sends chunk (i - k); all-gather: (i + 1 - k')
+        k = np.arange(2 * (n - 1))[:, None]
+        i = np.arange(n)[None, :]
+        chunk = np.where(k < n - 1, (i - k) % n, (i + 1 - (k - (n - 1))) % n)
+        transfers.append(_ring_steps(n, 2 * (n - 1), sum(len(p) for p in transfers),
+                                     ring_conns[0].conn_id,
+                                     np.array(split_bytes(spec.size_bytes, n))[chunk]))
         conns.extend(ring_conns)
-    return JobPlan(spec=spec, index=index, connections=conns, transfers=transfers)
+    return JobPlan(spec=spec, index=index, connections=conns,
+                   transfers=Transfers.join(transfers))
+
+
+def _ring_steps(n: int, steps: int, t0: int, conn0: int, size: np.ndarray) -> Transfers:
+    """A ring's transfers (steps x n, step-major; rank i sends on connection conn0 + i):
+    rank i's step-k send waits for rank i-1's step-(k-1) send. size: (steps, n) bytes."""
+    k = np.repeat(np.arange(steps, dtype=np.int64), n)
+    i = np.tile(np.arange(n, dtype=np.int64), steps)
+    has = k > 0
+    dep = (t0 + (k - 1) * n + (i - 1) % n)[has]
+    dep_ptr = np.zeros(steps * n + 1, dtype=np.int64)
+    np.cumsum(has, out=dep_ptr[1:])
+    return Transfers(t0 + k * n + i, conn0 + i, size.reshape(-1).astype(np.int64), k,
+                     dep_ptr, dep)
 
 
 def _check_groups(spec: JobSpec, min_size: int = 2) -> None:
@@ -251,7 +324,7 @@ def ring_chain(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
     module docstring); the step-k send of rank i waits for rank i-1's step-(k-1) send."""
     _check_groups(spec)
     conns: list[Connection] = []
-    transfers: list[Transfer] = []
+    transfers: list[Transfers] = []
     shift = 0 if spec.collective is Collective.ALLGATHER else 1
     for ring in spec.groups:
         n = len(ring)
@@ -261,16 +334,14 @@ def ring_chain(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
         base = first_conn_id + len(conns)
         ring_conns = [_connection(spec, index, base + i, ring[i], ring[(i + 1) % n])
                       for i in range(n)]
-        chunks = split_bytes(spec.size_bytes, n)
-        t0 = len(transfers)
-        for k in range(n - 1):
-            for i in range(n):
-                deps = () if k == 0 else (t0 + (k - 1) * n + (i - 1) % n,)
-                transfers.append(Transfer(
-                    tid=t0 + k * n + i, conn_id=ring_conns[i].conn_id,
-                    size_bytes=chunks[(i - k - shift) % n], step=k, deps=deps))
+        k = np.arange(n - 1)[:, None]
+        i = np.arange(n)[None, :]
+        transfers.append(_ring_steps(n, n - 1, sum(len(p) for p in transfers), base,
+                                     np.array(split_bytes(spec.size_bytes, n))[
+                                         (i - k - shift) % n]))
         conns.extend(ring_conns)
-    return JobPlan(spec=spec, index=index, connections=conns, transfers=transfers)
+    return JobPlan(spec=spec, index=index, connections=conns,
+                   transfers=Transfers.join(transfers))
 
 
 def all_to_all(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
@@ -278,7 +349,7 @@ def all_to_all(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
     one transfer per ordered pair, no dependencies (rank j receives chunk j of the split)."""
     _check_groups(spec)
     conns: list[Connection] = []
-    transfers: list[Transfer] = []
+    sizes: list[int] = []
     for group in spec.groups:
         n = len(group)
         if spec.size_bytes < n:
@@ -289,11 +360,15 @@ def all_to_all(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
             for j in range(n):
                 if i == j:
                     continue
-                c = _connection(spec, index, first_conn_id + len(conns), group[i], group[j])
-                conns.append(c)
-                transfers.append(Transfer(tid=len(transfers), conn_id=c.conn_id,
-                                          size_bytes=chunks[j], step=0))
-    return JobPlan(spec=spec, index=index, connections=conns, transfers=transfers)
+                conns.append(_connection(spec, index, first_conn_id + len(conns), group[i],
+                                         group[j]))
+                sizes.append(chunks[j])
+    m = len(conns)                      # one transfer per connection, in order, no deps
+    return JobPlan(spec=spec, index=index, connections=conns, transfers=Transfers(
+        np.arange(m, dtype=np.int64), np.arange(first_conn_id, first_conn_id + m,
+                                                dtype=np.int64),
+        np.array(sizes, dtype=np.int64), np.zeros(m, np.int64), np.zeros(m + 1, np.int64),
+        np.zeros(0, np.int64)))
 
 
 def pipeline_p2p(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
@@ -562,13 +637,16 @@ def ideal_schedule(specs: list[JobSpec], host_link_mbps: float) -> dict[str, tup
     return out
 
 
-def with_port_offset(plans: list[JobPlan], offset: int) -> list[JobPlan]:
+def with_port_offset(plans: list[JobPlan], offset: int, emulated: bool = True
+                     ) -> list[JobPlan]:
     """Copies of `plans` whose connections use source port SOURCE_PORT_BASE +
     (conn_id + offset) mod SOURCE_PORT_SPAN. Successive runs on one fabric use different
     offsets, so that a late segment of an earlier run's connection (a retransmission after its
-    agents exited) can never be counted as, or mistaken for, a flow of the next run."""
+    agents exited) can never be counted as, or mistaken for, a flow of the next run; that
+    needs room (emulated); in the model a shift only changes what ECMP hashes, and 5-tuples
+    unique before it stay unique (every port moves by the same amount)."""
     n = sum(len(p.connections) for p in plans)
-    if n > SOURCE_PORT_SPAN // 2:
+    if emulated and n > SOURCE_PORT_SPAN // 2:
         raise WorkloadError(f"{n} connections leave no room to shift source ports between runs")
     return [p if p.spec.host_pairs else dataclasses.replace(p, connections=[
         dataclasses.replace(c, src_port=source_port(c.conn_id + offset))

@@ -35,13 +35,14 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Sequence
 from itertools import chain
 
 import numpy as np
 
 from testbed.fabric import Fabric
 from traffic import jit
-from traffic.collectives import ADAPTIVE_UNSENT_BYTES, JobPlan
+from traffic.collectives import ADAPTIVE_UNSENT_BYTES, JobPlan, Transfers
 from .prediction import (OURS, RECOMPUTES, RING_SYNCS, JobResult, Prediction,  # noqa: F401
                          PredictorError, Router, Semantics)
 from .rates import max_min_rates  # noqa: F401
@@ -49,6 +50,16 @@ from .rates import max_min_rates  # noqa: F401
 #: The per-completion DAG step compiled (traffic/dag_kernel.py), or the Python reference
 #: (_Simulation.finish per flow): the same results bit for bit (tests/unit/test_dag_kernel.py).
 COMPILED_DAG = True
+
+
+#: Past this many transfers in all plans, `predict` and `ideal` build each job's DAG when it
+#: starts and drop it after its last iteration (lazy): below it, the whole DAG at once.
+LAZY_TRANSFERS = 1_000_000
+
+
+#: A lazy run's _Dag keeps room for this many transfers (groups, edges) more than twice what
+#: it holds when built whole.
+SPARE_MIN = 1024
 
 
 def path_width(fabric: Fabric) -> int:
@@ -65,7 +76,7 @@ class _Job:
     step, not n^2 edges), which replaces its deps and connection predecessor in step k-1."""
 
     def __init__(self, plan: JobPlan, row_of_conn: dict[int, int], keep_fcts: bool,
-                 ring_sync: str = "rank"):
+                 ring_sync: str = "rank", lazy: bool = False):
         self.plan = plan
         spec = plan.spec
         self.name = spec.name
@@ -76,15 +87,38 @@ class _Job:
             raise PredictorError(f"jobs.{self.name}.iterations: must be at least 1")
         if self.compute_s < 0 or self.start_s < 0:
             raise PredictorError(f"jobs.{self.name}: start_s and compute_s must be >= 0")
+        self.iteration = 0
+        self.communicating = False   # in an iteration, or past the last one (floodns's view)
+        self.ccts: list[float] = []
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+        self._dag: _Dag | None = None
+        self._j = 0
+        self.final: JobResult | None = None       # lazy: the result, kept once freed
+        self._args = (row_of_conn, keep_fcts, ring_sync)
+        self.built = False
+        self.n = 0                                # transfers whose state is held
+        if lazy:
+            self._empty()
+        else:
+            self.build()
+
+    def build(self) -> None:
+        """The DAG's arrays and this job's per-iteration state (lazy jobs: when the job is
+        about to start its first iteration)."""
+        row_of_conn, keep_fcts, ring_sync = self._args
+        plan, spec = self.plan, self.plan.spec
+        self.built = True
         ts = plan.transfers
         n = len(ts)
         self.n = n
-        tid = np.fromiter((t.tid for t in ts), np.int64, n)
-        pos = dict(zip(tid.tolist(), range(n)))
-        if len(pos) != n:
-            raise PredictorError(f"jobs.{self.name}: transfer ids are not unique")
-        self.size = np.fromiter((t.size_bytes for t in ts), float, n)
-        conn = np.fromiter((t.conn_id for t in ts), np.int64, n)
+        tid, self.size, conn = _field(ts, "tid"), _field(ts, "size").astype(float), \
+            _field(ts, "conn")
+        pos = None                            # tid -> position, when tids are not 0..n-1
+        if not np.array_equal(tid, np.arange(n)):
+            pos = dict(zip(tid.tolist(), range(n)))
+            if len(pos) != n:
+                raise PredictorError(f"jobs.{self.name}: transfer ids are not unique")
         try:
             self.row = np.array([row_of_conn[c] for c in conn.tolist()], dtype=np.int64)
         except KeyError as e:
@@ -111,27 +145,45 @@ class _Job:
         if n and not self.roots.size:
             raise PredictorError(f"jobs.{self.name}: the transfer DAG has a cycle")
         # dynamic state: views of the _Dag's flat arrays once bound (bind)
-        self.iteration = 0
         self.indeg = self.indeg0.copy()
         self.group_left = np.array(self.group_size, dtype=np.int64)
         self.started_at = np.zeros(n)
         self.fct_cur = np.zeros(n)
-        self._dag: _Dag | None = None
-        self._j = 0
         self.iter_start = 0.0
-        self.communicating = False   # in an iteration, or past the last one (floodns's view)
-        self.ccts: list[float] = []
-        self.starts: list[float] = []
-        self.ends: list[float] = []
         self.fct_sum = np.zeros(n)
         self.fct_max = np.zeros(n)
         self.fct_all = np.zeros((self.iterations, n)) if keep_fcts else None
 
-    def bind(self, dag: _Dag, j: int) -> None:
-        """Keep the dynamic state in dag's flat arrays (job j's slices)."""
+    def free(self) -> None:
+        """Lazy jobs, once past their last iteration: keep the result, drop the DAG's arrays
+        (the _Dag is then rebuilt without them)."""
+        self.final = self.result()
+        self._empty()
+
+    def _empty(self) -> None:
+        """No DAG held (a lazy job not started yet, or freed)."""
+        self.n = 0
+        self.pooled = False
+        empty_i, empty_f = np.zeros(0, np.int64), np.zeros(0)
+        for name in ("size", "carried", "carried_sum", "fct_sum", "fct_max", "started_at",
+                     "fct_cur", "held"):
+            setattr(self, name, empty_f)
+        for name in ("row", "pool", "group_of", "group_size", "group_next", "succ_idx",
+                     "indeg0", "indeg", "group_left", "roots"):
+            setattr(self, name, empty_i)
+        self.succ_ptr = self.group_ptr = np.zeros(1, np.int64)
+        self.in_tail = np.zeros(0, np.bool_)
+        self.fct_all = None
+
+    def bind(self, dag: _Dag, j: int, carry: bool = False) -> None:
+        """Keep the dynamic state in dag's flat arrays (job j's slices); carry: copy the
+        state held so far into them first (a lazy run's rebuilt _Dag)."""
         self._dag, self._j = dag, j
-        lo, hi = dag.off[j], dag.off[j + 1]
-        glo, ghi = dag.grp_off[j], dag.grp_off[j + 1]
+        lo, glo = dag.off[j], dag.grp_off[j]
+        hi, ghi = lo + self.n, glo + len(self.group_size)
+        if carry:
+            dag.indeg[lo:hi], dag.started_at[lo:hi] = self.indeg, self.started_at
+            dag.fct_cur[lo:hi], dag.grp_left[glo:ghi] = self.fct_cur, self.group_left
         self.indeg, self.started_at, self.fct_cur = (dag.indeg[lo:hi], dag.started_at[lo:hi],
                                                      dag.fct_cur[lo:hi])
         self.group_left = dag.grp_left[glo:ghi]
@@ -155,23 +207,28 @@ class _Job:
     def tail(self, value: bool) -> None:
         self._dag.python[self._j] = value
 
-    def _edges(self, ts: list, pos: dict[int, int], tid: np.ndarray, conn: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray]:
+    def _edges(self, ts: Sequence, pos: dict[int, int] | None, tid: np.ndarray,
+               conn: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The DAG's edges (predecessor, transfer), each once, sorted: a transfer's deps and
-        the transfer before it on its connection (list order)."""
+        the transfer before it on its connection (list order). pos None: tids are 0..n-1."""
         n = len(ts)
         if not n:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        n_deps = np.fromiter((len(t.deps) for t in ts), np.int64, n)
-        dep = np.fromiter(chain.from_iterable(t.deps for t in ts), np.int64, int(n_deps.sum()))
-        if np.array_equal(tid, np.arange(n)):            # tids 0..n-1 in order: no lookup
+        if isinstance(ts, Transfers):
+            n_deps, dep = np.diff(ts.dep_ptr), ts.dep.copy()
+        else:
+            n_deps = np.fromiter((len(t.deps) for t in ts), np.int64, n)
+            dep = np.fromiter(chain.from_iterable(t.deps for t in ts), np.int64,
+                              int(n_deps.sum()))
+        if pos is None:                                  # tids 0..n-1 in order: no lookup
             dep[(dep < 0) | (dep >= n)] = -1
         else:
             dep = np.array([pos.get(d, -1) for d in dep.tolist()], dtype=np.int64)
         if (dep < 0).any():
             k = int(np.flatnonzero(dep < 0)[0])
             t = ts[int(np.searchsorted(np.cumsum(n_deps), k, side="right"))]
-            d = [d for d in t.deps if d not in pos][0]
+            d = [d for d in t.deps if (d not in pos if pos is not None
+                                       else not 0 <= d < n)][0]
             raise PredictorError(f"jobs.{self.name}: transfer {t.tid} depends on "
                                  f"unknown transfer {d}")
         order = np.argsort(conn, kind="stable")
@@ -184,13 +241,20 @@ class _Job:
         key = key[first]                                            # each edge once
         return key // n, key % n
 
-    def _pools(self, ts: list, pos: dict[int, int], piece_bytes: int) -> None:
+    def _pools(self, ts: Sequence, pos: dict[int, int] | None, piece_bytes: int) -> None:
         """split "adaptive": `pool`, the position of each part's first part (-1: a fixed part),
         and `held`, the tail (bytes) each part keeps back: half a piece, the mean of what a
         subflow is still sending when the last piece is taken, plus what its socket may hold
         unsent (ADAPTIVE_UNSENT_BYTES). A pool of S bytes in K parts is shared only while more
         than K tails are left; a pool too small for that stays K even parts."""
-        pool = np.array([pos.get(t.pool, -1) for t in ts], dtype=np.int64)
+        n = len(ts)
+        if isinstance(ts, Transfers):                 # the array planners: no pools
+            pool = np.full(n, -1, dtype=np.int64)
+        elif pos is None:
+            pool = np.fromiter((t.pool for t in ts), np.int64, n)
+            pool[(pool < 0) | (pool >= n)] = -1
+        else:
+            pool = np.array([pos.get(t.pool, -1) for t in ts], dtype=np.int64)
         total = np.bincount(pool[pool >= 0], self.size[pool >= 0], minlength=len(ts))
         parts = np.bincount(pool[pool >= 0], minlength=len(ts))
         tail = piece_bytes / 2 + ADAPTIVE_UNSENT_BYTES
@@ -202,7 +266,7 @@ class _Job:
         self.held = np.where(pool >= 0, tail, 0.0)
         self.in_tail = np.zeros(len(ts), dtype=np.bool_)   # sending only its tail
 
-    def _barriers(self, ts: list, src: np.ndarray, dst: np.ndarray
+    def _barriers(self, ts: Sequence, src: np.ndarray, dst: np.ndarray
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Step sync: one barrier per (component, step), numbered in order of first
         appearance; edges from the previous step of the same component are replaced by that
@@ -218,7 +282,7 @@ class _Job:
         for p, i in zip(src.tolist(), dst.tolist()):
             parent[root(p)] = root(i)
         comp = np.array([root(i) for i in range(n)], dtype=np.int64)
-        step = np.fromiter((t.step for t in ts), np.int64, n)
+        step = _field(ts, "step")
         lo = int(step.min())
         span = int(step.max()) - lo + 2               # keys of (component, step - 1) stay apart
         keys, first, inverse = np.unique(comp * span + step - lo, return_index=True,
@@ -283,13 +347,26 @@ class _Job:
         self.communicating = False
 
     def result(self) -> JobResult:
+        if self.final is not None:
+            return self.final
         runs = max(self.iteration, 1)
         return JobResult(
             name=self.name, cct_s=self.ccts, iteration_start_s=self.starts,
             iteration_end_s=self.ends,
             transfer_bytes=self.carried_sum / runs if self.pooled else self.size.copy(),
-            transfer_conn=np.array([t.conn_id for t in self.plan.transfers], dtype=np.int64),
+            transfer_conn=_field(self.plan.transfers, "conn").copy(),
             fct_mean_s=self.fct_sum / runs, fct_max_s=self.fct_max.copy(), fct_s=self.fct_all)
+
+
+_FIELDS = {"tid": "tid", "size": "size_bytes", "conn": "conn_id", "step": "step"}
+
+
+def _field(ts: Sequence, name: str) -> np.ndarray:
+    """One int64 field of every transfer (Transfers: its array itself; do not write it)."""
+    if isinstance(ts, Transfers):
+        return getattr(ts, name)
+    attr = _FIELDS[name]
+    return np.fromiter((getattr(t, attr) for t in ts), np.int64, len(ts))
 
 
 def _stack_csr(ptrs: list[np.ndarray], idxs: list[np.ndarray], off: np.ndarray
@@ -310,7 +387,9 @@ class _Dag:
     and barrier groups as CSR with global indices, in-degrees, start times, FCTs, each job's
     completions in its iteration and its size, and the jobs whose completions are Python's."""
 
-    def __init__(self, jobs: list[_Job]):
+    def __init__(self, jobs: list[_Job], prev: _Dag | None = None, spare: bool = False):
+        """prev: the _Dag this one replaces (a lazy run's, full): every job's state so far
+        is carried over. spare: room for as much again (`add` appends jobs there)."""
         sizes = [job.n for job in jobs]
         self.off = np.cumsum([0] + sizes).astype(np.int64)
         self.grp_off = np.cumsum([0] + [len(job.group_size) for job in jobs]).astype(np.int64)
@@ -326,9 +405,11 @@ class _Dag:
         self.indeg = np.zeros(n, dtype=np.int64)
         self.started_at = np.zeros(n)
         self.fct_cur = np.zeros(n)
-        self.job_done = np.zeros(len(jobs), dtype=np.int64)
+        self.job_done = np.zeros(len(jobs), dtype=np.int64) if prev is None \
+            else prev.job_done.copy()
         self.job_n = np.array(sizes, dtype=np.int64)
-        self.python = np.zeros(len(jobs), dtype=np.bool_)
+        self.python = np.zeros(len(jobs), dtype=np.bool_) if prev is None \
+            else prev.python.copy()
         # what _admit needs per transfer: its bytes to send now and its connection row
         self.size = np.concatenate([job.size for job in jobs]) if jobs else np.zeros(0)
         self.any_zero = bool((self.size <= 0).any())      # zero-byte transfers to complete
@@ -337,8 +418,52 @@ class _Dag:
             if jobs else np.zeros(0)
         self.row = np.concatenate([job.row for job in jobs]) if jobs else \
             np.zeros(0, dtype=np.int64)
+        self.top, self.gtop = n, int(self.grp_off[-1])      # used: transfers, groups
+        self.itop, self.gitop = self.succ_idx.size, self.grp_idx.size   # used: CSR indices
+        self.held = n                                       # transfers of jobs not freed
+        if spare:
+            self._spare()
         for j, job in enumerate(jobs):
-            job.bind(self, j)
+            job.bind(self, j, carry=prev is not None)
+
+    def _spare(self) -> None:
+        """Every array twice its used length (+SPARE_MIN): room for `add`."""
+        def pad(names: tuple[str, ...], used: int) -> None:
+            for name in names:
+                a = getattr(self, name)
+                b = np.zeros(2 * used + SPARE_MIN + (a.size - used), dtype=a.dtype)
+                b[:a.size] = a
+                setattr(self, name, b)
+        pad(("succ_ptr", "grp_of", "indeg", "started_at", "fct_cur", "size", "admit_bytes",
+             "row"), self.top)
+        pad(("succ_idx",), self.itop)
+        pad(("grp_ptr", "grp_left"), self.gtop)
+        pad(("grp_idx",), self.gitop)
+
+    def add(self, j: int, job: _Job) -> bool:
+        """A lazy run's job j, just built, appended in the spare room (its state carried);
+        False when it does not fit (then build a new _Dag with spare room)."""
+        n, g = job.n, len(job.group_size)
+        e, ge = job.succ_idx.size, job.group_next.size
+        lo, glo, ilo, gilo = self.top, self.gtop, self.itop, self.gitop
+        if (lo + n >= self.size.size or ilo + e > self.succ_idx.size
+                or glo + g >= self.grp_left.size or gilo + ge > self.grp_idx.size):
+            return False
+        self.off[j], self.grp_off[j] = lo, glo
+        self.succ_ptr[lo + 1:lo + n + 1] = job.succ_ptr[1:] + ilo
+        self.succ_idx[ilo:ilo + e] = job.succ_idx + lo
+        self.grp_ptr[glo + 1:glo + g + 1] = job.group_ptr[1:] + gilo
+        self.grp_idx[gilo:gilo + ge] = job.group_next + lo
+        self.grp_of[lo:lo + n] = np.where(job.group_of >= 0, job.group_of + glo, -1)
+        self.size[lo:lo + n] = job.size
+        self.admit_bytes[lo:lo + n] = job.size - job.held if job.pooled else job.size
+        self.row[lo:lo + n] = job.row
+        self.any_zero |= bool((job.size <= 0).any())
+        self.job_n[j] = n
+        job.bind(self, j, carry=True)
+        self.top, self.gtop, self.itop, self.gitop = lo + n, glo + g, ilo + e, gilo + ge
+        self.held += n
+        return True
 
 
 class _New:
@@ -399,7 +524,8 @@ def _conn_links(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | 
     (a router gives it one when its job starts)."""
     width = path_width(fabric)
     conns = [c for p in plans for c in p.connections]
-    rows: list[list[int]] = []                    # one list per row: numpy takes them at once
+    table = np.zeros((len(conns), width), dtype=np.int64)
+    rows: list[list[int]] = []     # a block of lists at a time: numpy takes them at once
     row_of: dict[int, int] = {}
     for r, c in enumerate(conns):
         if c.conn_id in row_of:
@@ -407,8 +533,14 @@ def _conn_links(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | 
         row_of[c.conn_id] = r
         s = None if spine_of is None else spine_of.get(c.conn_id)
         rows.append(_conn_row(fabric, c, s, width, nonblocking, allow_unrouted))
-    table = np.array(rows, dtype=np.int64).reshape(len(conns), width)
+        if len(rows) == _ROW_BLOCK or r == len(conns) - 1:
+            table[r + 1 - len(rows):r + 1] = rows
+            rows = []
     return table, row_of
+
+
+#: _conn_links turns this many rows' lists into its table at a time (~100 B each meanwhile).
+_ROW_BLOCK = 65_536
 
 
 def _conn_row(fabric: Fabric, c, s: str | tuple | None, width: int, nonblocking: bool,
@@ -533,7 +665,7 @@ class _Simulation:
                  spine_of: dict[int, str | None] | None, goodput_factor: float,
                  nonblocking: bool, batch_tol_s: float, util_bin_s: float | None,
                  keep_fcts: bool, router: Router | None, semantics: Semantics,
-                 spray: bool = False):
+                 spray: bool = False, lazy: bool = False):
         # compiled (numba's import, compiling or loading them is not the prediction's time)
         # or numpy, by size (traffic/jit.py); bit for bit the same results
         self.kernels, self.dag_kernel = jit.kernels(
@@ -570,11 +702,15 @@ class _Simulation:
         self.row_of = row_of
         self.unrouted = bool((self.conn_table == UNROUTED).any())   # some row has no route
         self.conns = [c for p in plans for c in p.connections]     # by row
-        self.jobs = [_Job(p, row_of, keep_fcts, semantics.ring_sync) for p in plans]
-        self.dag = _Dag(self.jobs)
+        # lazy: a job's DAG is built when it starts its first iteration and dropped after
+        # its last, so memory follows the jobs in flight (the _Dag is rebuilt each time)
+        self.lazy = lazy
+        self.jobs = [_Job(p, row_of, keep_fcts, semantics.ring_sync, lazy) for p in plans]
+        self.dag = _Dag(self.jobs, spare=lazy)
         self.new = _New()                         # the transfers starting in this batch
-        self.pooled = any(job.pooled for job in self.jobs)
-        self.job_offset = np.cumsum([0] + [job.n for job in self.jobs])[:-1]
+        self.pooled = any(job.pooled for job in self.jobs) or (lazy and any(
+            p.spec.split == "adaptive" and p.spec.subflows > 1 for p in plans))
+        self.job_offset = np.cumsum([0] + [len(p.transfers) for p in plans])[:-1]
         self.fabric_now = fabric
         self.last_routes: dict | None = None       # the router's latest routes
         self.n_reroutes = 0
@@ -662,8 +798,23 @@ class _Simulation:
                                            self.nonblocking, True)
 
     # -- the jobs' DAGs ------------------------------------------------------------------------
+    def _job_over(self, j: int) -> None:
+        """Job j is past its last iteration (and its tail step): no longer counted; a lazy
+        run keeps its result and drops its DAG (its slots in the _Dag stay unused until the
+        _Dag is next built whole)."""
+        job = self.jobs[j]
+        self.jobs_left -= 1
+        self.finished.append(job.name)
+        if self.lazy:
+            self.dag.held -= job.n
+            job.free()
+
     def start_iteration(self, j: int, t: float, new: _New) -> None:
         job = self.jobs[j]
+        if not job.built:                 # lazy: appended, or the _Dag built whole again
+            job.build()
+            if not self.dag.add(j, job):
+                self.dag = _Dag(self.jobs, self.dag, spare=True)
         if job.iteration == 0:
             self.started.append(job.name)
         elif self.sem.recompute == "iterations":
@@ -679,8 +830,7 @@ class _Simulation:
         if job.tail:
             job.done += 1
             if job.done == len(job.roots):
-                self.jobs_left -= 1
-                self.finished.append(job.name)
+                self._job_over(j)
             return
         job.fct_cur[i] = t - job.started_at[i]
         for s in job.release(i):
@@ -704,8 +854,7 @@ class _Simulation:
             job.tail = True
             self._push(t + job.compute_s, j)
         else:
-            self.jobs_left -= 1
-            self.finished.append(job.name)
+            self._job_over(j)
 
     # -- one batch -----------------------------------------------------------------------------
     def _advance(self, t_next: float, done_by_s: float) -> None:
@@ -744,9 +893,10 @@ class _Simulation:
     def _complete_compiled(self, new: _New) -> None:
         """_complete's loop by traffic/dag_kernel.py's complete; Python does what it hands
         back (an iteration's end, a tail step's completion, a larger buffer)."""
-        a, d, k = self.active, self.dag, self.dag_kernel
+        a, k = self.active, self.dag_kernel
         f = 0
         while True:
+            d = self.dag                    # a lazy run rebuilds it as jobs end
             code, f, new.n, count, j = k.complete(
                 f, a.done, a.job, a.tid, self.now, d.off, d.succ_ptr, d.succ_idx, d.grp_of,
                 d.grp_left, d.grp_ptr, d.grp_idx, d.indeg, d.started_at, d.fct_cur,
@@ -944,9 +1094,11 @@ def _simulate(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | No
               goodput_factor: float, nonblocking: bool, batch_tol_s: float,
               util_bin_s: float | None, keep_fcts: bool,
               router: Router | None = None, semantics: Semantics = OURS,
-              spray: bool = False) -> Prediction:
+              spray: bool = False, lazy: bool | None = None) -> Prediction:
+    if lazy is None:
+        lazy = sum(len(p.transfers) for p in plans) > LAZY_TRANSFERS
     sim = _Simulation(fabric, plans, spine_of, goodput_factor, nonblocking, batch_tol_s,
-                      util_bin_s, keep_fcts, router, semantics, spray)
+                      util_bin_s, keep_fcts, router, semantics, spray, lazy)
     while sim.step():
         pass
     return sim.result()
@@ -956,7 +1108,7 @@ def predict(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | None
             goodput_factor: float = 1.0, *, batch_tol_s: float = 1e-9,
             util_bin_s: float | None = None, keep_fcts: bool = False,
             router: Router | None = None, semantics: Semantics = OURS,
-            spray: bool = False) -> Prediction:
+            spray: bool = False, lazy: bool | None = None) -> Prediction:
     """Predict every job's per-iteration CCT when connection c is routed via spine_of[c].
 
     With a `router`, routes change as the controller changes them: spine_of then holds the
@@ -972,15 +1124,18 @@ def predict(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | None
     spray: per-packet spraying, fluid: every connection's traffic splits evenly over every
     live shortest path of its leaf pair, one rate for all its packets, so it moves at most
     as fast as its busiest path allows (spine_of and the router's routes are not used; its
-    fabric events are). Raises PredictorError for a missing or failed route."""
+    fabric events are). lazy: build each job's DAG when it starts and drop it after its
+    last iteration (the same results; None: when the plans hold more than LAZY_TRANSFERS).
+    Raises PredictorError for a missing or failed route."""
     return _simulate(fabric, plans, spine_of, goodput_factor, False, batch_tol_s,
-                     util_bin_s, keep_fcts, router, semantics, spray)
+                     util_bin_s, keep_fcts, router, semantics, spray, lazy)
 
 
 def ideal(fabric: Fabric, plans: list[JobPlan], goodput_factor: float = 1.0, *,
           batch_tol_s: float = 1e-9, util_bin_s: float | None = None,
-          keep_fcts: bool = False, semantics: Semantics = OURS) -> Prediction:
+          keep_fcts: bool = False, semantics: Semantics = OURS,
+          lazy: bool | None = None) -> Prediction:
     """The same workload on a non-blocking fabric: every flow crosses only its two host links
     (sender's uplink, receiver's downlink), so only the hosts' NICs limit."""
     return _simulate(fabric, plans, None, goodput_factor, True, batch_tol_s,
-                     util_bin_s, keep_fcts, None, semantics)
+                     util_bin_s, keep_fcts, None, semantics, lazy=lazy)

@@ -11,9 +11,10 @@ from testbed.fabric import Fabric
 from traffic.collectives import (SOURCE_PORT_SPAN, SPLITS, Collective, JobSpec, WorkloadError,
                                  group_counts)
 
-from .limits import (BYTES_PER_TRANSFER, MAX_DP, MAX_ITERATIONS, MAX_JOBS, MAX_PIECE_BYTES,
-                     MAX_SCALE_BYTES, MAX_SEED, MAX_SIZE_BYTES, MAX_SUBFLOWS, MAX_TRANSFER_RUNS,
-                     MAX_TRANSFERS, MIN_PIECE_BYTES, PIECE_WHY)
+from .limits import (BYTES_PER_CONNECTION, BYTES_PER_TRANSFER, MAX_DP, MAX_ITERATIONS,
+                     MAX_JOBS, MAX_PIECE_BYTES, MAX_PREDICT_BYTES, MAX_SCALE_BYTES, MAX_SEED,
+                     MAX_SIZE_BYTES, MAX_SUBFLOWS, MAX_TRANSFER_RUNS, MIN_PIECE_BYTES,
+                     PIECE_WHY)
 from .keys import EXPLICIT_JOB_KEYS, MODEL_JOB_KEYS, PATTERN_JOB_KEYS
 from .readers import ConfigError, quote, _check_keys, _int, _num, _fmt, _name, _choice
 from .records import SubflowDefaults
@@ -236,22 +237,33 @@ def with_subflows(jobs: list[JobSpec], doc: dict) -> tuple[list[JobSpec], Subflo
     return out, top
 
 
+def _counts(j: JobSpec) -> tuple[int, int]:
+    """(connections, transfers per iteration) job j plans, counted without planning it."""
+    if j.p2p:                           # a custom collective: its given transfers
+        return len({(x.src, x.dst) for x in j.p2p}) * j.subflows, len(j.p2p) * j.subflows
+    c = t = 0
+    for g in j.groups:
+        gc, gt, _ = group_counts(j.collective, len(g))
+        c, t = c + gc * j.subflows, t + gt * j.subflows
+    return c, t
+
+
+def predict_bytes(transfers: int, connections: int) -> int:
+    """The memory a prediction of that many transfers per iteration and connections takes,
+    at most (bytes; measured, experiments/config/limits.py)."""
+    return transfers * BYTES_PER_TRANSFER + connections * BYTES_PER_CONNECTION
+
+
 def _check_size(jobs: list[JobSpec], routing: list[str], source: str | None = None) -> None:
     """Connections and transfers, counted before they are built. `source`: the jobs_from key
     the jobs came from (messages then name it and the job)."""
     conns = transfers = runs = 0
-    past = None                        # where the transfers passed MAX_TRANSFERS
+    past = None                        # where the memory estimate passed MAX_PREDICT_BYTES
     for i, j in enumerate(jobs):
         where = f"jobs_from.{source}: job {j.name}" if source else f"jobs[{i}]"
-        c = t = 0
-        for g in j.groups if not j.p2p else ():
-            gc, gt, _ = group_counts(j.collective, len(g))
-            c, t = c + gc * j.subflows, t + gt * j.subflows
-        if j.p2p:                       # a custom collective: its given transfers
-            c = len({(x.src, x.dst) for x in j.p2p}) * j.subflows
-            t = len(j.p2p) * j.subflows
+        c, t = _counts(j)
         conns, transfers, runs = conns + c, transfers + t, runs + t * j.iterations
-        if transfers > MAX_TRANSFERS and past is None:
+        if predict_bytes(transfers, conns) > MAX_PREDICT_BYTES and past is None:
             past = where
         if past is None and runs > MAX_TRANSFER_RUNS:
             raise ConfigError(f"{where}{'' if source else '.iterations'}: the jobs up to here "
@@ -259,11 +271,22 @@ def _check_size(jobs: list[JobSpec], routing: list[str], source: str | None = No
                               f"transfers in all; at most {MAX_TRANSFER_RUNS:,}: use fewer "
                               "iterations or smaller groups")
     if past is not None:
-        raise ConfigError(f"{past}: passes {MAX_TRANSFERS:,} transfers per iteration, the "
-                          f"most this machine predicts (the jobs send {transfers:,}, ~"
-                          f"{transfers * BYTES_PER_TRANSFER / 2 ** 30:,.0f} GiB at "
-                          f"~{BYTES_PER_TRANSFER} B each); use fewer or smaller groups")
+        need = predict_bytes(transfers, conns) / 2 ** 30
+        raise ConfigError(f"{past}: passes the {MAX_PREDICT_BYTES / 2 ** 30:.0f} GiB a "
+                          f"prediction may take on this machine (the jobs send {transfers:,} "
+                          f"transfers per iteration over {conns:,} connections, ~{need:,.0f} "
+                          f"GiB at ~{BYTES_PER_TRANSFER} B per transfer and "
+                          f"~{BYTES_PER_CONNECTION:,} B per connection); use fewer or smaller "
+                          "groups")
+
+
+def check_source_ports(jobs: list[JobSpec], routing: list[str]) -> None:
+    """`run`'s bound (not `predict`'s): every routing's run on one fabric gives each
+    connection its own TCP source port, so routings x connections must fit half the
+    source-port span (the other half shifts between repetitions)."""
+    conns = sum(_counts(j)[0] for j in jobs)
     if len(routing) * conns > SOURCE_PORT_SPAN // 2:
         raise ConfigError(f"routing: {len(routing)} routings x {conns} connections exceed "
                           f"the {SOURCE_PORT_SPAN // 2} source ports runs can use without "
-                          "reusing one another's; list fewer routings or smaller jobs")
+                          "reusing one another's; list fewer routings or smaller jobs "
+                          "(`predict` has no such bound)")

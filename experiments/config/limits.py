@@ -87,16 +87,19 @@ MAX_DP = 1_024
 MAX_SCALE_BYTES = 1_000.0
 
 
-#: Transfers of one iteration of all jobs together, and over all iterations. Measured on 2 cores
-#: / 24 GB (load 5-8): 7.06 M transfers (two 384-rank ring collectives of SimAI's 9,216-GPU
-#: shape) predict in 4.0 GB peak (~560 B each, plans and predictor) and 138 s of CPU for the
-#: whole command with its CSVs and figures (78 s wall of prediction); 10 M stays under 6 GB.
-#: Over all iterations, the predictor's ~11 us per transfer run: ~18 min per routing at most.
-MAX_TRANSFERS = 10_000_000
-#: Peak memory per transfer of a prediction, measured as above (the error message's estimate).
-BYTES_PER_TRANSFER = 560
+#: The memory a prediction may take (plans, the predictor's state, results): two thirds of
+#: this machine class's 24 GB (2 cores). A config's need is estimated before anything is
+#: planned: transfers per iteration x BYTES_PER_TRANSFER + connections x BYTES_PER_CONNECTION
+#: (experiments/config/jobs.py predict_bytes), each measured as peak RSS of a whole `predict`
+#: command (docs/interop.md): a transfer is ~48 B of plan as arrays, 2 x 32 B of results
+#: (the routing's and the non-blocking reference's) and the predictor's ~200 B while its job
+#: is in flight (every job may be); a connection is an object, its route and its links' row.
+MAX_PREDICT_BYTES = 16 * 2 ** 30
+BYTES_PER_TRANSFER = 320
+BYTES_PER_CONNECTION = 1_000
 
 
+#: Transfers over all iterations: the predictor's ~11 us per transfer run, ~18 min per routing.
 MAX_TRANSFER_RUNS = 100_000_000
 
 

@@ -179,8 +179,10 @@ def test_too_many_routings_for_distinct_source_ports_are_refused():
     doc["fabric"]["hosts_per_leaf"] = 64           # 240 connections per run
     doc["jobs"][0]["hosts"] = [f"h{i}" for i in range(1, 161)]   # 160 ranks: 25,440 conns
     doc["routing"] = ["ecmp", "ilp"]
+    exp = parse(doc)                               # `predict` takes it (no source ports)
+    from experiments.runner import check_emulable
     with pytest.raises(ConfigError, match="^routing: 2 routings"):
-        parse(doc)
+        check_emulable(exp)                        # `run` (and validate's verdict) refuse
 
 
 def test_auto_mtu_follows_the_slowest_link_and_an_explicit_one_wins():
@@ -315,7 +317,9 @@ def test_the_documented_limits_table_matches_the_code():
                      f"> 0 .. {c.MAX_SCALE_BYTES:,.0f}", f"576 .. {c.MAX_MTU_BYTES:,}",
                      f"2 .. {c.MAX_QUEUE_PACKETS:,}", f"<= {c.MAX_JOBS:,} jobs",
                      f"<= {c.MAX_EVENTS} events", f"<= {c.SOURCE_PORT_SPAN // 2:,}",
-                     f"<= {c.MAX_TRANSFERS:,}; <= {c.MAX_TRANSFER_RUNS:,}",
+                     f"transfers per iteration x {c.BYTES_PER_TRANSFER} B + connections x "
+                     f"{c.BYTES_PER_CONNECTION:,} B <= {c.MAX_PREDICT_BYTES >> 30} GiB; "
+                     f"<= {c.MAX_TRANSFER_RUNS:,}",
                      f"S >= {c.MIN_UTIL_BIN_S:g} and bins x links <= {c.MAX_UTIL_CELLS:,}",
                      f"whole seconds 1 .. {MAX_CALIBRATE_S}",
                      f"less than {MIN_FREE_BYTES // 2 ** 20} MB free",

@@ -88,12 +88,14 @@ def test_more_gpus_than_the_fabric(tmp_path):
                           "host_link_mbps": 100, "spine_link_mbps": 100}})
 
 
-def test_a_workload_past_the_transfer_bound_is_refused_with_its_size(tmp_path):
+def test_a_workload_past_the_memory_bound_is_refused_with_its_size(tmp_path):
     """SimAI's 9,216-GPU shape (tp 2, ep 16, pp 12): each EP all-to-all is 576 groups x 240
-    transfers; 73 of them pass 10 M. Counted before anything is planned."""
-    from experiments.config.limits import MAX_TRANSFERS
+    transfers, a connection each; the first that takes the estimate past MAX_PREDICT_BYTES is
+    named. Counted before anything is planned."""
+    from experiments.config.limits import (BYTES_PER_CONNECTION, BYTES_PER_TRANSFER,
+                                           MAX_PREDICT_BYTES)
     per_job = 576 * 16 * 15
-    layers = MAX_TRANSFERS // per_job + 1
+    layers = MAX_PREDICT_BYTES // (per_job * (BYTES_PER_TRANSFER + BYTES_PER_CONNECTION)) + 1
     p = tmp_path / "w.txt"
     p.write_text("HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 ep: 16 pp: 12 "
                  "all_gpus: 9216 pp_comm 1048576\n" + f"{layers}\n"
@@ -105,5 +107,8 @@ def test_a_workload_past_the_transfer_bound_is_refused_with_its_size(tmp_path):
         parse({"name": "s", "routing": ["ecmp"], "jobs_from": {"simai": str(p)},
                "fabric": fabric})
     total = layers * per_job + 2 * 11 * 768         # + the two pipeline sends' transfers
-    assert f"job c{layers - 1}-moe-fwd: passes {MAX_TRANSFERS:,} transfers" in str(e.value)
-    assert f"the jobs send {total:,}, ~" in str(e.value)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(f"jobs_from.simai: job c{layers - 1}-moe-fwd: "
+                                               f"passes the {MAX_PREDICT_BYTES >> 30} GiB")
+    assert f"the jobs send {total:,} transfers per iteration over {total:,} connections" in msg
+    assert msg.endswith("use fewer or smaller groups")

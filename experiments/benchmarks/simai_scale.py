@@ -1,0 +1,63 @@
+"""SimAI's 9,216-GPU example (`example/workload_analytical.txt`) at scale: its first L layers
+(or all), counted and written as a config on a 9,216-NIC clos3, for `predict` under
+/usr/bin/time -v (docs/interop.md).
+
+    .venv/bin/python experiments/benchmarks/simai_scale.py WORKLOAD --layers L --out DIR
+    /usr/bin/time -v .venv/bin/mlfabric predict DIR/config.yaml --no-plots --out DIR/res
+
+Prints the cut's jobs, transfers per iteration, connections and the prediction's memory
+estimate (experiments/config/jobs.py); the cut keeps the header and the first L layer rows.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from experiments.config.jobs import _counts, predict_bytes  # noqa: E402
+from traffic import simai  # noqa: E402
+from traffic.streams import Notes  # noqa: E402
+
+#: 12 pods x 12 leaves x 64 NICs = 9,216 NICs, 4 aggs per pod, 4 cores per plane, 100 Gbit/s
+FABRIC = {"topology": "clos3", "pods": 12, "leaves_per_pod": 12, "aggs_per_pod": 4,
+          "cores_per_plane": 4, "hosts_per_leaf": 64, "host_link_mbps": 100_000,
+          "leaf_agg_mbps": 100_000, "agg_core_mbps": 100_000}
+
+
+def cut(src: Path, layers: int | None, dst: Path) -> Path:
+    """The header and the first `layers` layer rows of src (all: None), written to dst."""
+    lines = src.read_text().splitlines()
+    n = int(lines[1].split()[0])
+    keep = n if layers is None else min(layers, n)
+    dst.write_text("\n".join([lines[0], str(keep)] + lines[2:2 + keep]) + "\n")
+    return dst
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("workload", type=Path)
+    ap.add_argument("--layers", type=int, default=None, help="first L layers (default all)")
+    ap.add_argument("--routing", default="ecmp")
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    w = cut(args.workload, args.layers, args.out / "workload.txt")
+    doc = {"name": f"simai-9216-{args.layers or 'all'}", "routing": [args.routing],
+           "jobs_from": {"simai": str(w.resolve())}, "fabric": FABRIC}
+    (args.out / "config.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    hosts = [f"h{i}" for i in range(1, 9217)]
+    specs = simai.job_specs(w, hosts, 100_000.0, None, simai.default_dim0(9216, 64),
+                            Notes("simai", "cycles"))
+    counts = [_counts(s) for s in specs]
+    conns, transfers = sum(c for c, _ in counts), sum(t for _, t in counts)
+    print(f"{w}: {len(specs):,} jobs, {transfers:,} transfers per iteration, {conns:,} "
+          f"connections; predict needs ~{predict_bytes(transfers, conns) / 2 ** 30:.1f} GiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
