@@ -27,6 +27,9 @@ ANSWER_TIMEOUT_S = 600.0
 #: The program the worker runs: this module's serve(), from this checkout.
 _PROGRAM = ("import sys; sys.path.insert(0, sys.argv[1]); "
             "from experiments.figure_worker import serve; serve()")
+#: The worker's environment: this one, OpenBLAS on one thread (numpy's import otherwise
+#: starts a thread per core, ~0.08 s of CPU; the worker does no linear algebra).
+_ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
 #: PIDs of the workers this process started (tests check that each has ended).
 STARTED: list[int] = []
 
@@ -50,7 +53,7 @@ class FigureWorker:
         try:
             proc = subprocess.Popen([sys.executable, "-c", _PROGRAM, root],
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    start_new_session=True)
+                                    start_new_session=True, env=_ENV)
         except OSError:
             return None
         STARTED.append(proc.pid)
