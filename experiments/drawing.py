@@ -290,17 +290,31 @@ def link_utilization(lines: list[UtilizationLines], run_name: str, out: Path, ti
     return _save(fig, out, fmt, "link_utilization")
 
 
-def draw_figures(data: dict, plots: Path, fmt: tuple[str, ...] = ("png",)) -> list[str]:
-    """`predict`'s figures from experiments/report.py's `predicted_figure_data` into `plots`
-    (as each of `fmt`); returns their stems."""
-    plots.mkdir(parents=True, exist_ok=True)
-    title = data["title"]
-    figures = [cct_cdf(data["cct_series"], data["ideals"], plots, title, fmt),
-               fct_cdf(data["fct"], plots, title, fmt),
-               efficiency_bars(data["efficiency"], ["name"], plots, title, fmt)
-               if data["efficiency"] else None,
-               load_heatmap(data["loads"], data["load_runs"], plots, title, fmt),
-               link_utilization(data["utilization"], data["utilization_run"], plots, title,
-                                fmt) if data["utilization"] else None]
-    return [f for f in figures if f]
+#: `predict`'s figures, in the order it lists them (draw_figures).
+FIGURES = ("cct_cdf", "fct_cdf", "efficiency", "load_heatmap", "link_utilization")
 
+
+def draw_figure(name: str, data: dict, plots: Path, fmt: tuple[str, ...] = ("png",)
+                ) -> str | None:
+    """One of FIGURES from experiments/report.py's `predicted_figure_data` into `plots`;
+    its stem, or None when the data has nothing to draw."""
+    title = data["title"]
+    if name == "cct_cdf":
+        return cct_cdf(data["cct_series"], data["ideals"], plots, title, fmt)
+    if name == "fct_cdf":
+        return fct_cdf(data["fct"], plots, title, fmt)
+    if name == "efficiency":
+        return efficiency_bars(data["efficiency"], ["name"], plots, title, fmt) \
+            if data["efficiency"] else None
+    if name == "load_heatmap":
+        return load_heatmap(data["loads"], data["load_runs"], plots, title, fmt)
+    return link_utilization(data["utilization"], data["utilization_run"], plots, title,
+                            fmt) if data["utilization"] else None
+
+
+def draw_figures(data: dict, plots: Path, fmt: tuple[str, ...] = ("png",),
+                 names: tuple[str, ...] = FIGURES) -> list[str]:
+    """`predict`'s figures (`names` of FIGURES) from experiments/report.py's
+    `predicted_figure_data` into `plots` (as each of `fmt`); returns their stems."""
+    plots.mkdir(parents=True, exist_ok=True)
+    return [s for s in (draw_figure(n, data, plots, fmt) for n in names) if s]

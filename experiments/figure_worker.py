@@ -75,9 +75,13 @@ class FigureWorker:
         return _answer(out, self.proc.returncode)
 
     def stop(self) -> None:
-        """End the worker if it still runs (SIGKILL to the PID started, then reaped)."""
+        """End the worker if it still runs: SIGKILL to the process group of the PID started
+        (its own session: the worker and the process it forks to draw), then reaped."""
         if self.proc.returncode is None:
-            self.proc.kill()
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:   # already gone (not yet reaped: wait() below)
+                pass
             self.proc.wait()
         for f in (self.proc.stdin, self.proc.stdout):
             if f is not None and not f.closed:
@@ -99,9 +103,66 @@ def _answer(out: bytes, returncode: int) -> list[str]:
     raise FigureError(f"drawing the figures: {answer['type']}: {answer['error']}")
 
 
+#: The figures a second process draws beside the worker once the data came (forked from
+#: it: matplotlib already imported), when this machine gives the worker two cores: the
+#: heatmap (about as long as the three others together) and the utilization over time.
+FORKED = ("load_heatmap", "link_utilization")
+
+
+def _error(e: BaseException) -> dict:
+    """An exception as the worker's one-line answer."""
+    answer = {"error": " ".join(str(e).split())[:300] or type(e).__name__,
+              "type": type(e).__name__}
+    if isinstance(e, OSError):
+        answer.update(errno=e.errno, filename=None if e.filename is None
+                      else str(e.filename), error=e.strerror or str(e))
+    return answer
+
+
+def _draw(drawing, data: dict, plots: Path) -> dict:
+    """Every figure, FORKED ones in a forked process on a second core; the answer."""
+    from_fork = None
+    if len(os.sched_getaffinity(0)) > 1:
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:                 # the forked process: its figures, its answer, gone
+            os.close(read)
+            try:
+                answer = {"figures": drawing.draw_figures(data, plots, names=FORKED)}
+            except BaseException as e:   # noqa: BLE001 (one line to the worker)
+                answer = _error(e)
+            try:
+                os.write(write, json.dumps(answer).encode())
+            finally:
+                os._exit(0)
+        os.close(write)
+        from_fork = (pid, read)
+    names = tuple(n for n in drawing.FIGURES if from_fork is None or n not in FORKED)
+    try:
+        answer = {"figures": drawing.draw_figures(data, plots, names=names)}
+    except BaseException as e:       # noqa: BLE001 (one line to the command)
+        answer = _error(e)
+    if from_fork is not None:
+        pid, read = from_fork
+        with os.fdopen(read, "rb") as f:
+            theirs = f.read()
+        os.waitpid(pid, 0)
+        try:
+            forked = json.loads(theirs)
+        except ValueError:
+            forked = {"error": "the figure worker's second process ended without an answer",
+                      "type": "FigureError"}
+        if "figures" not in forked:
+            return forked if "figures" in answer else answer
+        if "figures" in answer:
+            drawn = set(answer["figures"]) | set(forked["figures"])
+            answer["figures"] = [n for n in drawing.FIGURES if n in drawn]
+    return answer
+
+
 def serve() -> None:
-    """The worker's main: import the drawing code, wait for the data, draw it,
-    answer one JSON line. Nothing is written unless the data came."""
+    """The worker's main: import the drawing code, wait for the data, draw it (on two cores
+    when it has them), answer one JSON line. Nothing is written unless the data came."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command ends it, not the terminal
     failed = None
     try:
@@ -112,17 +173,7 @@ def serve() -> None:
         plots, data = pickle.load(sys.stdin.buffer)
     except (EOFError, pickle.UnpicklingError, OSError):
         os._exit(0)                  # the command ended without handing over data
-    try:
-        if failed is not None:
-            raise failed
-        stems = drawing.draw_figures(data, Path(plots))
-        answer: dict = {"figures": stems}
-    except BaseException as e:      # noqa: BLE001 (one line to the command)
-        answer = {"error": " ".join(str(e).split())[:300] or type(e).__name__,
-                  "type": type(e).__name__}
-        if isinstance(e, OSError):
-            answer.update(errno=e.errno, filename=None if e.filename is None
-                          else str(e.filename), error=e.strerror or str(e))
+    answer = _error(failed) if failed is not None else _draw(drawing, data, Path(plots))
     sys.stdout.write(json.dumps(answer) + "\n")
     sys.stdout.flush()
     os._exit(0)
