@@ -75,6 +75,45 @@ def test_a_drawing_error_in_the_worker_is_one_typed_line_and_exit_1(tmp_path, ca
     assert not _alive(started[0])
 
 
+def test_a_drawing_error_in_the_forked_process_is_reported_too(tmp_path, capsys,
+                                                                monkeypatch, started):
+    real = report.predicted_figure_data
+    monkeypatch.setattr(report, "predicted_figure_data",
+                        lambda folder: {**real(folder),
+                                        "loads": {"x": {("leaf1", "spine1"): "busy"}}})
+    code = main(["predict", QUICKSTART, "--set", "routing=[ecmp]",
+                 "--out", str(tmp_path / "p")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1, err
+    assert err[0].startswith("error: FigureError: drawing the figures: TypeError: "), err
+
+
+def test_stop_ends_the_worker_and_the_process_it_forked(tmp_path, started):
+    """Stopped while it draws (its data handed over, the heatmap's process forked), nothing
+    of its process group is left."""
+    import pickle
+    import time
+    worker = figure_worker.FigureWorker.start()
+    data = {"title": "t", "cct_series": [("a", [1.0] * 100_000)], "ideals": [], "fct": {},
+            "efficiency": [], "loads": {"a": {(f"leaf{i}", f"spine{j}"): 0.5
+                                              for i in range(64) for j in range(64)}},
+            "load_runs": 1, "utilization": [], "utilization_run": ""}
+    worker.proc.stdin.write(pickle.dumps((str(tmp_path / "plots"), data)))
+    worker.proc.stdin.close()
+    time.sleep(1.0)
+    worker.stop()
+    assert worker.proc.returncode == -signal.SIGKILL or worker.proc.returncode == 0
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(worker.proc.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("a process of the worker's group outlived stop()")
+
+
 def test_a_worker_killed_before_drawing_is_reported(tmp_path, capsys, monkeypatch, started):
     real = figure_worker.FigureWorker.draw
 
