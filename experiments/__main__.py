@@ -74,9 +74,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="also write links_over_time.csv with utilization per bin of this "
                          "many seconds (at least 0.001; at most 20,000,000 bins x links)")
     pr.add_argument("--no-plots", action="store_true",
-                    help="write the results without drawing the figures (matplotlib is then "
-                         "never imported: about 1-1.3 s less; `mlfabric report OUT --out "
-                         "REPORT` draws them later)")
+                    help="write the results without drawing the figures (no figure worker, "
+                         "which imports matplotlib on a second core: about 1 s of CPU less; "
+                         "`mlfabric report OUT --out REPORT` draws them later)")
     _add_set(pr)
     _add_repeat(pr)
     sw = sub.add_parser("sweep", help="run the points of SWEEP.yaml on a Dask cluster")
@@ -204,13 +204,26 @@ def _cmd_predict(args) -> int:
         exp, folder, util_bin_s=args.util_bin_s, repetition=r, port_offset=offset))
     if args.no_plots:
         return 0
-    with deferred():             # matplotlib (pandas for --util-bin-s): C extensions, signals
-        from .report import draw_predicted          # held (_dispatch)
-        if args.util_bin_s is not None:
-            import pandas  # noqa: F401  (link utilization over time)
-    figures = _writes_results(lambda: draw_predicted(out.path, out.path / "plots"), out.path)
+    figures = _writes_results(lambda: _draw_predicted(out.path, args), out.path)
     print(f"figures: {out.path / 'plots'} ({', '.join(figures)}; PNG, and SVG from `report`)")
     return 0
+
+
+def _draw_predicted(folder: Path, args) -> list[str]:
+    """`predict`'s figures of `folder`: their data read here, drawn by the figure worker
+    started with the command (experiments/figure_worker.py), or here when it could not
+    start. Returns the figures' stems."""
+    with deferred():             # pandas for --util-bin-s (matplotlib, when drawn here): C
+        from .report import predicted_figure_data      # extensions, signals held (_dispatch)
+        if args.util_bin_s is not None:
+            import pandas  # noqa: F401  (link utilization over time)
+        worker = getattr(args, "figure_worker", None)
+        if worker is None:
+            from .drawing import draw_figures
+    data = predicted_figure_data(folder)
+    if worker is None:
+        return draw_figures(data, folder / "plots")
+    return worker.draw(folder / "plots", data)
 
 
 def _cmd_sweep(args) -> int:
@@ -241,7 +254,9 @@ def _cmd_sweep(args) -> int:
 
 def _cmd_report(args) -> int:
     from .outdir import check_out, lock
-    from .report import read_report, report
+    with deferred():             # matplotlib: C extensions, signals held (_run)
+        from . import drawing  # noqa: F401  (the figures: imported at their first use)
+        from .report import read_report, report
     read = read_report(args.dirs)     # every input file checked before --out is touched
     out = check_out(args.out, Path("results") / "report", args.force)
     lock(out, "report")
@@ -393,7 +408,24 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    """Run the command; input errors exit 2, runtime failures 1, each as one line."""
+    """Run the command; input errors exit 2, runtime failures 1, each as one line. `predict`
+    with figures starts its figure worker first and ends it on every exit path."""
+    worker = None
+    try:
+        with deferred():
+            if args.command == "predict" and not args.no_plots:
+                # first: it imports matplotlib on another core while this process predicts
+                from .figure_worker import FigureWorker
+                worker = FigureWorker.start()
+        args.figure_worker = worker
+        return _run(args)
+    finally:                            # ended by the PID started, whatever happened
+        if worker is not None:
+            worker.stop()
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command, its failures as one line: input errors exit 2, runtime failures 1."""
     # signals held while the modules import: a KeyboardInterrupt inside a C extension's
     # initialisation (matplotlib's ft2font) aborted the interpreter (exit -6, CI, 2026-12-01);
     # a held signal is raised when the imports are done and ends the command as usual
@@ -407,9 +439,12 @@ def _dispatch(args: argparse.Namespace) -> int:
         from traffic.predictor import PredictorError
         failures = (RoutingError, WorkloadError, PredictorError, FabricError, TestbedError,
                     TrafficError)
-        if args.command != "predict":   # predict emulates nothing: it imports matplotlib and
-            from .runner import PathMismatchError      # pandas only to draw, held there too
+        if args.command != "predict":   # predict emulates nothing (its figure worker imports
+            from .runner import PathMismatchError      # matplotlib: experiments/figure_worker)
             failures += (PathMismatchError,)
+        else:
+            from .figure_worker import FigureError
+            failures += (FigureError,)
         if args.command in ("run", "sweep", "report"):
             import pandas  # noqa: F401  (results.csv, reports: imported later, C extensions)
 

@@ -25,13 +25,6 @@ import statistics
 from pathlib import Path
 from typing import Callable, Iterable
 
-import numpy as np
-# the figures without pyplot (Figure + the Agg canvas); imported here, where the CLI holds
-# signals while modules import (a Ctrl-C in the backend's C extension's initialisation
-# failed it: experiments/plots.py)
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-
 from traffic import files
 
 from .config import ConfigError, quote
@@ -61,7 +54,8 @@ MAX_RUNS = 100_000
 #: is ~0.8 GB at its 10 M transfers at most (past them `predict` writes fct_jobs.csv, a row
 #: per job: experiments/predict.py MAX_FCT_ROWS).
 MAX_RESULT_CSV_BYTES = 2 * 1024 ** 3
-#: Series drawn in one CDF, bars in one efficiency figure, heatmap panels.
+#: Series drawn in one CDF, bars in one efficiency figure, heatmap panels
+#: (experiments/drawing.py, which imports matplotlib, has the same).
 MAX_SERIES = 40
 FORMATS = ("png", "svg")
 
@@ -235,19 +229,10 @@ def efficiency_table(t: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-# -- figures ---------------------------------------------------------------------------------
-def _figure(figsize: tuple[float, float], layout: str | None = None) -> Figure:
-    """A figure on the Agg canvas (no pyplot: nothing to close, no global state)."""
-    fig = Figure(figsize=figsize, layout=layout)
-    FigureCanvasAgg(fig)
-    return fig
-
-
+# -- figures (drawn by experiments/drawing.py, imported at their first use) -------------------
 def _save(fig, out: Path, fmt: tuple[str, ...], stem: str) -> str:
-    """Write each format (PNG, SVG), the box grown to hold titles and outside legends."""
-    for ext in fmt:
-        fig.savefig(out / f"{stem}.{ext}", dpi=110, bbox_inches="tight")
-    return stem
+    from .drawing import _save
+    return _save(fig, out, fmt, stem)
 
 
 #: A CSV reader for the figures: (path, [(column, type)]) -> one list per column.
@@ -291,118 +276,19 @@ def _series(t: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     return out[:MAX_SERIES]
 
 
-def _ecdf(ax, values, label: str, **kw) -> None:
-    """The empirical CDF as steps, one per distinct value (the same line as one per value:
-    equal values stack their steps)."""
-    xs, counts = np.unique(np.asarray(values, dtype=float), return_counts=True)
-    ys = np.cumsum(counts) / counts.sum()
-    ax.step(np.concatenate(([xs[0]], xs)), np.concatenate(([0.0], ys)), where="post",
-            label=label, **kw)
-
-
-def _ideal_lines(ax, ideals: list[float]) -> None:
-    for i, v in enumerate(sorted(set(round(x, 9) for x in ideals))[:8]):
-        ax.axvline(v, color="grey", ls=":", lw=2.5, zorder=1,
-                   label="ideal CCT (non-blocking fabric)" if i == 0 else None)
-
-
-def cct_cdf(series: list[tuple[str, list[float]]], ideals: list[float], out: Path,
-            title: str, fmt: tuple[str, ...] = FORMATS) -> str:
-    """Per routing (label, every job iteration's CCT), the CDF; ideal CCTs as dashed lines."""
-    fig = _figure((6.5, 4.2))
-    ax = fig.subplots()
-    for i, (label, values) in enumerate(series[:MAX_SERIES]):
-        _ecdf(ax, values, f"{label} (n={len(values)})", lw=1.6,
-              ls=["-", "--", "-.", ":"][i % 4])
-    _ideal_lines(ax, ideals)
-    _cdf_axes(ax, "iteration CCT (s)", "fraction of iterations",
-              f"{title}: CDF of iteration CCT per routing")
-    return _save(fig, out, fmt, "cct_cdf")
-
-
-def fct_cdf(runs: list[Path], out: Path, title: str,
-            fmt: tuple[str, ...] = FORMATS, read: Reader = _pandas_columns) -> str | None:
-    """Per routing, the CDF of predicted transfer FCTs (fct.csv: mean over iterations)."""
+def fct_values(runs: list[Path], read: Reader = _pandas_columns) -> dict[str, list[float]]:
+    """Per routing, every predicted transfer's FCT (s, fct.csv: mean over iterations)."""
     by_routing: dict[str, list[float]] = {}
     for run in runs:
         for path in sorted(run.glob("*/fct.csv")):
             by_routing.setdefault(path.parent.name.replace("-at-", "@"), []).extend(
                 read(path, [("fct_mean_s", float)])[0])
-    if not by_routing:
-        return None
-    fig = _figure((6.5, 4.2))
-    ax = fig.subplots()
-    for i, (routing, values) in enumerate(list(by_routing.items())[:MAX_SERIES]):
-        _ecdf(ax, values, f"{routing} (n={len(values)})", lw=1.6,
-              ls=["-", "--", "-.", ":"][i % 4])
-    _cdf_axes(ax, "predicted flow completion time, mean over iterations (s)",
-              "fraction of transfers", f"{title}: CDF of predicted FCT per routing")
-    return _save(fig, out, fmt, "fct_cdf")
-
-
-def _cdf_axes(ax, xlabel: str, ylabel: str, title: str) -> None:
-    """Labels, limits (x from 0, y 0..1), title and legend of a CDF panel."""
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_ylim(0, 1.02)
-    ax.set_xlim(left=0)
-    ax.set_title(title)
-    ax.legend(fontsize=8, loc="lower right")
-
-
-def _config_label(row: dict, keys: list[str]) -> str:
-    """'quickstart, spine_link_mbps=10': the experiment and its swept values (last key part)."""
-    parts = []
-    for k in keys:
-        v = row.get(k)
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            continue
-        if isinstance(v, float) and v.is_integer():
-            v = int(v)
-        parts.append(str(v) if k == "name" else f"{k.rsplit('.', 1)[-1]}={v}")
-    return ", ".join(parts)
+    return by_routing
 
 
 #: efficiency_table's columns that are not the configuration's keys
 EFFICIENCY_COLUMNS = ("routing", "mode", "efficiency_mean", "efficiency_ci95_low",
                       "efficiency_ci95_high", "runs")
-
-
-def efficiency_bars(eff: list[dict], keys: list[str], out: Path, title: str,
-                    fmt: tuple[str, ...] = FORMATS) -> str:
-    """Mean efficiency per routing (bars) and configuration (groups), 95% CIs as whiskers.
-    eff: efficiency_table's rows; keys: its configuration columns."""
-    two_modes = len({r["mode"] for r in eff}) > 1
-    cells: dict[tuple[str, str], dict] = {}
-    for r in eff:
-        series = f"{r['routing']} ({r['mode']})" if two_modes else str(r["routing"])
-        cells.setdefault((series, _config_label(r, keys)), r)
-    configs = list(dict.fromkeys(c for _, c in cells))[:MAX_SERIES]
-    series_names = list(dict.fromkeys(s for s, _ in cells))[:MAX_SERIES]
-    width = 0.8 / len(series_names)
-    fig = _figure((max(6.0, 1.0 + 0.9 * len(configs) * max(1, len(series_names)) / 2), 4.4))
-    ax = fig.subplots()
-    nan = {"efficiency_mean": math.nan, "efficiency_ci95_low": math.nan,
-           "efficiency_ci95_high": math.nan}
-    for i, s in enumerate(series_names):
-        g = [cells.get((s, c), nan) for c in configs]
-        mean = [r["efficiency_mean"] for r in g]
-        xs = [k + (i - (len(series_names) - 1) / 2) * width for k in range(len(configs))]
-        err = [[r["efficiency_mean"] - r["efficiency_ci95_low"] for r in g],
-               [r["efficiency_ci95_high"] - r["efficiency_mean"] for r in g]]
-        ax.bar(xs, mean, width, yerr=err, capsize=3, label=s)
-    ax.axhline(1.0, color="black", ls="--", lw=1, label="ideal (efficiency 1)")
-    ax.set_xticks(range(len(configs)))
-    ax.set_xticklabels([c if len(c) <= 40 else c[:37] + "..." for c in configs],
-                       rotation=20 if len(configs) > 3 else 0, ha="right" if
-                       len(configs) > 3 else "center", fontsize=7)
-    ax.set_ylabel("efficiency (ideal CCT / mean CCT, 1 = ideal)")
-    ax.set_ylim(0, 1.15)
-    n = int(max(r["runs"] for r in eff))
-    ax.set_title(f"{title}: efficiency per routing\n(mean, 95% CI over repeats and seeds; "
-                 f"up to {n} runs each)", fontsize=9)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    return _save(fig, out, fmt, "efficiency")
 
 
 def emulated_vs_predicted(t: pd.DataFrame, out: Path, title: str,
@@ -411,6 +297,7 @@ def emulated_vs_predicted(t: pd.DataFrame, out: Path, title: str,
     em = t[(t["mode"] == "emulated") & t["predicted_cct_s"].notna()]
     if em.empty:
         return None
+    from .drawing import _figure
     fig = _figure((5.5, 5))
     ax = fig.subplots()
     for routing, g in list(em.groupby("routing", sort=False))[:MAX_SERIES]:
@@ -425,19 +312,6 @@ def emulated_vs_predicted(t: pd.DataFrame, out: Path, title: str,
     ax.set_title(f"{title}: emulated vs predicted CCT (error of the means)", fontsize=9)
     ax.legend(fontsize=8, loc="upper left")
     return _save(fig, out, fmt, "emulated_vs_predicted")
-
-
-#: (lower, upper) tiers of a heatmap, by switch name prefix.
-TIERS = (("leaf", "spine"), ("leaf", "agg"), ("agg", "core"))
-
-
-def _tier(name: str) -> str:
-    return name.rstrip("0123456789")
-
-
-def _index(name: str) -> int:
-    digits = name[len(_tier(name)):]
-    return int(digits) if digits else 0
 
 
 def link_loads(runs: list[Path], read: Reader = _pandas_columns
@@ -459,6 +333,11 @@ def link_loads(runs: list[Path], read: Reader = _pandas_columns
     return out
 
 
+def load_runs(runs: list[Path]) -> int:
+    """The run folders holding a links.csv (the load heatmap's mean is over them)."""
+    return sum(1 for r in runs if any(r.glob("*/links.csv")))
+
+
 def emulated_flows(runs: list[Path]) -> dict[str, dict[tuple[str, str], float]]:
     """Per emulated routing: each link's mean number of flows over the runs (results.json
     `link_flows`: the paths the switch counters saw), as link_loads gives loads."""
@@ -476,98 +355,36 @@ def emulated_flows(runs: list[Path]) -> dict[str, dict[tuple[str, str], float]]:
             .to_dict() for k, v in parts.items()}
 
 
-def _panels(loads: dict[str, dict[tuple[str, str], float]]
-            ) -> list[tuple[str, str, str, dict]]:
-    """(routing, lower tier, upper tier, {(lower, upper): the busier direction's value})."""
-    panels = []
-    for routing, t in list(loads.items())[:MAX_SERIES]:
-        for lower, upper in TIERS:
-            cells: dict[tuple[str, str], float] = {}
-            for (src, dst), value in t.items():
-                a, b = sorted([src, dst], key=lambda n: (_tier(n) != lower, n))
-                if _tier(a) == lower and _tier(b) == upper:
-                    cells[(a, b)] = max(cells.get((a, b), 0.0), value)
-            if cells:
-                panels.append((routing, lower, upper, cells))
-    return panels
-
-
-def _heatmap(loads: dict[str, dict[tuple[str, str], float]], out: Path, fmt: tuple[str, ...], stem: str,
-             title: str, label: str, vmax: float | None) -> str | None:
-    """Per routing (rows of panels) and tier pair (columns): lower x upper switch values."""
-    panels = _panels(loads)
-    if not panels:
-        return None
-    vmax = vmax or max(max(c.values()) for *_, c in panels) or 1.0
-    tier_cols = list(dict.fromkeys((lo, up) for _, lo, up, _ in panels))
-    routings = list(dict.fromkeys(p[0] for p in panels))
-    fig = _figure((4.2 * len(tier_cols) + 1, 3.2 * len(routings) + 0.6), layout="constrained")
-    axes = fig.subplots(len(routings), len(tier_cols), squeeze=False)
-    image = None
-    for routing, lower, upper, cells in panels:
-        ax = axes[routings.index(routing), tier_cols.index((lower, upper))]
-        lows = sorted({a for a, _ in cells}, key=_index)
-        ups = sorted({b for _, b in cells}, key=_index)
-        grid = [[cells.get((a, b), 0.0) for b in ups] for a in lows]
-        image = ax.imshow(grid, vmin=0, vmax=vmax, cmap="viridis", aspect="auto")
-        ax.set_xticks(range(len(ups)))
-        ax.set_xticklabels(ups if len(ups) <= 16 else [""] * len(ups), rotation=90,
-                           fontsize=6)
-        ax.set_yticks(range(len(lows)))
-        ax.set_yticklabels(lows if len(lows) <= 16 else [""] * len(lows), fontsize=6)
-        ax.set_xlabel(f"{upper} switch")
-        ax.set_ylabel(f"{lower} switch")
-        ax.set_title(f"{routing}: {lower} x {upper}", fontsize=9)
-    for ax in axes.flat:
-        if not ax.images:
-            ax.axis("off")
-    fig.colorbar(image, ax=axes.ravel().tolist(), label=label)
-    fig.suptitle(title, fontsize=10)
-    return _save(fig, out, fmt, stem)
-
-
-def load_heatmap(runs: list[Path], out: Path, title: str,
-                 fmt: tuple[str, ...] = FORMATS, read: Reader = _pandas_columns) -> str | None:
-    """Predicted runs: each link's mean utilization (links.csv), busier direction."""
-    counted = sum(1 for r in runs if any(r.glob("*/links.csv")))
-    return _heatmap(link_loads(runs, read), out, fmt, "load_heatmap",
-                    f"{title}: predicted link load, mean over {counted} run folder(s)",
-                    "mean utilization of the busier direction (fraction of capacity)", 1.0)
-
-
 def flow_heatmap(runs: list[Path], out: Path, title: str,
                  fmt: tuple[str, ...] = FORMATS) -> str | None:
     """Emulated runs: flows per link on the paths the switch counters saw."""
-    return _heatmap(emulated_flows(runs), out, fmt, "flow_heatmap",
-                    f"{title}: emulated flows per link (observed paths), mean over runs",
-                    "flows on the link (mean over runs)", None)
+    flows = emulated_flows(runs)
+    if not flows:
+        return None
+    from .drawing import heatmap
+    return heatmap(flows, out, fmt, "flow_heatmap",
+                   f"{title}: emulated flows per link (observed paths), mean over runs",
+                   "flows on the link (mean over runs)", None)
 
 
-def link_utilization(runs: list[Path], out: Path, title: str,
-                     fmt: tuple[str, ...] = FORMATS) -> str | None:
-    """Per routing: the mean and the busiest used link's utilization per time bin (the
-    first run folder holding links_over_time.csv)."""
+def utilization_lines(runs: list[Path]) -> tuple[list[tuple], str]:
+    """Per routing of the first run folder holding links_over_time.csv (by pandas): (name,
+    bin starts, mean utilization, bin starts, the busiest link's), and that folder's name;
+    ([], "") when none holds one."""
     for run in runs:
         csvs = sorted(run.glob("*/links_over_time.csv"))
         if csvs:
             break
     else:
-        return None
-    fig = _figure((7, 4))
-    ax = fig.subplots()
-    for i, path in enumerate(csvs[:MAX_SERIES]):
+        return [], ""
+    lines = []
+    for path in csvs[:MAX_SERIES]:
         t = _read_csv(path, usecols=["bin_start_s", "mean_utilization"])
         g = t.groupby("bin_start_s").mean_utilization
-        name = path.parent.name.replace("-at-", "@")
-        line, = ax.plot(g.mean().index, g.mean().values, lw=1.5, label=f"{name}: mean link")
-        ax.plot(g.max().index, g.max().values, lw=1, ls="--", color=line.get_color(),
-                label=f"{name}: busiest link")
-    ax.set_xlabel("time since the jobs started (s)")
-    ax.set_ylabel("utilization (fraction of link capacity)")
-    ax.set_ylim(0, 1.05)
-    ax.set_title(f"{title}: link utilization over time ({run.name})", fontsize=9)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    return _save(fig, out, fmt, "link_utilization")
+        mean, top = g.mean(), g.max()
+        lines.append((path.parent.name.replace("-at-", "@"), mean.index.to_numpy(),
+                      mean.to_numpy(), top.index.to_numpy(), top.to_numpy()))
+    return lines, run.name
 
 
 def draw_report(dirs: list[Path], plots: Path, table: pd.DataFrame | None = None,
@@ -575,6 +392,7 @@ def draw_report(dirs: list[Path], plots: Path, table: pd.DataFrame | None = None
                 fmt: tuple[str, ...] = FORMATS) -> list[str]:
     """Draw every figure the data allows into `plots` (as each of `fmt`); returns their
     stems."""
+    from . import drawing
     runs = runs if runs is not None else find_runs(dirs)
     if table is None:
         table = _ordered(pd.concat([run_table(r) for r in runs], ignore_index=True))
@@ -582,23 +400,26 @@ def draw_report(dirs: list[Path], plots: Path, table: pd.DataFrame | None = None
     names = sorted(set(table["name"].astype(str)))
     title = names[0] if len(names) == 1 else f"{len(names)} experiments"
     eff = efficiency_table(table)
-    figures = [cct_cdf([(label, g["cct_s"].tolist()) for label, g in _series(table)],
-                       table["ideal_cct_s"].dropna().tolist(), plots, title, fmt),
-               fct_cdf(runs, plots, title, fmt),
-               efficiency_bars(eff.to_dict("records"),
-                               [c for c in eff.columns if c not in EFFICIENCY_COLUMNS],
-                               plots, title, fmt),
+    lines, lines_run = utilization_lines(runs)
+    figures = [drawing.cct_cdf([(label, g["cct_s"].tolist()) for label, g in _series(table)],
+                               table["ideal_cct_s"].dropna().tolist(), plots, title, fmt),
+               drawing.fct_cdf(fct_values(runs), plots, title, fmt),
+               drawing.efficiency_bars(eff.to_dict("records"),
+                                       [c for c in eff.columns if c not in EFFICIENCY_COLUMNS],
+                                       plots, title, fmt),
                emulated_vs_predicted(table, plots, title, fmt),
-               load_heatmap(runs, plots, title, fmt),
+               drawing.load_heatmap(link_loads(runs), load_runs(runs), plots, title, fmt),
                flow_heatmap(runs, plots, title, fmt),
-               link_utilization(runs, plots, title, fmt)]
+               drawing.link_utilization(lines, lines_run, plots, title, fmt) if lines
+               else None]
     return [f for f in figures if f]
 
 
-def draw_predicted(folder: Path, plots: Path, fmt: tuple[str, ...] = ("png",)) -> list[str]:
-    """draw_report's figures of the folder `predict` just wrote (a run folder, or its rep-N
-    folders), read with the json and csv modules: no pandas (~0.3 s of CPU), except for the
-    utilization over time of --util-bin-s. Returns the figures' stems."""
+def predicted_figure_data(folder: Path) -> dict:
+    """The data of draw_report's figures of the folder `predict` just wrote (a run folder,
+    or its rep-N folders), read with the json and csv modules (no pandas, ~0.3 s of CPU,
+    except for the utilization over time of --util-bin-s) and no matplotlib: the argument
+    of drawing.draw_figures, which a figure worker draws (experiments/figure_worker.py)."""
     runs = find_runs([folder])
     docs = [json.loads(files.read_text(r / "results.json")) for r in runs]
     series: dict[str, list[float]] = {}
@@ -623,15 +444,20 @@ def draw_predicted(folder: Path, plots: Path, fmt: tuple[str, ...] = ("png",)) -
         eff.append({"name": name, "routing": routing, "mode": mode, "efficiency_mean": m,
                     "efficiency_ci95_low": lo, "efficiency_ci95_high": hi,
                     "runs": len(values)})
-    plots.mkdir(parents=True, exist_ok=True)
     names = sorted({str(d["name"]) for d in docs})
-    title = names[0] if len(names) == 1 else f"{len(names)} experiments"
-    figures = [cct_cdf(list(series.items()), ideals, plots, title, fmt),
-               fct_cdf(runs, plots, title, fmt, _csv_columns),
-               efficiency_bars(eff, ["name"], plots, title, fmt) if eff else None,
-               load_heatmap(runs, plots, title, fmt, _csv_columns),
-               link_utilization(runs, plots, title, fmt)]
-    return [f for f in figures if f]
+    lines, lines_run = utilization_lines(runs)
+    return {"title": names[0] if len(names) == 1 else f"{len(names)} experiments",
+            "cct_series": list(series.items())[:MAX_SERIES], "ideals": ideals,
+            "fct": fct_values(runs, _csv_columns), "efficiency": eff,
+            "loads": link_loads(runs, _csv_columns), "load_runs": load_runs(runs),
+            "utilization": lines, "utilization_run": lines_run}
+
+
+def draw_predicted(folder: Path, plots: Path, fmt: tuple[str, ...] = ("png",)) -> list[str]:
+    """draw_report's figures of the folder `predict` just wrote, drawn in this process
+    (predicted_figure_data, then drawing.draw_figures). Returns the figures' stems."""
+    from .drawing import draw_figures
+    return draw_figures(predicted_figure_data(folder), plots, fmt)
 
 
 def read_report(dirs: list[Path]) -> tuple[list[Path], pd.DataFrame]:

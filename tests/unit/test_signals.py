@@ -108,10 +108,13 @@ def test_a_signal_while_the_command_imports_ends_it_after_the_imports(sig, code,
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_while_predict_imports_matplotlib_to_draw_ends_it_after_the_import(
         sig, code, tmp_path):
-    """`predict` imports matplotlib only to draw its figures, after the prediction: that
-    import holds signals too (experiments/__main__.py)."""
+    """`predict` whose figure worker could not start imports matplotlib to draw its figures
+    itself, after the prediction: that import holds signals too (experiments/__main__.py;
+    the worker's own signals: tests/unit/test_figure_worker.py)."""
     script = textwrap.dedent(f"""
         import atexit, os, signal, sys
+        from experiments import figure_worker
+        figure_worker.FigureWorker.start = classmethod(lambda cls: None)
         class SignalOnImport:
             def find_spec(self, name, path=None, target=None):
                 if name == "matplotlib":

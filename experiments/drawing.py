@@ -1,0 +1,320 @@
+"""The figures of `report` and `predict`, drawn from data already read (numpy and matplotlib
+only: the figure worker of `predict` imports this module and nothing else of mlfabric,
+experiments/figure_worker.py; experiments/report.py reads the run folders).
+
+Every figure is a matplotlib Figure on the Agg canvas (no pyplot: nothing to close, no global
+state), written by `_save` at 110 dpi with its box grown to hold titles and outside legends.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+# the figures without pyplot (Figure + the Agg canvas); whoever imports this module holds
+# signals while it imports (a Ctrl-C in the backend's C extension's initialisation failed it:
+# experiments/plots.py)
+from matplotlib import image
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+#: Series drawn in one CDF, bars in one efficiency figure, heatmap panels.
+MAX_SERIES = 40
+FORMATS = ("png", "svg")
+#: Dots per inch of every figure (made at this resolution: no change of scale when saved).
+DPI = 110
+#: Canvas added on the right of a figure with its legend outside the axes (inches): room
+#: for labels of ~45 characters at 8 points; a wider legend is saved by savefig's tight box.
+LEGEND_IN = 3.5
+#: Heatmap axes name every switch up to this many; past it, every k-th switch, at most
+#: NAMED_PAST_MAX of them (a tick per switch, named or not, cost ~0.2 s of the 32 x 24
+#: heatmap's 0.43 s; 16 named ~0.22 s, 8 named ~0.19 s).
+MAX_TICKS = 16
+NAMED_PAST_MAX = 8
+
+
+#: The margin around what a PNG shows (savefig's pad_inches of bbox_inches="tight"), pixels.
+PAD_PX = round(0.1 * DPI)
+#: matplotlib's default subplot box (fractions of the figure), kept in inches when a figure
+#: is widened for an outside legend.
+LEFT, RIGHT = 0.125, 0.9
+
+
+def _figure(figsize: tuple[float, float], layout: str | None = None,
+            legend_in: float = 0.0) -> Figure:
+    """A figure on the Agg canvas (no pyplot: nothing to close, no global state).
+    `legend_in`: inches of canvas added on the right for a legend outside the axes, the
+    axes staying where they are on a figure of `figsize`."""
+    width, height = figsize
+    fig = Figure(figsize=(width + legend_in, height), layout=layout, dpi=DPI)
+    if legend_in:
+        fig.subplots_adjust(left=LEFT * width / (width + legend_in),
+                            right=RIGHT * width / (width + legend_in))
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _save(fig, out: Path, fmt: tuple[str, ...], stem: str) -> str:
+    """Write each format (PNG, SVG), the box fitted to what the figure shows (titles and
+    outside legends included) with a margin of PAD_PX."""
+    for ext in fmt:
+        if ext != "png" or not _save_png(fig, out / f"{stem}.png"):
+            fig.savefig(out / f"{stem}.{ext}", dpi=DPI, bbox_inches="tight")
+    return stem
+
+
+def _save_png(fig, path: Path) -> bool:
+    """The PNG of one draw, cropped to its drawn pixels plus PAD_PX (bbox_inches="tight"
+    lays the figure out and draws it twice: 0.05-0.12 s more per figure); False, nothing
+    written, when a drawn pixel touches the canvas's edge (a title or legend wider than
+    the canvas: savefig's tight box then grows the canvas)."""
+    fig.canvas.draw()
+    rgba = np.asarray(fig.canvas.buffer_rgba())
+    drawn = (rgba != rgba[0, 0]).any(axis=2)
+    rows, cols = np.flatnonzero(drawn.any(axis=1)), np.flatnonzero(drawn.any(axis=0))
+    if not rows.size or rows[0] == 0 or cols[0] == 0 or rows[-1] == len(drawn) - 1 \
+            or cols[-1] == drawn.shape[1] - 1:
+        return False
+    top, bottom = rows[0] - PAD_PX, rows[-1] + 1 + PAD_PX
+    left, right = cols[0] - PAD_PX, cols[-1] + 1 + PAD_PX
+    shown = np.pad(rgba, ((PAD_PX, PAD_PX), (PAD_PX, PAD_PX), (0, 0)), mode="edge")
+    image.imsave(path, shown[top + PAD_PX:bottom + PAD_PX, left + PAD_PX:right + PAD_PX],
+                 format="png", origin="upper", dpi=DPI)
+    return True
+
+
+def _ecdf(ax, values, label: str, **kw) -> None:
+    """The empirical CDF as steps, one per distinct value (the same line as one per value:
+    equal values stack their steps)."""
+    xs, counts = np.unique(np.asarray(values, dtype=float), return_counts=True)
+    ys = np.cumsum(counts) / counts.sum()
+    ax.step(np.concatenate(([xs[0]], xs)), np.concatenate(([0.0], ys)), where="post",
+            label=label, **kw)
+
+
+def _ideal_lines(ax, ideals: list[float]) -> None:
+    for i, v in enumerate(sorted(set(round(x, 9) for x in ideals))[:8]):
+        ax.axvline(v, color="grey", ls=":", lw=2.5, zorder=1,
+                   label="ideal CCT (non-blocking fabric)" if i == 0 else None)
+
+
+def _cdf_axes(ax, xlabel: str, ylabel: str, title: str) -> None:
+    """Labels, limits (x from 0, y 0..1), title and legend of a CDF panel."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlim(left=0)
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="lower right")
+
+
+def cct_cdf(series: list[tuple[str, list[float]]], ideals: list[float], out: Path,
+            title: str, fmt: tuple[str, ...] = FORMATS) -> str:
+    """Per routing (label, every job iteration's CCT), the CDF; ideal CCTs as dashed lines."""
+    fig = _figure((6.5, 4.2))
+    ax = fig.subplots()
+    for i, (label, values) in enumerate(series[:MAX_SERIES]):
+        _ecdf(ax, values, f"{label} (n={len(values)})", lw=1.6,
+              ls=["-", "--", "-.", ":"][i % 4])
+    _ideal_lines(ax, ideals)
+    _cdf_axes(ax, "iteration CCT (s)", "fraction of iterations",
+              f"{title}: CDF of iteration CCT per routing")
+    return _save(fig, out, fmt, "cct_cdf")
+
+
+def fct_cdf(by_routing: dict[str, Any], out: Path, title: str,
+            fmt: tuple[str, ...] = FORMATS) -> str | None:
+    """Per routing, the CDF of predicted transfer FCTs (s, fct.csv's mean over iterations)."""
+    if not by_routing:
+        return None
+    fig = _figure((6.5, 4.2))
+    ax = fig.subplots()
+    for i, (routing, values) in enumerate(list(by_routing.items())[:MAX_SERIES]):
+        _ecdf(ax, values, f"{routing} (n={len(values)})", lw=1.6,
+              ls=["-", "--", "-.", ":"][i % 4])
+    _cdf_axes(ax, "predicted flow completion time, mean over iterations (s)",
+              "fraction of transfers", f"{title}: CDF of predicted FCT per routing")
+    return _save(fig, out, fmt, "fct_cdf")
+
+
+def _config_label(row: dict, keys: list[str]) -> str:
+    """'quickstart, spine_link_mbps=10': the experiment and its swept values (last key part)."""
+    parts = []
+    for k in keys:
+        v = row.get(k)
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            continue
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)
+        parts.append(str(v) if k == "name" else f"{k.rsplit('.', 1)[-1]}={v}")
+    return ", ".join(parts)
+
+
+def efficiency_bars(eff: list[dict], keys: list[str], out: Path, title: str,
+                    fmt: tuple[str, ...] = FORMATS) -> str:
+    """Mean efficiency per routing (bars) and configuration (groups), 95% CIs as whiskers.
+    eff: efficiency_table's rows; keys: its configuration columns."""
+    two_modes = len({r["mode"] for r in eff}) > 1
+    cells: dict[tuple[str, str], dict] = {}
+    for r in eff:
+        series = f"{r['routing']} ({r['mode']})" if two_modes else str(r["routing"])
+        cells.setdefault((series, _config_label(r, keys)), r)
+    configs = list(dict.fromkeys(c for _, c in cells))[:MAX_SERIES]
+    series_names = list(dict.fromkeys(s for s, _ in cells))[:MAX_SERIES]
+    width = 0.8 / len(series_names)
+    fig = _figure((max(6.0, 1.0 + 0.9 * len(configs) * max(1, len(series_names)) / 2), 4.4),
+                  legend_in=LEGEND_IN)
+    ax = fig.subplots()
+    nan = {"efficiency_mean": math.nan, "efficiency_ci95_low": math.nan,
+           "efficiency_ci95_high": math.nan}
+    for i, s in enumerate(series_names):
+        g = [cells.get((s, c), nan) for c in configs]
+        mean = [r["efficiency_mean"] for r in g]
+        xs = [k + (i - (len(series_names) - 1) / 2) * width for k in range(len(configs))]
+        err = [[r["efficiency_mean"] - r["efficiency_ci95_low"] for r in g],
+               [r["efficiency_ci95_high"] - r["efficiency_mean"] for r in g]]
+        ax.bar(xs, mean, width, yerr=err, capsize=3, label=s)
+    ax.axhline(1.0, color="black", ls="--", lw=1, label="ideal (efficiency 1)")
+    ax.set_xticks(range(len(configs)))
+    ax.set_xticklabels([c if len(c) <= 40 else c[:37] + "..." for c in configs],
+                       rotation=20 if len(configs) > 3 else 0, ha="right" if
+                       len(configs) > 3 else "center", fontsize=7)
+    ax.set_ylabel("efficiency (ideal CCT / mean CCT, 1 = ideal)")
+    ax.set_ylim(0, 1.15)
+    n = int(max(r["runs"] for r in eff))
+    ax.set_title(f"{title}: efficiency per routing\n(mean, 95% CI over repeats and seeds; "
+                 f"up to {n} runs each)", fontsize=9)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    return _save(fig, out, fmt, "efficiency")
+
+
+#: (lower, upper) tiers of a heatmap, by switch name prefix.
+TIERS = (("leaf", "spine"), ("leaf", "agg"), ("agg", "core"))
+
+
+def _tier(name: str) -> str:
+    return name.rstrip("0123456789")
+
+
+def _index(name: str) -> int:
+    digits = name[len(_tier(name)):]
+    return int(digits) if digits else 0
+
+
+def _panels(loads: dict[str, dict[tuple[str, str], float]]
+            ) -> list[tuple[str, str, str, dict]]:
+    """(routing, lower tier, upper tier, {(lower, upper): the busier direction's value})."""
+    panels = []
+    for routing, t in list(loads.items())[:MAX_SERIES]:
+        for lower, upper in TIERS:
+            cells: dict[tuple[str, str], float] = {}
+            for (src, dst), value in t.items():
+                a, b = sorted([src, dst], key=lambda n: (_tier(n) != lower, n))
+                if _tier(a) == lower and _tier(b) == upper:
+                    cells[(a, b)] = max(cells.get((a, b), 0.0), value)
+            if cells:
+                panels.append((routing, lower, upper, cells))
+    return panels
+
+
+def _named_ticks(names: list[str]) -> tuple[list[int], list[str]]:
+    """(positions, labels) of a heatmap axis: every switch up to MAX_TICKS of them, else
+    every k-th (at most NAMED_PAST_MAX ticks, the first switch named)."""
+    step = 1 if len(names) <= MAX_TICKS else math.ceil(len(names) / NAMED_PAST_MAX)
+    at = list(range(0, len(names), step))
+    return at, [names[i] for i in at]
+
+
+def heatmap(loads: dict[str, dict[tuple[str, str], float]], out: Path, fmt: tuple[str, ...],
+            stem: str, title: str, label: str, vmax: float | None) -> str | None:
+    """Per routing (rows of panels) and tier pair (columns): lower x upper switch values."""
+    panels = _panels(loads)
+    if not panels:
+        return None
+    vmax = vmax or max(max(c.values()) for *_, c in panels) or 1.0
+    tier_cols = list(dict.fromkeys((lo, up) for _, lo, up, _ in panels))
+    routings = list(dict.fromkeys(p[0] for p in panels))
+    fig = _figure((4.2 * len(tier_cols) + 1, 3.2 * len(routings) + 0.6), layout="constrained")
+    axes = fig.subplots(len(routings), len(tier_cols), squeeze=False)
+    image = None
+    for routing, lower, upper, cells in panels:
+        ax = axes[routings.index(routing), tier_cols.index((lower, upper))]
+        lows = sorted({a for a, _ in cells}, key=_index)
+        ups = sorted({b for _, b in cells}, key=_index)
+        grid = [[cells.get((a, b), 0.0) for b in ups] for a in lows]
+        image = ax.imshow(grid, vmin=0, vmax=vmax, cmap="viridis", aspect="auto")
+        at, names = _named_ticks(ups)
+        ax.set_xticks(at, names, rotation=90, fontsize=6)
+        at, names = _named_ticks(lows)
+        ax.set_yticks(at, names, fontsize=6)
+        ax.set_xlabel(f"{upper} switch")
+        ax.set_ylabel(f"{lower} switch")
+        ax.set_title(f"{routing}: {lower} x {upper}", fontsize=9)
+    for ax in axes.flat:
+        if not ax.images:
+            ax.axis("off")
+    fig.colorbar(image, ax=axes.ravel().tolist(), label=label)
+    fig.suptitle(title, fontsize=10)
+    return _save(fig, out, fmt, stem)
+
+
+def load_heatmap(loads: dict[str, dict[tuple[str, str], float]], counted: int, out: Path,
+                 title: str, fmt: tuple[str, ...] = FORMATS) -> str | None:
+    """Predicted runs: each link's mean utilization (links.csv), busier direction, over
+    `counted` run folders."""
+    return heatmap(loads, out, fmt, "load_heatmap",
+                   f"{title}: predicted link load, mean over {counted} run folder(s)",
+                   "mean utilization of the busier direction\n(fraction of capacity)", 1.0)
+
+
+#: A line pair of link_utilization: (routing, bin starts (s), mean utilization, bin starts,
+#: the busiest link's utilization).
+UtilizationLines = tuple[str, Any, Any, Any, Any]
+
+
+def link_utilization(lines: list[UtilizationLines], run_name: str, out: Path, title: str,
+                     fmt: tuple[str, ...] = FORMATS) -> str:
+    """Per routing: the mean and the busiest used link's utilization per time bin."""
+    fig = _figure((7, 4), legend_in=LEGEND_IN)
+    ax = fig.subplots()
+    for name, mean_x, mean_y, max_x, max_y in lines[:MAX_SERIES]:
+        line, = ax.plot(mean_x, mean_y, lw=1.5, label=f"{name}: mean link")
+        ax.plot(max_x, max_y, lw=1, ls="--", color=line.get_color(),
+                label=f"{name}: busiest link")
+    ax.set_xlabel("time since the jobs started (s)")
+    ax.set_ylabel("utilization (fraction of link capacity)")
+    ax.set_ylim(0, 1.05)
+    ax.set_title(f"{title}: link utilization over time ({run_name})", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    return _save(fig, out, fmt, "link_utilization")
+
+
+#: `predict`'s figures, in the order it lists them (draw_figures).
+FIGURES = ("cct_cdf", "fct_cdf", "efficiency", "load_heatmap", "link_utilization")
+
+
+def draw_figure(name: str, data: dict, plots: Path, fmt: tuple[str, ...] = ("png",)
+                ) -> str | None:
+    """One of FIGURES from experiments/report.py's `predicted_figure_data` into `plots`;
+    its stem, or None when the data has nothing to draw."""
+    title = data["title"]
+    if name == "cct_cdf":
+        return cct_cdf(data["cct_series"], data["ideals"], plots, title, fmt)
+    if name == "fct_cdf":
+        return fct_cdf(data["fct"], plots, title, fmt)
+    if name == "efficiency":
+        return efficiency_bars(data["efficiency"], ["name"], plots, title, fmt) \
+            if data["efficiency"] else None
+    if name == "load_heatmap":
+        return load_heatmap(data["loads"], data["load_runs"], plots, title, fmt)
+    return link_utilization(data["utilization"], data["utilization_run"], plots, title,
+                            fmt) if data["utilization"] else None
+
+
+def draw_figures(data: dict, plots: Path, fmt: tuple[str, ...] = ("png",),
+                 names: tuple[str, ...] = FIGURES) -> list[str]:
+    """`predict`'s figures (`names` of FIGURES) from experiments/report.py's
+    `predicted_figure_data` into `plots` (as each of `fmt`); returns their stems."""
+    plots.mkdir(parents=True, exist_ok=True)
+    return [s for s in (draw_figure(n, data, plots, fmt) for n in names) if s]

@@ -1,0 +1,179 @@
+"""`predict`'s figure worker: a second process, started before the command's own imports,
+imports matplotlib and the drawing code (experiments/drawing.py: ~0.6 s of CPU) while the
+command predicts, then draws the figures when handed their data (experiments/report.py's
+predicted_figure_data). On two cores the import costs no wall time; the CPU is that of
+drawing in the command's own process, plus a second interpreter's start (~0.03 s).
+
+Protocol: the command writes one pickle, (plots folder, data), to the worker's stdin and
+closes it; the worker answers one JSON line on its stdout, {"figures": [stems]} or {"error":
+one line, "type": the exception's class, "errno", "filename"}, and exits. A worker whose
+stdin closes without data (the command failed, was interrupted or killed) exits without
+writing anything. The command ends it by the PID it started on every exit path (`stop`).
+This module imports only the standard library at its top: the command imports it first.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+#: The longest the command waits for the worker's answer once it handed it the data (s):
+#: drawing MAX_SERIES routings' figures of 10 M transfers takes well under a minute.
+ANSWER_TIMEOUT_S = 600.0
+#: The program the worker runs: this module's serve(), from this checkout.
+_PROGRAM = ("import sys; sys.path.insert(0, sys.argv[1]); "
+            "from experiments.figure_worker import serve; serve()")
+#: The worker's environment: this one, OpenBLAS on one thread (numpy's import otherwise
+#: starts a thread per core, ~0.08 s of CPU; the worker does no linear algebra).
+_ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+#: PIDs of the workers this process started (tests check that each has ended).
+STARTED: list[int] = []
+
+
+class FigureError(RuntimeError):
+    """The figure worker could not draw the figures (the results are written)."""
+
+
+class FigureWorker:
+    """The worker process of one `predict` command."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.proc = proc
+
+    @classmethod
+    def start(cls) -> "FigureWorker | None":
+        """Start a worker (no shell, its own session: a Ctrl-C at the terminal reaches only
+        the command, which ends it); None when it cannot be started (the command then
+        draws in its own process)."""
+        root = str(Path(__file__).resolve().parents[1])
+        try:
+            proc = subprocess.Popen([sys.executable, "-c", _PROGRAM, root],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    start_new_session=True, env=_ENV)
+        except OSError:
+            return None
+        STARTED.append(proc.pid)
+        return cls(proc)
+
+    def draw(self, plots: Path, data: dict) -> list[str]:
+        """Hand the worker the figures' data; their stems once drawn into `plots`.
+        FigureError (or the OSError that stopped it, naming its file) when it could not."""
+        payload = pickle.dumps((str(plots), data), protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            out, _ = self.proc.communicate(payload, timeout=ANSWER_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise FigureError(f"the figure worker drew nothing in {ANSWER_TIMEOUT_S:.0f} s; "
+                              "run with --no-plots and draw them with `mlfabric report`") \
+                from None
+        except BrokenPipeError:       # it had ended: its exit status says why
+            self.proc.wait()
+            out = b""
+        return _answer(out, self.proc.returncode)
+
+    def stop(self) -> None:
+        """End the worker if it still runs: SIGKILL to the process group of the PID started
+        (its own session: the worker and the process it forks to draw), then reaped."""
+        if self.proc.returncode is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:   # already gone (not yet reaped: wait() below)
+                pass
+            self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout):
+            if f is not None and not f.closed:
+                f.close()
+
+
+def _answer(out: bytes, returncode: int) -> list[str]:
+    """The stems of the worker's answer, or the error it reports."""
+    try:
+        answer = json.loads(out.decode("utf-8").strip().splitlines()[-1])
+    except (ValueError, IndexError, UnicodeDecodeError):
+        how = (f"signal {-returncode}" if returncode < 0 else f"exit {returncode}")
+        raise FigureError(f"the figure worker ended ({how}) before drawing the figures; "
+                          "the results are written: `mlfabric report` draws them") from None
+    if "figures" in answer:
+        return [str(s) for s in answer["figures"]]
+    if answer.get("type") == "OSError" or answer.get("errno") is not None:
+        raise OSError(answer.get("errno") or 0, answer["error"], answer.get("filename"))
+    raise FigureError(f"drawing the figures: {answer['type']}: {answer['error']}")
+
+
+#: The figures a second process draws beside the worker once the data came (forked from
+#: it: matplotlib already imported), when this machine gives the worker two cores: the
+#: heatmap (about as long as the three others together) and the utilization over time.
+FORKED = ("load_heatmap", "link_utilization")
+
+
+def _error(e: BaseException) -> dict:
+    """An exception as the worker's one-line answer."""
+    answer = {"error": " ".join(str(e).split())[:300] or type(e).__name__,
+              "type": type(e).__name__}
+    if isinstance(e, OSError):
+        answer.update(errno=e.errno, filename=None if e.filename is None
+                      else str(e.filename), error=e.strerror or str(e))
+    return answer
+
+
+def _draw(drawing, data: dict, plots: Path) -> dict:
+    """Every figure, FORKED ones in a forked process on a second core; the answer."""
+    from_fork = None
+    if len(os.sched_getaffinity(0)) > 1:
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:                 # the forked process: its figures, its answer, gone
+            os.close(read)
+            try:
+                answer = {"figures": drawing.draw_figures(data, plots, names=FORKED)}
+            except BaseException as e:   # noqa: BLE001 (one line to the worker)
+                answer = _error(e)
+            try:
+                os.write(write, json.dumps(answer).encode())
+            finally:
+                os._exit(0)
+        os.close(write)
+        from_fork = (pid, read)
+    names = tuple(n for n in drawing.FIGURES if from_fork is None or n not in FORKED)
+    try:
+        answer = {"figures": drawing.draw_figures(data, plots, names=names)}
+    except BaseException as e:       # noqa: BLE001 (one line to the command)
+        answer = _error(e)
+    if from_fork is not None:
+        pid, read = from_fork
+        with os.fdopen(read, "rb") as f:
+            theirs = f.read()
+        os.waitpid(pid, 0)
+        try:
+            forked = json.loads(theirs)
+        except ValueError:
+            forked = {"error": "the figure worker's second process ended without an answer",
+                      "type": "FigureError"}
+        if "figures" not in forked:
+            return forked if "figures" in answer else answer
+        if "figures" in answer:
+            drawn = set(answer["figures"]) | set(forked["figures"])
+            answer["figures"] = [n for n in drawing.FIGURES if n in drawn]
+    return answer
+
+
+def serve() -> None:
+    """The worker's main: import the drawing code, wait for the data, draw it (on two cores
+    when it has them), answer one JSON line. Nothing is written unless the data came."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command ends it, not the terminal
+    failed = None
+    try:
+        from experiments import drawing
+    except BaseException as e:      # noqa: BLE001 (reported once the data comes)
+        failed = e
+    try:
+        plots, data = pickle.load(sys.stdin.buffer)
+    except (EOFError, pickle.UnpicklingError, OSError):
+        os._exit(0)                  # the command ended without handing over data
+    answer = _error(failed) if failed is not None else _draw(drawing, data, Path(plots))
+    sys.stdout.write(json.dumps(answer) + "\n")
+    sys.stdout.flush()
+    os._exit(0)
