@@ -45,21 +45,28 @@ def _w(weights: np.ndarray, f: int, k: int) -> float:
 def _shared_links(flow_links: np.ndarray, capacity_mbps: np.ndarray, weights: np.ndarray,
                   on: np.ndarray, weight: np.ndarray, lut: np.ndarray):
     """fill()'s start: each flow's cap from its private links (those only it crosses), the
-    shared links as dense ids (fl, -1: private) with their remaining capacity, weighted flow
-    count and fair share, and each shared link's flows (by_link[ptr[d]:ptr[d + 1]]).
+    shared links as dense ids (fl, -1: private or infinite) with their remaining capacity,
+    weighted flow count and fair share, and each shared link's flows (by_link[ptr[d]:...]).
+    Links of infinite capacity (the rows' padding) take no part: their share is never the
+    minimum, and skipping them spares most of the work when short paths are padded (in a
+    384-rank ring on 64-NIC leaves, ~60% of the row entries).
     on, weight, lut: per link scratch (0, 0.0, -1 on entry; left so on return)."""
     n_flows, width = flow_links.shape
     for f in range(n_flows):
         for k in range(width):
-            on[flow_links[f, k]] += 1
-            weight[flow_links[f, k]] += _w(weights, f, k)
+            link = flow_links[f, k]
+            if capacity_mbps[link] < np.inf:
+                on[link] += 1
+                weight[link] += _w(weights, f, k)
     own_cap = np.full(n_flows, np.inf)                    # min over a flow's private links
     used = np.empty(n_flows * width, np.int64)            # lut: shared link id -> dense id
-    fl = np.full((n_flows, width), -1, np.int64)          # dense ids; -1: private
+    fl = np.full((n_flows, width), -1, np.int64)          # dense ids; -1: private or infinite
     n_links = 0
     for f in range(n_flows):
         for k in range(width):
             link = flow_links[f, k]
+            if on[link] == 0:                             # infinite: never a bottleneck
+                continue
             if on[link] == 1:
                 own_cap[f] = min(own_cap[f], capacity_mbps[link] / _w(weights, f, k))
                 continue
