@@ -165,7 +165,8 @@ def _routes(exp: Experiment, entry, conns: list) -> tuple:
         rp = route_replay(exp.fabric, conns, exp.replay_flows or read_flow_log(exp.replay_log))
     routes = ControllerRoutes(entry.routed_by, exp.fabric, conns, exp.seed, exp.events,
                               static=rp.path_of if entry.fixed else None,
-                              time_limit_s=exp.solver_time_limit_s)
+                              time_limit_s=exp.solver_time_limit_s,
+                              hashed=rp.path_of if entry.hashed else None)
     return rp, routes
 
 

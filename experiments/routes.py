@@ -28,10 +28,12 @@ class ControllerRoutes:
     def __init__(self, strategy: str, fabric: Fabric, conns: list[Connection], seed: int,
                  events: list[Event] = (), static: dict[int, Path | None] | None = None,
                  observed_phases: list[dict[int, Path | None]] | None = None,
-                 time_limit_s: float | None = None):
+                 time_limit_s: float | None = None,
+                 hashed: dict[int, Path | None] | None = None):
         """`observed_phases[k]`: ECMP only, conn_id -> path seen between event k-1 and event
         k (phase 0 before the first event); flows not seen in a phase take the model hash.
-        `time_limit_s`: each ilp / mmf solve's CBC limit (the config's solver_time_limit_s)."""
+        `time_limit_s`: each ilp / mmf solve's CBC limit (the config's solver_time_limit_s).
+        `hashed`: ECMP only, the hash on `fabric` when the caller already has it (phase 0)."""
         self.policy = EpochPolicy(strategy, fabric, conns, seed, static=static,
                                   time_limit_s=time_limit_s)
         self.conns, self.seed, self.events = conns, seed, list(events)
@@ -39,11 +41,12 @@ class ControllerRoutes:
         self.phase = 0
         #: ECMP: the switches' hash (or the paths it was seen to take), not the policy's
         self.hashed = strategy == ECMP
-        self._hashed = self._ecmp() if self.hashed else {}
+        self._hashed = self._ecmp(hashed) if self.hashed else {}
 
-    def _ecmp(self) -> dict[int, Path | None]:
-        fabric = self.policy.fabric
-        paths = dict(route(ECMP, fabric, self.conns, seed=self.seed).path_of)
+    def _ecmp(self, hashed: dict[int, Path | None] | None = None) -> dict[int, Path | None]:
+        """The hash on the current fabric (`hashed`, or computed), then the observed paths."""
+        paths = dict(hashed if hashed is not None else
+                     route(ECMP, self.policy.fabric, self.conns, seed=self.seed).path_of)
         if self.observed and self.phase < len(self.observed):
             for cid, p in self.observed[self.phase].items():
                 if p is not None and self.policy.usable(cid, p):

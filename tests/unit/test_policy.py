@@ -134,3 +134,24 @@ def test_solver_time_limit_reaches_only_the_cbc_strategies(monkeypatch, strategy
     p.start(["a", "b"])
     p.finish("a")
     assert seen == [want, want]
+
+
+def test_predict_hashes_ecmp_once_and_the_routes_are_that_hash(monkeypatch):
+    """predict's ECMP plan is handed to the controller's routes, not hashed a second time:
+    one hash call, and the routes are the hash a fresh call gives."""
+    import experiments.predict as P
+    import experiments.routes as R
+    from routing import route
+    exp = load("experiments/configs/failover.yaml")
+    conns = [c for p in plan_jobs(exp.jobs) for c in p.connections]
+    fresh = route("ecmp", exp.fabric, conns, seed=exp.seed).path_of
+    calls = []
+    def counted(*a, **kw):
+        calls.append(a[0])
+        return route(*a, **kw)
+    monkeypatch.setattr(P, "route", counted)
+    monkeypatch.setattr(R, "route", counted)
+    entry = next(e for e in exp.routings if e.hashed)             # failover.yaml routes ecmp
+    rp, routes = P._routes(exp, entry, conns)
+    assert calls == ["ecmp"]
+    assert routes.jobs_started([p.name for p in plan_jobs(exp.jobs)], 0.0) == fresh
