@@ -258,6 +258,7 @@ def ring_allreduce(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
     """Reduce-scatter then all-gather around each ring of `spec.groups` (see module docstring)."""
     conns: list[Connection] = []
     transfers: list[Transfers] = []
+    planned = 0                          # transfers so far (a sum per ring: rings squared)
     for ring in spec.groups:
         n = len(ring)
         if n < 2:
@@ -280,9 +281,9 @@ def ring_allreduce(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
         k = np.arange(2 * (n - 1))[:, None]
         i = np.arange(n)[None, :]
         chunk = np.where(k < n - 1, (i - k) % n, (i + 1 - (k - (n - 1))) % n)
-        transfers.append(_ring_steps(n, 2 * (n - 1), sum(len(p) for p in transfers),
-                                     ring_conns[0].conn_id,
+        transfers.append(_ring_steps(n, 2 * (n - 1), planned, ring_conns[0].conn_id,
                                      np.array(split_bytes(spec.size_bytes, n))[chunk]))
+        planned += len(transfers[-1])
         conns.extend(ring_conns)
     return JobPlan(spec=spec, index=index, connections=conns,
                    transfers=Transfers.join(transfers))
@@ -325,6 +326,7 @@ def ring_chain(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
     _check_groups(spec)
     conns: list[Connection] = []
     transfers: list[Transfers] = []
+    planned = 0                          # transfers so far (a sum per ring: rings squared)
     shift = 0 if spec.collective is Collective.ALLGATHER else 1
     for ring in spec.groups:
         n = len(ring)
@@ -336,9 +338,10 @@ def ring_chain(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
                       for i in range(n)]
         k = np.arange(n - 1)[:, None]
         i = np.arange(n)[None, :]
-        transfers.append(_ring_steps(n, n - 1, sum(len(p) for p in transfers), base,
+        transfers.append(_ring_steps(n, n - 1, planned, base,
                                      np.array(split_bytes(spec.size_bytes, n))[
                                          (i - k - shift) % n]))
+        planned += len(transfers[-1])
         conns.extend(ring_conns)
     return JobPlan(spec=spec, index=index, connections=conns,
                    transfers=Transfers.join(transfers))

@@ -43,6 +43,25 @@ def test_ring_step_waits_for_the_predecessors_previous_chunk():
         assert conn_dst[d.conn_id] == conn_src[t.conn_id]  # received by the sender
 
 
+@pytest.mark.parametrize("collective", [Collective.ALLREDUCE, Collective.ALLGATHER,
+                                        Collective.REDUCE_SCATTER])
+def test_rings_of_one_job_number_their_transfers_one_after_another(collective):
+    """Three rings of 3, 2 and 4 ranks in one job: tids 0..N-1 in ring order, and every
+    dependency stays within its own ring (a wrong offset per ring would cross them)."""
+    rings = [["h1", "h2", "h3"], ["h4", "h5"], ["h6", "h7", "h8", "h9"]]
+    plan = plan_jobs([JobSpec("r", collective, rings, 1_200)])[0]
+    tids = [t.tid for t in plan.transfers]
+    assert tids == list(range(len(tids)))
+    ring_of = {c.conn_id: k for k, ring in enumerate(rings) for c in plan.connections
+               if c.src in ring}
+    by_tid = {t.tid: t for t in plan.transfers}
+    for t in plan.transfers:
+        assert all(ring_of[by_tid[d].conn_id] == ring_of[t.conn_id] for d in t.deps)
+    per_ring = [sum(1 for t in plan.transfers if ring_of[t.conn_id] == k) for k in range(3)]
+    steps = 2 if collective is Collective.ALLREDUCE else 1
+    assert per_ring == [steps * (len(r) - 1) * len(r) for r in rings]
+
+
 def test_payload_is_deterministic_and_sized():
     a = b"".join(payload_pieces(1, 0, 2, 7, 200_000))
     b = b"".join(payload_pieces(1, 0, 2, 7, 200_000))
