@@ -11,7 +11,6 @@ from collections import defaultdict
 import numpy as np
 
 from .base import FlowTable, assignment_loads
-from .greedy import compiled
 from .ilp import Groups
 
 
@@ -152,76 +151,8 @@ def side_hot_links(demand: list[int], U: int, k: int) -> int:
     return U + 1
 
 
-def fits_kernel(levels, A, starts, jobs, ns, Us) -> bool:
-    """side_fits over every side at once, compiled (greedy.compiled): side s holds ns[x]
-    flows of job jobs[x] for x in starts[s]:starts[s + 1], over Us[s] links; a job at level
-    0 (unassigned) counts as level A."""
-    demand = np.zeros(A + 1, np.int64)
-    for s in range(Us.shape[0]):
-        demand[:] = 0
-        for x in range(starts[s], starts[s + 1]):
-            lv = levels[jobs[x]]
-            demand[lv if lv > 0 else A] += ns[x]
-        used = cap = total = 0
-        for c in range(1, A + 1):
-            total += demand[c]
-            if total > cap:
-                x = (total - cap + c - 1) // c
-                used += x
-                cap += c * x
-        if used > Us[s]:
-            return False
-    return True
-
-
-def hot_kernel(levels, A, k, starts, jobs, ns, Us) -> int:
-    """side_hot_links summed over every side (the layout of fits_kernel), compiled."""
-    demand = np.zeros(A + 1, np.int64)
-    total = 0
-    for s in range(Us.shape[0]):
-        demand[:] = 0
-        for x in range(starts[s], starts[s + 1]):
-            lv = levels[jobs[x]]
-            demand[lv if lv > 0 else A] += ns[x]
-        U = Us[s]
-        found = U + 1
-        for h in range(U + 1):
-            cool, spare, hot, ok = U - h, 0, 0, True
-            for c in range(1, A + 1):
-                need = demand[c] - spare
-                if need <= 0:
-                    spare = -need
-                    continue
-                if c < k - 1:
-                    x = (need + c - 1) // c
-                    if x > cool:
-                        ok = False
-                        break
-                    cool -= x
-                    spare = c * x - need
-                else:
-                    if c == k - 1 or cool != 0:
-                        spare += (k - 1) * cool
-                        cool = 0
-                        need = demand[c] - spare
-                        if need <= 0:
-                            spare = -need
-                            continue
-                    if c < k:
-                        ok = False
-                        break
-                    x = (need + c - 1) // c
-                    hot += x
-                    spare = c * x - need
-            if ok and hot <= h:
-                found = h
-                break
-        total += found
-    return total
-
-
 def side_arrays(sides: list[tuple[dict[int, int], int]]) -> tuple[np.ndarray, ...]:
-    """The sides in the layout of fits_kernel: (starts, jobs, ns, Us)."""
+    """The sides in the layout of mmf_search.fits_kernel: (starts, jobs, ns, Us)."""
     starts = np.zeros(len(sides) + 1, np.int64)
     jobs, ns = [], []
     for i, (dj, _) in enumerate(sides):
@@ -295,20 +226,20 @@ class Bounds:
         self._full_of = sides_of_jobs(self._full, J)
         self._ids = side_ids_of_jobs(self._all, J)       # (the full sides come first)
         self._memo: dict[tuple, int] = {}
-        self._fits_k = compiled("mmf_fits", fits_kernel)
-        self._hot_k = compiled("mmf_hot", hot_kernel)
+        from .mmf_search import fits_kernel, hot_kernel      # numba: on first use
+        self._fits_k, self._hot_k = fits_kernel, hot_kernel
 
     def _floor(self, k: int) -> int:
         return 1 if self.top_proven and k <= self.A else 0
 
     def _fits(self, levels: list[int]) -> bool:
         """Every side can carry its flows (unassigned jobs, level 0, count as level A):
-        fits_kernel, compiled; _fits_reference is the plain loop."""
+        mmf_search.fits_kernel; _fits_reference is the plain loop."""
         return bool(self._fits_k(np.asarray(levels, np.int64), self.A, *self._all))
 
     def _hot(self, levels: list[int], k: int) -> int:
         """Sum over full sides of the fewest links at >= k flows (unassigned: level A):
-        hot_kernel, compiled; _hot_reference is the plain loop."""
+        mmf_search.hot_kernel; _hot_reference is the plain loop."""
         return int(self._hot_k(np.asarray(levels, np.int64), self.A, k, *self._full))
 
     def _fits_of(self, levels: np.ndarray, j: int) -> bool:

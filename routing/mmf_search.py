@@ -2,7 +2,7 @@
 this file): the same depth-first search over job levels, the same order, pruning and node
 budget, without a Python call per step.
 
-Sides are in the layout of mmf_bounds.fits_kernel (starts, jobs, ns, Us), the full sides
+Sides are in the layout of fits_kernel below (starts, jobs, ns, Us), the full sides
 first; per job, the sides it is on (CSR: ptr, ids) and its flows there. Each side's flows
 per level are kept as a row and moved when a search step sets a job's level, so a step
 checks only the rows of that job's sides. Mode JOBS minimizes the jobs at level >= k, mode
@@ -31,7 +31,7 @@ def _side_fits(d, A, U) -> bool:
 
 @numba.njit(cache=True)
 def _side_hot(d, A, k, U) -> int:
-    """mmf_bounds.side_hot_links of a side with demand d over U links (as hot_kernel)."""
+    """mmf_bounds.side_hot_links of a side with demand d over U links."""
     for h in range(U + 1):
         cool, spare, hot, ok = U - h, 0, 0, True
         for c in range(1, A + 1):
@@ -63,6 +63,38 @@ def _side_hot(d, A, k, U) -> int:
         if ok and hot <= h:
             return h
     return U + 1
+
+
+@numba.njit(cache=True)
+def _demand(levels, A, starts, jobs, ns, s, demand) -> None:
+    """Side s's flows per level into demand (a job at level 0, unassigned, counts at A)."""
+    demand[:] = 0
+    for x in range(starts[s], starts[s + 1]):
+        lv = levels[jobs[x]]
+        demand[lv if lv > 0 else A] += ns[x]
+
+
+@numba.njit(cache=True)
+def fits_kernel(levels, A, starts, jobs, ns, Us) -> bool:
+    """mmf_bounds.side_fits over every side at once: side s holds ns[x] flows of job
+    jobs[x] for x in starts[s]:starts[s + 1], over Us[s] links."""
+    demand = np.zeros(A + 1, np.int64)
+    for s in range(Us.shape[0]):
+        _demand(levels, A, starts, jobs, ns, s, demand)
+        if not _side_fits(demand, A, Us[s]):
+            return False
+    return True
+
+
+@numba.njit(cache=True)
+def hot_kernel(levels, A, k, starts, jobs, ns, Us) -> int:
+    """mmf_bounds.side_hot_links summed over every side (the layout of fits_kernel)."""
+    demand = np.zeros(A + 1, np.int64)
+    total = 0
+    for s in range(Us.shape[0]):
+        _demand(levels, A, starts, jobs, ns, s, demand)
+        total += _side_hot(demand, A, k, Us[s])
+    return total
 
 
 @numba.njit(cache=True)
