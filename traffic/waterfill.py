@@ -102,6 +102,54 @@ def _shared_links(flow_links: np.ndarray, capacity_mbps: np.ndarray, weights: np
     return own_cap, fl, remaining, count, ptr, share, by_link
 
 
+#: _cap_order buckets the flows' own caps when they take at most this many distinct values
+CAP_BUCKETS = 8
+
+
+@numba.njit(cache=True)
+def _cap_order(own_cap: np.ndarray, unweighted: bool) -> np.ndarray:
+    """The flows by ascending own cap. Unweighted flows frozen in one round add 1 each to
+    their links' counts, in any order, so ties may come in any order: with at most
+    CAP_BUCKETS distinct caps (host links at one or two rates) a counting sort, O(flows),
+    replaces argsort's O(flows log flows) (~0.16 ms at 9,000 flows)."""
+    n = own_cap.size
+    if unweighted:
+        vals = np.empty(CAP_BUCKETS)
+        nv = 0
+        for f in range(n):
+            v = own_cap[f]
+            if v != v:                                    # nan: argsort's order
+                nv = CAP_BUCKETS + 1
+                break
+            i = 0
+            while i < nv and vals[i] != v:
+                i += 1
+            if i == nv:
+                if nv == CAP_BUCKETS:
+                    nv += 1
+                    break
+                vals[nv] = v
+                nv += 1
+        if nv <= CAP_BUCKETS:
+            vals = np.sort(vals[:nv])
+            at = np.zeros(nv + 1, np.int64)
+            bucket = np.empty(n, np.int64)
+            for f in range(n):
+                i = 0
+                while vals[i] != own_cap[f]:
+                    i += 1
+                bucket[f] = i
+                at[i + 1] += 1
+            for i in range(nv):
+                at[i + 1] += at[i]
+            order = np.empty(n, np.int64)
+            for f in range(n):
+                order[at[bucket[f]]] = f
+                at[bucket[f]] += 1
+            return order
+    return np.argsort(own_cap)
+
+
 @numba.njit(cache=True, error_model="numpy")
 def fill(flow_links: np.ndarray, capacity_mbps: np.ndarray, rel_tol: float,
          rates: np.ndarray, weights: np.ndarray) -> int:
@@ -133,7 +181,7 @@ def fill_with(flow_links: np.ndarray, capacity_mbps: np.ndarray, rel_tol: float,
     own_cap, fl, remaining, count, ptr, share, by_link = _shared_links(
         flow_links, capacity_mbps, weights, on, weight, lut)
     n_links = remaining.size
-    by_cap = np.argsort(own_cap)
+    by_cap = _cap_order(own_cap, weights.shape[0] == 0)
     cap_head = 0                                          # by_cap[:cap_head] are frozen
     frozen = np.zeros(n_flows, np.bool_)
     hit = np.empty(n_flows, np.int64)

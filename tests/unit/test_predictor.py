@@ -147,6 +147,24 @@ def test_kernel_bit_for_bit_as_the_full_recomputation(seed):
     assert got.tobytes() == full_recompute_rates(rows, cap).tobytes()
 
 
+@pytest.mark.parametrize("values", [[100.0], [25.0, INF, 100.0], list(range(1, 9)),
+                                    list(range(1, 10)), [5.0, float("nan")]])
+def test_cap_order_ascends_by_buckets_or_by_argsort(values):
+    """The flows' order by own cap: a counting sort over at most CAP_BUCKETS distinct caps
+    (flows in index order within a cap), numba's argsort past that or with a nan; weighted
+    flows always argsort (their ties' order would reach the links' float counts)."""
+    rng = np.random.default_rng(len(values))
+    own = rng.choice(np.array(values, dtype=float), 500)
+    for unweighted in (True, False):
+        order = waterfill._cap_order(own, unweighted)
+        assert sorted(order.tolist()) == list(range(own.size))
+        got = own[order]
+        assert got.tobytes() == np.sort(own).tobytes()  # ascending, a nan last
+        if unweighted and len(values) <= waterfill.CAP_BUCKETS and values[-1] == values[-1]:
+            for v in values:                           # buckets: index order within a cap
+                assert np.all(np.diff(order[got == v]) > 0)
+
+
 def test_kernel_with_reused_scratch_as_with_its_own():
     """One per-link scratch reused over 60 random cases (the predictor's way) gives the same
     rates, bit for bit, as scratch made per call, and comes back as it went in."""
