@@ -144,7 +144,20 @@ def test_kernel_bit_for_bit_as_the_full_recomputation(seed):
         if seed % 5 == 0 and k >= 2 and f % 3 == 0:
             rows[f, 1] = rows[f, 0]           # a link crossed twice (counts twice)
     got = max_min_rates(rows, cap)
-    assert got.tobytes() == full_recompute_rates(rows, cap).tobytes()
+    want = full_recompute_rates(rows, cap)
+    assert got.tobytes() == want.tobytes()
+    # the rounds from the heap (the kernel moves there once its scans cost as much)
+    heaped = np.zeros(n_flows)
+    assert waterfill.fill_with(rows.astype(np.int64), cap, 1e-9, heaped, waterfill.NO_WEIGHTS,
+                               *waterfill.scratch(cap.size), True) == waterfill.OK
+    assert heaped.tobytes() == want.tobytes()
+    # weighted (sprayed) flows: the same rates whichever way the rounds find their links
+    w = rng.choice([0.25, 0.5, 1.0, 1 / 3], rows.shape)
+    scan, heap = np.zeros(n_flows), np.zeros(n_flows)
+    for out, first in ((scan, False), (heap, True)):
+        waterfill.fill_with(rows.astype(np.int64), cap, 1e-9, out, w,
+                            *waterfill.scratch(cap.size), first)
+    assert heap.tobytes() == scan.tobytes()
 
 
 @pytest.mark.parametrize("values", [[100.0], [25.0, INF, 100.0], list(range(1, 9)),
