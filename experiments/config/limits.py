@@ -100,8 +100,9 @@ BYTES_PER_CONNECTION = 1_000
 
 
 #: Transfers over all iterations: ~18 min per routing at the predictor's ~11 us per transfer on
-#: paper-scale fabrics; ~110 us per transfer (~3 h) with 384-rank rings on a 9,216-NIC clos3,
-#: where each event batch re-fills ~9,000 flows in flight (docs/interop.md).
+#: paper-scale fabrics; ~110 us per transfer with 384-rank rings on a 9,216-NIC clos3, up to
+#: ~2.5 ms where rings of several sizes overlap there (each event batch re-fills 7,000-18,000
+#: flows in flight for ~1 completion; docs/interop.md).
 MAX_TRANSFER_RUNS = 100_000_000
 
 
