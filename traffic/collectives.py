@@ -444,8 +444,33 @@ _PLANNERS = {
 }
 
 
-def plan_jobs(specs: list[JobSpec]) -> list[JobPlan]:
-    """Turn every job into connections and transfers, numbering connections globally.
+#: The collectives `ring_flows` turns into one flow per connection.
+RINGS = (Collective.ALLREDUCE, Collective.ALLGATHER, Collective.REDUCE_SCATTER)
+
+
+def ring_flows(plan: JobPlan) -> JobPlan:
+    """A ring job's iteration as one transfer per connection (Semantics ring_sync "flow"):
+    its steps' bytes summed, sent at once with no dependencies, in connection order. Every
+    hop of a ring moves 2(n-1)/n x S (all-reduce) as in the step DAG; the steps' pipeline
+    becomes the fluid steady state: equal CCTs when every hop gets one rate, 2(n-1) times
+    fewer transfers (n-1 for all-gather and reduce-scatter)."""
+    ts = plan.transfers
+    conn = np.fromiter((t.conn_id for t in ts), np.int64, len(ts)) \
+        if not isinstance(ts, Transfers) else ts.conn
+    size = np.fromiter((t.size_bytes for t in ts), np.int64, len(ts)) \
+        if not isinstance(ts, Transfers) else ts.size
+    ids = np.array([c.conn_id for c in plan.connections], dtype=np.int64)
+    lo = int(ids.min()) if ids.size else 0
+    total = np.bincount(conn - lo, weights=size, minlength=ids.size)
+    m = ids.size
+    merged = Transfers(np.arange(m, dtype=np.int64), ids, total[ids - lo].astype(np.int64),
+                       np.zeros(m, np.int64), np.zeros(m + 1, np.int64), np.zeros(0, np.int64))
+    return dataclasses.replace(plan, transfers=merged)
+
+
+def plan_jobs(specs: list[JobSpec], ring_sync: str = "rank") -> list[JobPlan]:
+    """Turn every job into connections and transfers, numbering connections globally;
+    ring_sync "flow": ring jobs as one flow per connection (`ring_flows`).
 
     Raises WorkloadError if two connections would share a 5-tuple (only possible past
     SOURCE_PORT_SPAN connections, when source ports wrap), or for a job that waits for an
@@ -458,7 +483,10 @@ def plan_jobs(specs: list[JobSpec]) -> list[JobPlan]:
         planner = _PLANNERS.get(Collective(spec.collective))
         if planner is None:  # pragma: no cover - Collective is closed
             raise WorkloadError(f"jobs.{spec.name}.collective: unsupported {spec.collective}")
-        plan = with_subflows(planner(spec, index, next_conn), spec.subflows, next_conn)
+        plan = planner(spec, index, next_conn)
+        if ring_sync == "flow" and spec.collective in RINGS:
+            plan = ring_flows(plan)
+        plan = with_subflows(plan, spec.subflows, next_conn)
         if spec.host_pairs:
             plan = dataclasses.replace(plan, connections=[
                 dataclasses.replace(c, src_port=0, dst_port=0) for c in plan.connections])
@@ -509,11 +537,14 @@ def with_subflows(plan: JobPlan, k: int, first_conn_id: int) -> JobPlan:
     return dataclasses.replace(plan, connections=conns, transfers=transfers)
 
 
-def group_counts(collective: Collective, n: int) -> tuple[int, int, int]:
+def group_counts(collective: Collective, n: int,
+                 ring_sync: str = "rank") -> tuple[int, int, int]:
     """(connections, transfers per iteration, bytes sent per iteration / size_bytes) of one
     group of n ranks, as the planners above plan them, counted without building them (the
     config bounds a job's size with it; tests/unit/test_workloads.py checks it against
     plan_jobs)."""
+    if ring_sync == "flow" and collective in RINGS:
+        return n, n, 2 * (n - 1) if collective is Collective.ALLREDUCE else n - 1
     if collective is Collective.ALLREDUCE:
         return n, 2 * (n - 1) * n, 2 * (n - 1)
     if collective in (Collective.ALLGATHER, Collective.REDUCE_SCATTER):

@@ -92,7 +92,7 @@ class Prediction:
 # --------------------------------------------------------------------------------------------
 # semantics
 # --------------------------------------------------------------------------------------------
-RING_SYNCS = ("rank", "step")
+RING_SYNCS = ("rank", "step", "flow")
 
 
 RECOMPUTES = ("epochs", "iterations", "flows")
@@ -106,7 +106,9 @@ class Semantics:
 
     ring_sync: `rank` (NCCL): a rank's step-k send waits for the chunk of step k-1 it
     receives; `step` (floodns): a ring's step k starts when the ring's whole step k-1 has
-    ended (every transfer of step k-1 among those its dependencies connect it to).
+    ended (every transfer of step k-1 among those its dependencies connect it to); `flow`:
+    a ring's connections each send the iteration's bytes as one flow, without steps (the
+    planner merges them: traffic/collectives.py ring_flows; the predictor sees no rings).
     recompute: `epochs`: the router is asked for routes when jobs start or finish (and at
     fabric events); `iterations` (floodns's central strategies): also at every later
     iteration start, and at every iteration end while another job is communicating (in an

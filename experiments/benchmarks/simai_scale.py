@@ -2,7 +2,8 @@
 (or all), counted and written as a config on a 9,216-NIC clos3, for `predict` under
 /usr/bin/time -v (docs/interop.md).
 
-    .venv/bin/python experiments/benchmarks/simai_scale.py WORKLOAD --layers L --out DIR
+    .venv/bin/python experiments/benchmarks/simai_scale.py WORKLOAD --layers L --out DIR \
+        [--ring-sync flow] [--fabric 1:1|16:1]
     /usr/bin/time -v .venv/bin/mlfabric predict DIR/config.yaml --no-plots --out DIR/res
 
 Prints the cut's jobs, transfers per iteration, connections and the prediction's memory
@@ -20,12 +21,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from experiments.config.jobs import _counts, predict_bytes  # noqa: E402
 from traffic import simai  # noqa: E402
+from traffic.prediction import RING_SYNCS  # noqa: E402
 from traffic.streams import Notes  # noqa: E402
 
-#: 12 pods x 12 leaves x 64 NICs = 9,216 NICs, 4 aggs per pod, 4 cores per plane, 100 Gbit/s
-FABRIC = {"topology": "clos3", "pods": 12, "leaves_per_pod": 12, "aggs_per_pod": 4,
-          "cores_per_plane": 4, "hosts_per_leaf": 64, "host_link_mbps": 100_000,
-          "leaf_agg_mbps": 100_000, "agg_core_mbps": 100_000}
+#: 12 pods x 12 leaves x 64 NICs = 9,216 NICs at 100 Gbit/s; --fabric 1:1 (default): 8 aggs
+#: per pod and 12 cores per plane, every leaf and agg uplink 800 Gbit/s, so no tier is
+#: oversubscribed (6.4 Tbit/s up from every leaf and agg); 16:1: 4 aggs, 4 cores per plane,
+#: every link 100 Gbit/s (each leaf's 64 NICs share 4 uplinks)
+FABRICS = {
+    "1:1": {"topology": "clos3", "pods": 12, "leaves_per_pod": 12, "aggs_per_pod": 8,
+            "cores_per_plane": 12, "hosts_per_leaf": 64, "host_link_mbps": 100_000,
+            "leaf_agg_mbps": 800_000, "agg_core_mbps": 800_000},
+    "16:1": {"topology": "clos3", "pods": 12, "leaves_per_pod": 12, "aggs_per_pod": 4,
+             "cores_per_plane": 4, "hosts_per_leaf": 64, "host_link_mbps": 100_000,
+             "leaf_agg_mbps": 100_000, "agg_core_mbps": 100_000},
+}
 
 
 def cut(src: Path, layers: int | None, dst: Path) -> Path:
@@ -42,17 +52,23 @@ def main() -> int:
     ap.add_argument("workload", type=Path)
     ap.add_argument("--layers", type=int, default=None, help="first L layers (default all)")
     ap.add_argument("--routing", default="ecmp")
+    ap.add_argument("--fabric", choices=FABRICS, default="1:1",
+                    help="oversubscription of the 9,216-NIC clos3 (see FABRICS)")
+    ap.add_argument("--ring-sync", choices=RING_SYNCS, default="rank",
+                    help="semantics.ring_sync (flow: rings as one flow per hop)")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     w = cut(args.workload, args.layers, args.out / "workload.txt")
     doc = {"name": f"simai-9216-{args.layers or 'all'}", "routing": [args.routing],
-           "jobs_from": {"simai": str(w.resolve())}, "fabric": FABRIC}
+           "jobs_from": {"simai": str(w.resolve())}, "fabric": FABRICS[args.fabric],
+           **({"semantics": {"ring_sync": args.ring_sync}} if args.ring_sync != "rank"
+              else {})}
     (args.out / "config.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     hosts = [f"h{i}" for i in range(1, 9217)]
     specs = simai.job_specs(w, hosts, 100_000.0, None, simai.default_dim0(9216, 64),
                             Notes("simai", "cycles"))
-    counts = [_counts(s) for s in specs]
+    counts = [_counts(s, args.ring_sync) for s in specs]
     conns, transfers = sum(c for c, _ in counts), sum(t for _, t in counts)
     print(f"{w}: {len(specs):,} jobs, {transfers:,} transfers per iteration, {conns:,} "
           f"connections; predict needs ~{predict_bytes(transfers, conns) / 2 ** 30:.1f} GiB")

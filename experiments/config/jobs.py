@@ -237,13 +237,13 @@ def with_subflows(jobs: list[JobSpec], doc: dict) -> tuple[list[JobSpec], Subflo
     return out, top
 
 
-def _counts(j: JobSpec) -> tuple[int, int]:
+def _counts(j: JobSpec, ring_sync: str = "rank") -> tuple[int, int]:
     """(connections, transfers per iteration) job j plans, counted without planning it."""
     if j.p2p:                           # a custom collective: its given transfers
         return len({(x.src, x.dst) for x in j.p2p}) * j.subflows, len(j.p2p) * j.subflows
     c = t = 0
     for g in j.groups:
-        gc, gt, _ = group_counts(j.collective, len(g))
+        gc, gt, _ = group_counts(j.collective, len(g), ring_sync)
         c, t = c + gc * j.subflows, t + gt * j.subflows
     return c, t
 
@@ -254,14 +254,16 @@ def predict_bytes(transfers: int, connections: int) -> int:
     return transfers * BYTES_PER_TRANSFER + connections * BYTES_PER_CONNECTION
 
 
-def _check_size(jobs: list[JobSpec], routing: list[str], source: str | None = None) -> None:
-    """Connections and transfers, counted before they are built. `source`: the jobs_from key
-    the jobs came from (messages then name it and the job)."""
+def _check_size(jobs: list[JobSpec], routing: list[str], source: str | None = None,
+                ring_sync: str = "rank") -> None:
+    """Connections and transfers, counted before they are built (as semantics' ring_sync
+    plans them). `source`: the jobs_from key the jobs came from (messages then name it and
+    the job)."""
     conns = transfers = runs = 0
     past = None                        # where the memory estimate passed MAX_PREDICT_BYTES
     for i, j in enumerate(jobs):
         where = f"jobs_from.{source}: job {j.name}" if source else f"jobs[{i}]"
-        c, t = _counts(j)
+        c, t = _counts(j, ring_sync)
         conns, transfers, runs = conns + c, transfers + t, runs + t * j.iterations
         if predict_bytes(transfers, conns) > MAX_PREDICT_BYTES and past is None:
             past = where

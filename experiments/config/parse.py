@@ -43,9 +43,11 @@ def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
         jobs, notes = imported[1](fabric)
         jobs = _imported_jobs(jobs, fabric, _source_kind(d))
     jobs, subflow_defaults = with_subflows(jobs, d)
-    _check_size(jobs, routing, _source_kind(d) if imported is not None else None)
+    semantics = _semantics(d.get("semantics"))
+    _check_size(jobs, routing, _source_kind(d) if imported is not None else None,
+                semantics.ring_sync)
     try:
-        plans = plan_jobs(jobs)  # rings, bytes, unique 5-tuples
+        plans = plan_jobs(jobs, semantics.ring_sync)  # rings, bytes, unique 5-tuples
     except WorkloadError as e:
         raise ConfigError(_job_key(str(e), [j.name for j in jobs])) from None
     pairs = host_pairs(plans)
@@ -63,7 +65,7 @@ def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
              if d.get("solver_time_limit_s") is not None else None)
     exp = Experiment(name=name, seed=seed, fabric=fabric, jobs=jobs, routing=routing,
                      emulation=emulation, events=events, raw=d,
-                     semantics=_semantics(d.get("semantics")), replay_log=replay_log,
+                     semantics=semantics, replay_log=replay_log,
                      solver_time_limit_s=limit,
                      jobs_from=_jobs_source(d, base_dir) if imported is not None else None,
                      replay_flows=flows, subflow_defaults=subflow_defaults,

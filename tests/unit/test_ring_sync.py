@@ -1,5 +1,6 @@
 """Ring semantics: NCCL's per-rank chaining (ring_sync="rank", ours) against floodns's
-synchronous steps (ring_sync="step"), floodns's per-iteration recomputation and tail step.
+synchronous steps (ring_sync="step") and rings as one flow per hop (ring_sync="flow"),
+floodns's per-iteration recomputation and tail step.
 
 Unit of time u = one chunk at the link rate (every link 100 Mbit/s, chunk 1.25 MB: u = 0.1 s).
 Transfer (k, i) is rank i's send in step k over connection i (ring[i] -> ring[i+1]); with
@@ -17,7 +18,7 @@ from traffic.predictor import PredictorError, Semantics, predict
 RATE = 100.0
 CHUNK = 1_250_000
 U = CHUNK * 8 / (RATE * 1e6)          # 0.1 s
-RANK, STEP = Semantics(), Semantics(ring_sync="step")
+RANK, STEP, FLOW = Semantics(), Semantics(ring_sync="step"), Semantics(ring_sync="flow")
 
 
 def fab(leaves=3, hosts=3):
@@ -82,6 +83,47 @@ def test_forced_collisions_differ_as_hand_computed():
     assert close(cct(plans, RANK)[0], 4.5 * U)
     assert close(cct(plans, STEP)[0], 5.0 * U)
     assert close(cct(plans, STEP, name="x2")[0], 1.0 * U)    # shared its whole time
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+@pytest.mark.parametrize("collective,steps", [(Collective.ALLREDUCE, 2),
+                                              (Collective.ALLGATHER, 1),
+                                              (Collective.REDUCE_SCATTER, 1)])
+@pytest.mark.parametrize("subflows", [1, 2])
+def test_rings_as_flows_alone_take_the_step_dags_time(n, collective, steps, subflows):
+    """A ring alone: every hop gets the link rate, so its one flow of steps x (n-1) chunks
+    ends when the step DAG does, steps x (n-1) u; one transfer per connection, no deps,
+    the DAG's bytes on every connection."""
+    spec = JobSpec("r", collective, [[f"h{1 + 3 * i}" for i in range(n)]], CHUNK * n,
+                   iterations=2, subflows=subflows)
+    steps_plan, = plan_jobs([spec])
+    (plan,) = plan_jobs([spec], "flow")
+    assert len(plan.transfers) == len(plan.connections) == n * subflows
+    assert all(not t.deps for t in plan.transfers)
+    per_conn = {}
+    for t in steps_plan.transfers:
+        per_conn[t.conn_id] = per_conn.get(t.conn_id, 0) + t.size_bytes
+    assert {t.conn_id: t.size_bytes for t in plan.transfers} == per_conn
+    f = fab(leaves=n)
+    for sem, p in ((FLOW, plan), (RANK, steps_plan)):
+        assert all(close(c, steps * (n - 1) * U) for c in cct([p], sem, f)), sem
+
+
+def test_rings_as_flows_under_forced_collisions_as_hand_computed():
+    """The collisions of test_forced_collisions_differ_as_hand_computed, ring as three flows
+    of 4 chunks: a->b alone to 1u, shares with X1 until X1 ends at 2u (1.5 chunks sent),
+    then alone to 4.5u; c->a alone to 2.5u, shares with X2 until 3.5u (3 chunks), alone to
+    4.5u; b->c ends at 4u. The CCT equals the rank DAG's (4.5u), X2 shares its whole time."""
+    specs = [ring("r", ["h1", "h4", "h7"]),
+             flow("x1", "h3", "h5", CHUNK // 2, 1.0 * U),
+             flow("x2", "h8", "h2", CHUNK // 2, 2.5 * U)]
+    plans = plan_jobs(specs, "flow")
+    pred = predict(fab(), plans, via_spine1(plans), semantics=FLOW)
+    assert close(pred.jobs["r"].cct_s[0], 4.5 * U)
+    assert close(pred.jobs["x1"].cct_s[0], 1.0 * U)
+    assert close(pred.jobs["x2"].cct_s[0], 1.0 * U)
+    fcts = sorted(pred.jobs["r"].fct_max_s / U)
+    assert [round(x, 9) for x in fcts] == [4.0, 4.5, 4.5]
 
 
 def test_step_sync_on_other_collectives_changes_nothing_without_contention():
@@ -152,3 +194,24 @@ def test_bad_semantics_are_refused():
         predict(fab(), plans, via_spine1(plans), semantics=Semantics(ring_sync="ring"))
     with pytest.raises(PredictorError, match="recompute"):
         predict(fab(), plans, via_spine1(plans), semantics=Semantics(recompute="always"))
+
+
+def test_a_config_plans_rings_as_flows_for_predict_and_run_refuses_them():
+    """semantics: {ring_sync: flow}: the config's plans (and the counts it bounds them by)
+    are one transfer per ring connection; the emulator's agents run steps, so `run` refuses."""
+    from experiments.config import ConfigError, parse
+    from experiments.config.jobs import _counts
+    from experiments.runner import check_emulable
+    doc = {"name": "t", "routing": ["ecmp"],
+           "fabric": {"spines": 2, "leaves": 2, "hosts_per_leaf": 2, "host_link_mbps": 10,
+                      "spine_link_mbps": 10},
+           "jobs": [{"name": "r", "collective": "allreduce", "hosts": ["h1", "h2", "h3", "h4"],
+                     "size_bytes": 4_000_000}],
+           "semantics": {"ring_sync": "flow"}}
+    exp = parse(doc)
+    (plan,) = exp.plans()
+    assert len(plan.transfers) == len(plan.connections) == 4
+    assert _counts(exp.jobs[0], "flow") == (4, 4) and _counts(exp.jobs[0]) == (4, 24)
+    assert parse(exp.resolved()).semantics.ring_sync == "flow"
+    with pytest.raises(ConfigError, match="ring_sync: rank"):
+        check_emulable(exp)

@@ -228,16 +228,18 @@ def test_paper_config_builds(path):
     assert "ecmp" in cfg["routing"] and set(cfg["routing"]) <= set(STRATEGIES)
 
 
+@pytest.mark.parametrize("ring_sync", ["rank", "flow"])
 @pytest.mark.parametrize("collective", [c for c in Collective if c is not Collective.CUSTOM])
 @pytest.mark.parametrize("n", [2, 3, 5, 8])
-def test_group_counts_are_what_the_planners_build(collective, n):
+def test_group_counts_are_what_the_planners_build(collective, n, ring_sync):
     """The config bounds a job by group_counts before planning it: the counts must be the
-    planners' own (connections, transfers per iteration, bytes sent / size_bytes)."""
+    planners' own (connections, transfers per iteration, bytes sent / size_bytes), with the
+    rings as flows too (ring_sync "flow")."""
     from traffic.collectives import group_counts
     hosts = [f"h{i}" for i in range(1, n + 1)]
     groups = [hosts[:2]] if collective is Collective.FLOWS else [hosts]
     size = 1000 * n * (n - 1) * 2
-    plan = plan_jobs([JobSpec("j", collective, groups, size)])[0]
+    plan = plan_jobs([JobSpec("j", collective, groups, size)], ring_sync)[0]
     sent = sum(t.size_bytes for t in plan.transfers)
-    assert group_counts(collective, len(groups[0])) == (
+    assert group_counts(collective, len(groups[0]), ring_sync) == (
         len(plan.connections), len(plan.transfers), sent // size), (collective, n)
