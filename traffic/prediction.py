@@ -154,7 +154,9 @@ OURS = Semantics()
 class Router(Protocol):
     """Routes that change while the jobs run: the controller's epochs and the fabric's events
     (experiments/routes.py adapts routing/policy.py). Every call returns conn_id -> spine for
-    at least every connection of the active jobs."""
+    at least every connection of the active jobs. The predictor keeps the mapping it is given
+    and takes the same object again as "nothing moved": a router returns a new mapping for
+    new routes and never changes one it has returned."""
 
     def jobs_started(self, jobs: list[str], t: float) -> dict[int, str | None]:
         """`jobs` begin their first iteration at t (s)."""

@@ -768,11 +768,12 @@ class _Simulation:
     def reroute(self, spines: dict[int, str | None], new_fabric: Fabric) -> None:
         """New routes from the router: every flow in flight follows them from now."""
         self.n_reroutes += 1
-        if new_fabric is self.fabric_now and spines == self.last_routes:
-            return                        # nothing moved (e.g. a recomputation that agrees)
+        if new_fabric is self.fabric_now and (spines is self.last_routes
+                                              or spines == self.last_routes):
+            return                        # nothing moved (ECMP's one hash: the same object)
         if list(new_fabric.links) != self.links:
             raise PredictorError("a router's fabric must have the same links as the original")
-        old, self.last_routes = self.last_routes, dict(spines)
+        old, self.last_routes = self.last_routes, spines
         same_fabric, self.fabric_now = new_fabric is self.fabric_now, new_fabric
         if self.spray:                     # the live paths of the new fabric, whatever routes
             self.conn_table, self.conn_weights, _ = _spray_links(new_fabric, self.plans,
