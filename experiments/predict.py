@@ -28,7 +28,8 @@ from .outdir import writing
 from .routes import ControllerRoutes
 from .routing_entry import NONBLOCKING
 from .results import (SCHEMA_VERSION, add_nonblocking_fraction, fairness, host_link_flows,
-                      job_result, run_result, solve_block, table, workload_times, write_json)
+                      job_result, run_result, solve_block, spill_conn_rates, table,
+                      workload_times, write_json)
 
 
 def _bytes(x: float) -> str:
@@ -145,6 +146,7 @@ def _nonblocking_run(exp: Experiment, plans: list[JobPlan], goodput_factor: floa
                      predict_wall_s=pred.wall_s, predict_kernels=pred.stats["kernels"],
                      **_iteration(exp, jobs, pred))
     write_prediction_csvs(run_dir, plans, pred)
+    spill_conn_rates(run, run_dir)
     log(f"[{NONBLOCKING}] one switch, host links only; predicted in {pred.wall_s:.2f} s")
     return run
 
@@ -232,6 +234,7 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
                          predict_wall_s=pred.wall_s, predict_kernels=pred.stats["kernels"],
                          **_iteration(exp, jobs, ideal_pred))
         write_prediction_csvs(out_dir / entry.run_dir, plans, pred)
+        spill_conn_rates(run, out_dir / entry.run_dir)
         results["runs"].append(run)
         solve = run["solve"]
         log(f"[{name}] " + (f"solved {solve['count']} epochs in {solve['time_s']:.3f} s "

@@ -20,6 +20,7 @@ Pure code; emulated and predicted runs go through the same functions. Units live
 """
 from __future__ import annotations
 
+import csv
 import json
 import os
 import platform
@@ -30,6 +31,8 @@ from importlib import metadata
 from pathlib import Path
 
 from traffic.collectives import JobPlan, JobSpec, bus_factor
+
+from .outdir import writing
 
 #: 2: run efficiency = lowest per-job efficiency; prediction_error_fraction; solve per epoch
 #: (still 2: imported workloads' `workload`, `iteration_time_s` and the jobs' iteration start
@@ -63,6 +66,32 @@ def fairness(jobs: list[dict], reference_rate_mbps: float) -> dict:
             "layer1": [j["efficiency"] for j in order],
             "layer2": [sorted(r / reference_rate_mbps for r in j["conn_rate_mbps"].values())
                        for j in order]}
+
+
+#: A run lists at most this many connections' rates in results.json (each job's
+#: `conn_rate_mbps` and the fairness vector's layer 2, ~40 B per connection: 6.8 M
+#: connections made a 506 MB file); past it both go to the run's conn_rates.csv instead.
+CONN_RATES_INLINE = 100_000
+
+
+def spill_conn_rates(run: dict, run_dir: Path) -> None:
+    """Past CONN_RATES_INLINE connections: write run_dir/conn_rates.csv (job, conn_id,
+    rate_mbps; a row per connection), name it in `conn_rates_csv` (relative to the results
+    folder, run_dir's parent), and leave every job's `conn_rate_mbps` and the fairness
+    layer 2 empty."""
+    if sum(len(j["conn_rate_mbps"]) for j in run["jobs"]) <= CONN_RATES_INLINE:
+        return
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / "conn_rates.csv"
+    with writing(path), path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["job", "conn_id", "rate_mbps"])
+        for j in run["jobs"]:
+            w.writerows([j["name"], c, repr(r)] for c, r in j["conn_rate_mbps"].items())
+            j["conn_rate_mbps"] = {}
+    if "fairness" in run:
+        run["fairness"]["layer2"] = []
+    run["conn_rates_csv"] = f"{run_dir.name}/{path.name}"
 
 
 def slowest_per_iteration(per_job: list[list[float]]) -> list[float]:

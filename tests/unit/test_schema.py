@@ -51,6 +51,27 @@ def test_the_results_schema_can_fail(tmp_path):
     assert len(found) == 3, found
 
 
+def test_many_connections_rates_go_to_a_csv_with_the_same_values(tmp_path, monkeypatch):
+    """Past CONN_RATES_INLINE connections a run's per-connection rates leave results.json
+    for its conn_rates.csv (every connection once, the same rates), still schema-valid."""
+    from experiments import results
+    exp = load(ROOT / "experiments/configs/quickstart.yaml")
+    inline = predict_experiment(exp, tmp_path / "inline", log=lambda _: None)
+    monkeypatch.setattr(results, "CONN_RATES_INLINE", 3)
+    spilled = predict_experiment(exp, tmp_path / "csv", log=lambda _: None)
+    on_disk = json.loads((tmp_path / "csv" / "results.json").read_text())
+    assert errors(RESULTS, on_disk) == []
+    for a, b in zip(inline["runs"], on_disk["runs"]):
+        rows = (tmp_path / "csv" / b["conn_rates_csv"]).read_text().splitlines()
+        assert rows[0] == "job,conn_id,rate_mbps"
+        got = {(j, c): float(r) for j, c, r in (x.split(",") for x in rows[1:])}
+        want = {(j["name"], c): r for j in a["jobs"] for c, r in j["conn_rate_mbps"].items()}
+        assert got == want and len(rows) - 1 == len(want) > 3
+        assert all(j["conn_rate_mbps"] == {} for j in b["jobs"])
+        assert b["fairness"]["layer2"] == [] and b["fairness"]["layer1"] == \
+            a["fairness"]["layer1"] and b["cct_s"] == a["cct_s"]
+
+
 def test_emulated_results_fields_match_the_schema(tmp_path):
     import sys
     sys.path.insert(0, str(Path(__file__).parent))
