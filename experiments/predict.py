@@ -8,7 +8,9 @@ directed link's time-weighted mean and max utilization of its nominal capacity).
 """
 from __future__ import annotations
 
+import contextlib
 import csv
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -27,8 +29,8 @@ from .config import ConfigError, Experiment
 from .outdir import writing
 from .routes import ControllerRoutes
 from .routing_entry import NONBLOCKING
-from .results import (SCHEMA_VERSION, add_nonblocking_fraction, fairness, host_link_flows,
-                      job_result, run_result, solve_block, spill_conn_rates, table,
+from .results import (CONN_RATES_INLINE, SCHEMA_VERSION, add_nonblocking_fraction, fairness,
+                      host_link_flows, job_result, run_result, solve_block, spilled, table,
                       workload_times, write_json)
 
 
@@ -112,19 +114,36 @@ def _write_links(run_dir: Path, pred: Prediction) -> None:
 
 
 def _job_rows(plans: list[JobPlan], pred: Prediction, ideal_pred: Prediction,
-              times: bool) -> list[dict]:
+              times: bool, rates_csv: Path | None = None) -> list[dict]:
     """Each job's row; `times` (imported workloads' streams): with when its iterations
-    started and ended (s from the run's start)."""
+    started and ended (s from the run's start). `rates_csv`: the connections' rates go to
+    this CSV (job, conn_id, rate_mbps) and the rows' conn_rate_mbps stay empty."""
     rows = []
-    for p in plans:
-        jr = pred.jobs[p.name]
-        row = job_result(p.spec, jr.cct_s, ideal_pred.jobs[p.name].mean_cct_s, None,
-                         jr.conn_rates_mbps())
-        if times:
-            row["iteration_start_s"] = jr.iteration_start_s
-            row["iteration_end_s"] = jr.iteration_end_s
-        rows.append(row)
+    with contextlib.ExitStack() as stack:
+        out = None
+        if rates_csv is not None:
+            rates_csv.parent.mkdir(parents=True, exist_ok=True)
+            stack.enter_context(writing(rates_csv))
+            out = csv.writer(stack.enter_context(rates_csv.open("w", newline="")))
+            out.writerow(["job", "conn_id", "rate_mbps"])
+        for p in plans:
+            jr = pred.jobs[p.name]
+            conns, rates = (x.tolist() for x in jr.conn_rates())
+            if out is not None:
+                out.writerows(zip(itertools.repeat(p.name), conns, rates))
+            row = job_result(p.spec, jr.cct_s, ideal_pred.jobs[p.name].mean_cct_s, None,
+                             {} if out is not None else dict(zip(conns, rates)),
+                             throughput_mbps=sum(rates))
+            if times:
+                row["iteration_start_s"] = jr.iteration_start_s
+                row["iteration_end_s"] = jr.iteration_end_s
+            rows.append(row)
     return rows
+
+
+def _rates_csv(run_dir: Path, conns: int) -> Path | None:
+    """Where a run's connection rates go past CONN_RATES_INLINE connections (else None)."""
+    return run_dir / "conn_rates.csv" if conns > CONN_RATES_INLINE else None
 
 
 def _iteration(exp: Experiment, jobs: list[dict], ideal_pred: Prediction) -> dict:
@@ -139,14 +158,16 @@ def _nonblocking_run(exp: Experiment, plans: list[JobPlan], goodput_factor: floa
                      util_bin_s: float | None, run_dir: Path, log: Callable[[str], None]) -> dict:
     """The non-blocking reference: every flow crosses only its two host links."""
     pred = ideal(exp.fabric, plans, goodput_factor, util_bin_s=util_bin_s)
-    jobs = _job_rows(plans, pred, pred, exp.workload is not None)
+    rates_csv = _rates_csv(run_dir, sum(len(p.connections) for p in plans))
+    jobs = _job_rows(plans, pred, pred, exp.workload is not None, rates_csv)
     run = run_result(NONBLOCKING, "predicted", jobs, host_link_flows(plans),
                      {"scope": "one plan", "status": "reference", "time_s": 0.0},
                      fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),
                      predict_wall_s=pred.wall_s, predict_kernels=pred.stats["kernels"],
                      **_iteration(exp, jobs, pred))
     write_prediction_csvs(run_dir, plans, pred)
-    spill_conn_rates(run, run_dir)
+    if rates_csv is not None:
+        spilled(run, f"{run_dir.name}/{rates_csv.name}")
     log(f"[{NONBLOCKING}] one switch, host links only; predicted in {pred.wall_s:.2f} s")
     return run
 
@@ -220,7 +241,8 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
                            router=routes, semantics=exp.semantics, spray=entry.per_packet)
         except RoutingError as e:
             raise ConfigError(f"routing: {e}") from None
-        jobs = _job_rows(plans, pred, ideal_pred, exp.workload is not None)
+        rates_csv = _rates_csv(out_dir / entry.run_dir, len(conns))
+        jobs = _job_rows(plans, pred, ideal_pred, exp.workload is not None, rates_csv)
         # the busiest link over the controller's epochs (ECMP and fixed plans: the one plan;
         # per-packet spraying: every flow on every link of its paths)
         peak = (routes.policy.peak_link_flows if routes.policy.places_flows
@@ -234,7 +256,8 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
                          predict_wall_s=pred.wall_s, predict_kernels=pred.stats["kernels"],
                          **_iteration(exp, jobs, ideal_pred))
         write_prediction_csvs(out_dir / entry.run_dir, plans, pred)
-        spill_conn_rates(run, out_dir / entry.run_dir)
+        if rates_csv is not None:
+            spilled(run, f"{entry.run_dir}/{rates_csv.name}")
         results["runs"].append(run)
         solve = run["solve"]
         log(f"[{name}] " + (f"solved {solve['count']} epochs in {solve['time_s']:.3f} s "

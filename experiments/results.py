@@ -20,7 +20,6 @@ Pure code; emulated and predicted runs go through the same functions. Units live
 """
 from __future__ import annotations
 
-import csv
 import json
 import os
 import platform
@@ -32,8 +31,6 @@ from pathlib import Path
 
 from traffic.collectives import JobPlan, JobSpec, bus_factor
 
-from .outdir import writing
-
 #: 2: run efficiency = lowest per-job efficiency; prediction_error_fraction; solve per epoch
 #: (still 2: imported workloads' `workload`, `iteration_time_s` and the jobs' iteration start
 #: and end are keys added beside the others, none changed meaning)
@@ -41,8 +38,10 @@ SCHEMA_VERSION = 2
 
 
 def job_result(spec: JobSpec, cct_s: list[float], ideal: float,
-               bytes_verified: bool | None, conn_rates_mbps: dict[int, float]) -> dict:
-    """One job's row; `ideal` is its non-blocking CCT (s); conn rates feed the fairness vector."""
+               bytes_verified: bool | None, conn_rates_mbps: dict[int, float],
+               throughput_mbps: float | None = None) -> dict:
+    """One job's row; `ideal` is its non-blocking CCT (s); conn rates feed the fairness vector.
+    `throughput_mbps`: their sum, when conn_rates_mbps is left empty (conn_rates.csv)."""
     mean = statistics.fmean(cct_s)
     algbw = spec.size_bytes * 8 / mean / 1e6
     return {
@@ -51,7 +50,8 @@ def job_result(spec: JobSpec, cct_s: list[float], ideal: float,
         "size_bytes": spec.size_bytes,
         "cct_s": cct_s, "cct_mean_s": mean, "ideal_cct_s": ideal, "efficiency": ideal / mean,
         "algbw_mbps": algbw, "busbw_mbps": algbw * bus_factor(spec.collective, spec.group_size),
-        "throughput_mbps": sum(conn_rates_mbps.values()),
+        "throughput_mbps": (sum(conn_rates_mbps.values()) if throughput_mbps is None
+                            else throughput_mbps),
         "bytes_verified": bytes_verified,
         "conn_rate_mbps": {str(c): r for c, r in sorted(conn_rates_mbps.items())},
     }
@@ -70,28 +70,18 @@ def fairness(jobs: list[dict], reference_rate_mbps: float) -> dict:
 
 #: A run lists at most this many connections' rates in results.json (each job's
 #: `conn_rate_mbps` and the fairness vector's layer 2, ~40 B per connection: 6.8 M
-#: connections made a 506 MB file); past it both go to the run's conn_rates.csv instead.
+#: connections made a 506 MB file); past it `predict` writes them to the run's
+#: conn_rates.csv instead (experiments/predict.py).
 CONN_RATES_INLINE = 100_000
 
 
-def spill_conn_rates(run: dict, run_dir: Path) -> None:
-    """Past CONN_RATES_INLINE connections: write run_dir/conn_rates.csv (job, conn_id,
-    rate_mbps; a row per connection), name it in `conn_rates_csv` (relative to the results
-    folder, run_dir's parent), and leave every job's `conn_rate_mbps` and the fairness
-    layer 2 empty."""
-    if sum(len(j["conn_rate_mbps"]) for j in run["jobs"]) <= CONN_RATES_INLINE:
-        return
-    run_dir.mkdir(parents=True, exist_ok=True)
-    path = run_dir / "conn_rates.csv"
-    with writing(path), path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["job", "conn_id", "rate_mbps"])
-        for j in run["jobs"]:
-            w.writerows([j["name"], c, repr(r)] for c, r in j["conn_rate_mbps"].items())
-            j["conn_rate_mbps"] = {}
+def spilled(run: dict, csv_name: str) -> None:
+    """A run whose per-connection rates went to csv_name (relative to the results folder,
+    past CONN_RATES_INLINE): its fairness layer 2 is left empty and results.json names the
+    file in `conn_rates_csv`."""
     if "fairness" in run:
         run["fairness"]["layer2"] = []
-    run["conn_rates_csv"] = f"{run_dir.name}/{path.name}"
+    run["conn_rates_csv"] = csv_name
 
 
 def slowest_per_iteration(per_job: list[list[float]]) -> list[float]:

@@ -47,13 +47,18 @@ class JobResult:
     def conn_rates_mbps(self) -> dict[int, float]:
         """Per connection: bytes carried / time it had a transfer in flight (Mbit/s),
         averaged over iterations; the "flow rate" of the fairness metric."""
-        out: dict[int, float] = {}
+        conns, rates = self.conn_rates()
+        return dict(zip(conns.tolist(), rates.tolist()))
+
+    def conn_rates(self) -> tuple[np.ndarray, np.ndarray]:
+        """conn_rates_mbps as arrays: conn ids ascending, their rates (Mbit/s; inf for a
+        connection that was never busy)."""
         conns, inv = np.unique(self.transfer_conn, return_inverse=True)
         bits = np.bincount(inv, weights=self.transfer_bytes * 8.0)
         busy = np.bincount(inv, weights=self.fct_mean_s)
-        for c, b, t in zip(conns.tolist(), bits.tolist(), busy.tolist()):
-            out[c] = b / t / 1e6 if t > 0 else float("inf")
-        return out
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rates = np.where(busy > 0, bits / busy / 1e6, np.inf)
+        return conns, rates
 
 
 @dataclass

@@ -54,11 +54,11 @@ def test_the_results_schema_can_fail(tmp_path):
 def test_many_connections_rates_go_to_a_csv_with_the_same_values(tmp_path, monkeypatch):
     """Past CONN_RATES_INLINE connections a run's per-connection rates leave results.json
     for its conn_rates.csv (every connection once, the same rates), still schema-valid."""
-    from experiments import results
+    from experiments import predict
     exp = load(ROOT / "experiments/configs/quickstart.yaml")
     inline = predict_experiment(exp, tmp_path / "inline", log=lambda _: None)
-    monkeypatch.setattr(results, "CONN_RATES_INLINE", 3)
-    spilled = predict_experiment(exp, tmp_path / "csv", log=lambda _: None)
+    monkeypatch.setattr(predict, "CONN_RATES_INLINE", 3)
+    predict_experiment(exp, tmp_path / "csv", log=lambda _: None)
     on_disk = json.loads((tmp_path / "csv" / "results.json").read_text())
     assert errors(RESULTS, on_disk) == []
     for a, b in zip(inline["runs"], on_disk["runs"]):
@@ -70,6 +70,8 @@ def test_many_connections_rates_go_to_a_csv_with_the_same_values(tmp_path, monke
         assert all(j["conn_rate_mbps"] == {} for j in b["jobs"])
         assert b["fairness"]["layer2"] == [] and b["fairness"]["layer1"] == \
             a["fairness"]["layer1"] and b["cct_s"] == a["cct_s"]
+        assert [j["throughput_mbps"] for j in b["jobs"]] == \
+            [j["throughput_mbps"] for j in a["jobs"]]
 
 
 def test_emulated_results_fields_match_the_schema(tmp_path):
