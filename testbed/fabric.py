@@ -477,6 +477,15 @@ class Fabric:
     def link_index(self) -> dict[tuple[str, str], int]:
         return {e: i for i, e in enumerate(self.links)}
 
+    @cached_property
+    def host_ends(self) -> tuple[dict[str, int], list[tuple[int, int, int]]]:
+        """host name -> i, and per i (its leaf's index in `leaves`, its uplink's and its
+        downlink's index in `links`): a flow's first and last link (the predictor's rows)."""
+        li, leaf_ix = self.link_index, {leaf: i for i, leaf in enumerate(self.leaves)}
+        return ({h: i for i, h in enumerate(self.hosts)},
+                [(leaf_ix[self.leaf_of(h)], li[(h, self.leaf_of(h))], li[(self.leaf_of(h), h)])
+                 for h in self.hosts])
+
     def capacity_mbps(self, u: str, v: str) -> float:
         return self.graph.edges[u, v]["capacity_mbps"]
 

@@ -521,26 +521,77 @@ def _conn_links(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | 
                 ) -> tuple[np.ndarray, dict[int, int]]:
     """(C, path_width) link indices per connection (pad = len(fabric.links)) and conn_id -> row.
     allow_unrouted: an inter-leaf connection without a route gets UNROUTED instead of an error
-    (a router gives it one when its job starts)."""
-    width = path_width(fabric)
+    (a router gives it one when its job starts). Each row is `_conn_row`'s, built per distinct
+    (leaf pair, route) rather than per connection; the first bad connection in row order
+    raises `_conn_row`'s error."""
+    width, pad = path_width(fabric), len(fabric.links)
     conns = [c for p in plans for c in p.connections]
-    table = np.zeros((len(conns), width), dtype=np.int64)
-    rows: list[list[int]] = []     # a block of lists at a time: numpy takes them at once
+    host_of, per_host = fabric.host_ends
+    route_of: dict = {None: 0}
+    n = len(conns)
+    ends = np.empty((n, 2), dtype=np.int64)         # host index of src, dst (-1: unknown)
+    code = np.zeros(n, dtype=np.int64)              # route_of's index of the route
+    routes = spine_of or {}
     row_of: dict[int, int] = {}
+    dup = n
     for r, c in enumerate(conns):
         if c.conn_id in row_of:
-            raise PredictorError(f"connection id {c.conn_id} appears twice")
+            dup = r
+            break
         row_of[c.conn_id] = r
-        s = None if spine_of is None else spine_of.get(c.conn_id)
-        rows.append(_conn_row(fabric, c, s, width, nonblocking, allow_unrouted))
-        if len(rows) == _ROW_BLOCK or r == len(conns) - 1:
-            table[r + 1 - len(rows):r + 1] = rows
-            rows = []
+        ends[r] = host_of.get(c.src, -1), host_of.get(c.dst, -1)
+        code[r] = route_of.setdefault(routes.get(c.conn_id), len(route_of))
+    ends, code = ends[:dup], code[:dup]
+    hosts = np.array(per_host + [(-1, 0, 0)], dtype=np.int64).reshape(-1, 3)  # [-1]: unknown
+    src, dst = hosts[ends[:, 0]], hosts[ends[:, 1]]
+    table = np.full((dup, width), pad, dtype=np.int64)
+    table[:, 0], table[:, -1] = src[:, 1], dst[:, 2]
+    bad = (ends < 0).any(axis=1)
+    cross = ~bad & (src[:, 0] != dst[:, 0]) & (not nonblocking)
+    if cross.any():
+        bad |= _route_middles(fabric, table, cross, src[:, 0], dst[:, 0], code,
+                              list(route_of), allow_unrouted)
+    if bad.any():
+        r = int(np.argmax(bad))
+        _conn_row(fabric, conns[r], routes.get(conns[r].conn_id), width, nonblocking,
+                  allow_unrouted)
+        raise AssertionError(f"row {r} is bad but _conn_row built it")  # pragma: no cover
+    if dup < n:
+        raise PredictorError(f"connection id {conns[dup].conn_id} appears twice")
     return table, row_of
 
 
-#: _conn_links turns this many rows' lists into its table at a time (~100 B each meanwhile).
-_ROW_BLOCK = 65_536
+def _route_middles(fabric: Fabric, table: np.ndarray, cross: np.ndarray, a: np.ndarray,
+                   b: np.ndarray, code: np.ndarray, route: list, allow_unrouted: bool
+                   ) -> np.ndarray:
+    """Fill the switch links of the rows `cross` (leaves a != b; route[code] a spine's name, a
+    switch path or None) into table; return the rows whose route is failed, unknown or
+    missing (missing: only unless allow_unrouted)."""
+    width, pad = table.shape[1], len(fabric.links)
+    leaves, n_leaves, n_routes = fabric.leaves, len(fabric.leaves), len(route)
+    rows = np.flatnonzero(cross)
+    uniq, inv = np.unique((a[rows] * n_leaves + b[rows]) * n_routes + code[rows],
+                          return_inverse=True)
+    middle = np.full((len(uniq), width - 2), pad, dtype=np.int64)
+    ok = np.ones(len(uniq), dtype=bool)
+    for k, key in enumerate(uniq.tolist()):
+        pair, ic = divmod(key, n_routes)
+        s, la, lb = route[ic], leaves[pair // n_leaves], leaves[pair % n_leaves]
+        if s is None:
+            middle[k], ok[k] = UNROUTED, allow_unrouted
+            continue
+        path = (la, s, lb) if isinstance(s, str) else tuple(s)
+        ids = fabric.route_links(path) if path[0] == la and path[-1] == lb else None
+        if ids is None:
+            ok[k] = False
+        else:
+            middle[k, :len(ids)] = ids
+    table[rows, 1:-1] = middle[inv.reshape(-1)]
+    bad = np.zeros(len(table), dtype=bool)
+    bad[rows] = ~ok[inv.reshape(-1)]
+    return bad
+
+
 
 
 def _conn_row(fabric: Fabric, c, s: str | tuple | None, width: int, nonblocking: bool,

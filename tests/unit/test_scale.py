@@ -174,17 +174,73 @@ def test_past_max_fct_rows_the_fcts_are_summarized_per_job(tmp_path, monkeypatch
         max(float(r["fct_max_s"]) for r in rows if r["job"] == "a"), rel=1e-6)
 
 
-def test_connection_rows_built_in_blocks_are_the_same_table(monkeypatch):
-    from testbed.fabric import FabricSpec, build_fabric
+def _rowwise(fab, plans, spine_of, nonblocking, allow_unrouted=False):
+    """_conn_links's reference: _conn_row per connection, in order."""
     from traffic import predictor
+    conns = [c for p in plans for c in p.connections]
+    rows, row_of = [], {}
+    for r, c in enumerate(conns):
+        if c.conn_id in row_of:
+            raise predictor.PredictorError(f"connection id {c.conn_id} appears twice")
+        row_of[c.conn_id] = r
+        rows.append(predictor._conn_row(fab, c, (spine_of or {}).get(c.conn_id),
+                                        predictor.path_width(fab), nonblocking, allow_unrouted))
+    return np.array(rows, dtype=np.int64).reshape(len(rows), -1), row_of
+
+
+def _error(fn):
+    from traffic.predictor import PredictorError
+    try:
+        fn()
+    except PredictorError as e:
+        return str(e)
+    return None
+
+
+@pytest.mark.parametrize("kind", ["leaf-spine", "clos3"])
+def test_connection_rows_are_each_connections_own_row(kind):
+    """_conn_links (rows per distinct leaf pair and route) against _conn_row per connection:
+    the same table and rows, routed by spine names or switch paths, some unrouted, same-leaf
+    and nonblocking rows; and the same error, naming the first bad connection in row order
+    (a failed route, an unknown host, no route, a repeated id)."""
+    import dataclasses
+    import random
+
+    from routing import route
+    from testbed.fabric import FabricSpec, build_fabric
     from traffic.collectives import plan_jobs
-    fab = build_fabric(FabricSpec(2, 4, 2, 100.0, 100.0))
+    fab = build_fabric(FabricSpec(2, 4, 2, 100.0, 100.0) if kind == "leaf-spine" else
+                       FabricSpec(topology="clos3", pods=2, leaves_per_pod=2, aggs_per_pod=2,
+                                  cores_per_plane=2, hosts_per_leaf=2, host_link_mbps=100,
+                                  leaf_agg_mbps=100, agg_core_mbps=100))
     plans = plan_jobs(_mixed_workload())
-    whole, rows = predictor._conn_links(fab, plans, _ecmp_like(plans), False)
-    monkeypatch.setattr(predictor, "_ROW_BLOCK", 3)
-    blocks, rows3 = predictor._conn_links(fab, plans, _ecmp_like(plans), False)
-    assert whole.shape == (sum(len(p.connections) for p in plans), predictor.path_width(fab))
-    assert np.array_equal(whole, blocks) and rows == rows3 and len(rows) % 3
+    conns = [c for p in plans for c in p.connections]
+    spines = route("ecmp", fab, conns, seed=3).path_of
+    rng = random.Random(7)
+    some = {c: s for c, s in spines.items() if rng.random() < 0.7}
+    from traffic import predictor
+    for routes, nb, allow in ((spines, False, False), (some, False, True), (None, True, False),
+                              (_ecmp_like(plans) if kind == "leaf-spine" else spines,
+                               False, False)):
+        want = _rowwise(fab, plans, routes, nb, allow)
+        got = predictor._conn_links(fab, plans, routes, nb, allow)
+        assert np.array_equal(got[0], want[0]) and got[1] == want[1]
+    # errors: the first bad connection in row order wins, with _conn_row's message
+    cross = [c.conn_id for c in conns if fab.leaf_of(c.src) != fab.leaf_of(c.dst)]
+    bad = dict(spines)
+    bad[cross[5]] = ("leaf1", "nowhere", "leaf2")
+    del bad[cross[9]]
+    moved = [dataclasses.replace(p, connections=[
+        dataclasses.replace(c, dst="h999") if c.conn_id == cross[7] else c
+        for c in p.connections]) for p in plans]
+    twice = [dataclasses.replace(plans[0], connections=plans[0].connections
+                                 + plans[0].connections[:1])] + plans[1:]
+    for ps, routes in ((plans, bad), (moved, spines), (plans, {k: v for k, v in bad.items()
+                                                               if k != cross[5]}),
+                       (twice, spines), (twice, bad)):
+        want = _error(lambda: _rowwise(fab, ps, routes, False))
+        assert want is not None
+        assert _error(lambda: predictor._conn_links(fab, ps, routes, False)) == want
 
 
 def test_predict_command_past_lazy_transfers_writes_the_same_results(tmp_path, monkeypatch):
