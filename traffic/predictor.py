@@ -592,8 +592,6 @@ def _route_middles(fabric: Fabric, table: np.ndarray, cross: np.ndarray, a: np.n
     return bad
 
 
-
-
 def _conn_row(fabric: Fabric, c, s: str | tuple | None, width: int, nonblocking: bool,
               allow_unrouted: bool) -> list[int]:
     """Connection c's link indices when routed via s (a spine's name, a switch path, or
