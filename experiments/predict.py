@@ -21,7 +21,7 @@ import yaml
 from routing import route
 from routing.base import RoutingError, max_link_flows
 from routing.replay import read_flow_log, route_replay
-from traffic.collectives import JobPlan, Transfers, with_port_offset
+from traffic.collectives import JobPlan, Transfers, unique_connections, with_port_offset
 from traffic.predictor import Prediction, ideal, predict
 from traffic.metrics import link_load_imbalance
 
@@ -221,7 +221,7 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
     plans = exp.plans()
     if port_offset:
         plans = with_port_offset(plans, port_offset, emulated=False)
-    conns = [c for p in plans for c in p.connections]
+    conns = unique_connections(plans)
     pairs = {(exp.fabric.leaf_of(c.src), exp.fabric.leaf_of(c.dst)) for c in conns}
     ideal_pred = ideal(exp.fabric, plans)
     results = {"schema_version": SCHEMA_VERSION, "name": exp.name, "seed": exp.seed,

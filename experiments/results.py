@@ -29,7 +29,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from traffic.collectives import JobPlan, JobSpec, bus_factor
+from traffic.collectives import JobPlan, JobSpec, bus_factor, unique_connections
 
 #: 2: run efficiency = lowest per-job efficiency; prediction_error_fraction; solve per epoch
 #: (still 2: imported workloads' `workload`, `iteration_time_s` and the jobs' iteration start
@@ -106,7 +106,7 @@ def run_result(routing: str, mode: str, jobs: list[dict], max_link_flows: int,
 def host_link_flows(plans: list[JobPlan]) -> int:
     """The most connections on one host link (a NIC's uplink or downlink)."""
     count: dict[tuple[str, str], int] = {}
-    for c in (c for p in plans for c in p.connections):
+    for c in unique_connections(plans):
         for key in (("out", c.src), ("in", c.dst)):
             count[key] = count.get(key, 0) + 1
     return max(count.values())

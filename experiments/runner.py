@@ -81,6 +81,10 @@ def check_emulable(exp: Experiment) -> None:
         raise ConfigError("semantics: the emulator runs ring_sync: rank, recompute: epochs or "
                           "flows and no tail step (floodns's semantics are the model's: use "
                           "`predict`)")
+    if sem.connections != "job":
+        raise ConfigError("semantics.connections: the emulator's agents open each job's own "
+                          "connections (stream is the model's: use `predict`, or "
+                          "connections: job)")
     for entry in exp.routings:
         if not entry.emulable:
             raise ConfigError(f"routing: {entry.name} is the model's fluid per-packet spraying; "

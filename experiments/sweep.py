@@ -268,8 +268,8 @@ def repetition_offset(exp: Experiment, repetition: int) -> int:
     """Repetition r's source-port shift: (r - 1) x routings x connections, so that each
     repetition's flows hash to their own ECMP outcome (and an emulated run never meets a late
     segment of an earlier repetition's flows)."""
-    from traffic.collectives import SOURCE_PORT_SPAN
-    conns = sum(len(p.connections) for p in exp.plans())
+    from traffic.collectives import SOURCE_PORT_SPAN, unique_connections
+    conns = len(unique_connections(exp.plans()))
     return (repetition - 1) * len(exp.routing) * conns % SOURCE_PORT_SPAN
 
 

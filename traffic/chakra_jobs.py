@@ -365,6 +365,7 @@ def job_specs(traces, hosts: list[str], host_link_mbps: float,
     for (pg, k), name in sorted(coll_name.items(), key=lambda kv: kv[0][1]):
         spec = next(s for s in colls if s.name == name)
         _stream(spec, start_of.get(name, {}), last.get(pg))
+        spec.stream = f"pg {pg}"
         last[pg] = name
     for spec in p2p:
         _stream(spec, start_of.get(spec.name, {}), None)

@@ -43,6 +43,7 @@ Source ports: connection c uses SOURCE_PORT_BASE + (c mod SOURCE_PORT_SPAN), so 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -210,6 +211,9 @@ class JobSpec:
     split_piece_bytes: int = 1 << 20
     #: streams: (job name, gap_s): start only once that job has ended, plus gap_s seconds
     after: tuple[tuple[str, float], ...] = ()
+    #: the stream (an importer's communicator) the job is issued on; "" for none. With
+    #: plan_jobs(connections="stream") the jobs of one stream share their connections
+    stream: str = ""
     #: Collective.CUSTOM: the transfers (groups is then the one list of hosts they use)
     p2p: tuple[P2P, ...] = ()
     #: a program's traffic (traffic/programs.py): the same DAG, its connections host pairs
@@ -254,39 +258,75 @@ def split_bytes(total: int, parts: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(parts)]
 
 
-def ring_allreduce(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
-    """Reduce-scatter then all-gather around each ring of `spec.groups` (see module docstring)."""
-    conns: list[Connection] = []
-    transfers: list[Transfers] = []
-    planned = 0                          # transfers so far (a sum per ring: rings squared)
+def ring_allreduce(spec: JobSpec, index: int, first_conn_id: int,
+                   make_conns: bool = True) -> JobPlan:
+    """Reduce-scatter then all-gather around each ring of `spec.groups` (see module docstring).
+    make_conns=False: the transfers only (connections=[]: a job on shared connections)."""
     for ring in spec.groups:
-        n = len(ring)
-        if n < 2:
+        if len(ring) < 2:
             raise WorkloadError(f"jobs.{spec.name}.hosts: a ring needs at least 2 hosts")
-        if spec.size_bytes < n:
-            raise WorkloadError(
-                f"jobs.{spec.name}.size_bytes: must be at least the ring size ({n})")
-        ring_conns = [
-            Connection(
-                conn_id=first_conn_id + len(conns) + i,
-                job=spec.name,
-                src=ring[i],
-                dst=ring[(i + 1) % n],
-                src_port=source_port(first_conn_id + len(conns) + i),
-                dst_port=LISTEN_PORT_BASE + index,
-            )
-            for i in range(n)
-        ]
+
+    def sizes(n: int) -> np.ndarray:
         # reduce-scatter step k: rank i sends chunk (i - k); all-gather: (i + 1 - k')
         k = np.arange(2 * (n - 1))[:, None]
         i = np.arange(n)[None, :]
         chunk = np.where(k < n - 1, (i - k) % n, (i + 1 - (k - (n - 1))) % n)
-        transfers.append(_ring_steps(n, 2 * (n - 1), planned, ring_conns[0].conn_id,
-                                     np.array(split_bytes(spec.size_bytes, n))[chunk]))
-        planned += len(transfers[-1])
-        conns.extend(ring_conns)
-    return JobPlan(spec=spec, index=index, connections=conns,
-                   transfers=Transfers.join(transfers))
+        return np.array(split_bytes(spec.size_bytes, n))[chunk]
+    return _ring_plan(spec, index, first_conn_id, make_conns, lambda n: 2 * (n - 1), sizes)
+
+
+def ring_chain(spec: JobSpec, index: int, first_conn_id: int,
+               make_conns: bool = True) -> JobPlan:
+    """Ring all-gather or reduce-scatter: n-1 forwarding steps around each ring (see the
+    module docstring); the step-k send of rank i waits for rank i-1's step-(k-1) send.
+    make_conns=False: the transfers only (connections=[]: a job on shared connections)."""
+    _check_groups(spec)
+    shift = 0 if spec.collective is Collective.ALLGATHER else 1
+
+    def sizes(n: int) -> np.ndarray:
+        k = np.arange(n - 1)[:, None]
+        i = np.arange(n)[None, :]
+        return np.array(split_bytes(spec.size_bytes, n))[(i - k - shift) % n]
+    return _ring_plan(spec, index, first_conn_id, make_conns, lambda n: n - 1, sizes)
+
+
+def _ring_plan(spec: JobSpec, index: int, first_conn_id: int, make_conns: bool,
+               steps_of, sizes_of) -> JobPlan:
+    """The rings of `spec.groups` in order, ring r's connections numbered after ring r-1's
+    and its transfers after ring r-1's; a run of rings of one size n is planned at once
+    (every ring of a size sends the same bytes per step: sizes_of(n), (steps_of(n), n))."""
+    conns: list[Connection] = []
+    parts: list[Transfers] = []
+    t0 = base = 0                        # transfers, connections so far
+    for n, run in itertools.groupby(len(g) for g in spec.groups):
+        if spec.size_bytes < n:
+            raise WorkloadError(
+                f"jobs.{spec.name}.size_bytes: must be at least the ring size ({n})")
+        rings = len(list(run))
+        one = _ring_steps(n, steps_of(n), 0, 0, sizes_of(n))
+        parts.append(_repeat_ring(one, rings, t0, first_conn_id + base, n))
+        t0, base = t0 + rings * len(one), base + rings * n
+    if make_conns:
+        cid = first_conn_id
+        for ring in spec.groups:
+            n = len(ring)
+            conns.extend(_connection(spec, index, cid + i, ring[i], ring[(i + 1) % n])
+                         for i in range(n))
+            cid += n
+    return JobPlan(spec=spec, index=index, connections=conns, transfers=Transfers.join(parts))
+
+
+def _repeat_ring(one: Transfers, rings: int, t0: int, conn0: int, n: int) -> Transfers:
+    """`rings` copies of one ring's transfers (numbered from 0, on connections 0..n-1): copy
+    r's transfers from t0 + r x len(one), on connections from conn0 + r x n."""
+    per, deps = len(one), one.dep.size
+    r = np.arange(rings, dtype=np.int64)[:, None]
+    t_off = t0 + per * r
+    ptr = np.zeros(rings * per + 1, dtype=np.int64)
+    ptr[1:] = (one.dep_ptr[1:][None, :] + deps * r).ravel()
+    return Transfers((one.tid + t_off).ravel(), (one.conn + conn0 + n * r).ravel(),
+                     np.tile(one.size, rings), np.tile(one.step, rings), ptr,
+                     (one.dep + t_off).ravel())
 
 
 def _ring_steps(n: int, steps: int, t0: int, conn0: int, size: np.ndarray) -> Transfers:
@@ -320,58 +360,34 @@ def _connection(spec: JobSpec, index: int, conn_id: int, src: str, dst: str) -> 
                       src_port=source_port(conn_id), dst_port=LISTEN_PORT_BASE + index)
 
 
-def ring_chain(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
-    """Ring all-gather or reduce-scatter: n-1 forwarding steps around each ring (see the
-    module docstring); the step-k send of rank i waits for rank i-1's step-(k-1) send."""
-    _check_groups(spec)
-    conns: list[Connection] = []
-    transfers: list[Transfers] = []
-    planned = 0                          # transfers so far (a sum per ring: rings squared)
-    shift = 0 if spec.collective is Collective.ALLGATHER else 1
-    for ring in spec.groups:
-        n = len(ring)
-        if spec.size_bytes < n:
-            raise WorkloadError(
-                f"jobs.{spec.name}.size_bytes: must be at least the ring size ({n})")
-        base = first_conn_id + len(conns)
-        ring_conns = [_connection(spec, index, base + i, ring[i], ring[(i + 1) % n])
-                      for i in range(n)]
-        k = np.arange(n - 1)[:, None]
-        i = np.arange(n)[None, :]
-        transfers.append(_ring_steps(n, n - 1, planned, base,
-                                     np.array(split_bytes(spec.size_bytes, n))[
-                                         (i - k - shift) % n]))
-        planned += len(transfers[-1])
-        conns.extend(ring_conns)
-    return JobPlan(spec=spec, index=index, connections=conns,
-                   transfers=Transfers.join(transfers))
-
-
-def all_to_all(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
+def all_to_all(spec: JobSpec, index: int, first_conn_id: int,
+               make_conns: bool = True) -> JobPlan:
     """Every rank sends S/n bytes to every other rank of its group at once: one connection and
-    one transfer per ordered pair, no dependencies (rank j receives chunk j of the split)."""
+    one transfer per ordered pair (i, j), i != j, in that order, no dependencies (rank j
+    receives chunk j of the split). make_conns=False: the transfers only (connections=[])."""
     _check_groups(spec)
     conns: list[Connection] = []
-    sizes: list[int] = []
+    sizes: list[np.ndarray] = []
+    chunks: dict[int, np.ndarray] = {}   # group size -> each pair's bytes, row-major
     for group in spec.groups:
         n = len(group)
         if spec.size_bytes < n:
             raise WorkloadError(
                 f"jobs.{spec.name}.size_bytes: must be at least the group size ({n})")
-        chunks = split_bytes(spec.size_bytes, n)
-        for i in range(n):
-            for j in range(n):
-                if i == j:
-                    continue
-                conns.append(_connection(spec, index, first_conn_id + len(conns), group[i],
-                                         group[j]))
-                sizes.append(chunks[j])
-    m = len(conns)                      # one transfer per connection, in order, no deps
+        if n not in chunks:
+            row = np.array(split_bytes(spec.size_bytes, n), dtype=np.int64)
+            chunks[n] = np.broadcast_to(row, (n, n))[~np.eye(n, dtype=bool)]
+        if make_conns:
+            base = first_conn_id + len(conns)
+            conns.extend(_connection(spec, index, base + k, a, b) for k, (a, b) in enumerate(
+                (a, b) for a in group for b in group if a != b))
+        sizes.append(chunks[n])
+    size = np.concatenate(sizes) if sizes else np.zeros(0, np.int64)
+    m = size.size                       # one transfer per connection, in order, no deps
     return JobPlan(spec=spec, index=index, connections=conns, transfers=Transfers(
         np.arange(m, dtype=np.int64), np.arange(first_conn_id, first_conn_id + m,
                                                 dtype=np.int64),
-        np.array(sizes, dtype=np.int64), np.zeros(m, np.int64), np.zeros(m + 1, np.int64),
-        np.zeros(0, np.int64)))
+        size, np.zeros(m, np.int64), np.zeros(m + 1, np.int64), np.zeros(0, np.int64)))
 
 
 def pipeline_p2p(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
@@ -444,6 +460,9 @@ _PLANNERS = {
 }
 
 
+#: The planners that plan transfers without making connections (make_conns=False).
+_ARRAY_PLANNERS = (ring_allreduce, ring_chain, all_to_all)
+
 #: The collectives `ring_flows` turns into one flow per connection.
 RINGS = (Collective.ALLREDUCE, Collective.ALLGATHER, Collective.REDUCE_SCATTER)
 
@@ -459,7 +478,7 @@ def ring_flows(plan: JobPlan) -> JobPlan:
         if not isinstance(ts, Transfers) else ts.conn
     size = np.fromiter((t.size_bytes for t in ts), np.int64, len(ts)) \
         if not isinstance(ts, Transfers) else ts.size
-    ids = np.array([c.conn_id for c in plan.connections], dtype=np.int64)
+    ids = np.unique(conn)               # connection order: every ring hop carries a step
     lo = int(ids.min()) if ids.size else 0
     total = np.bincount(conn - lo, weights=size, minlength=ids.size)
     m = ids.size
@@ -468,9 +487,18 @@ def ring_flows(plan: JobPlan) -> JobPlan:
     return dataclasses.replace(plan, transfers=merged)
 
 
-def plan_jobs(specs: list[JobSpec], ring_sync: str = "rank") -> list[JobPlan]:
+#: Semantics.connections: each job its own connections, or a stream's jobs share them.
+CONNECTIONS = ("job", "stream")
+
+
+def plan_jobs(specs: list[JobSpec], ring_sync: str = "rank",
+              connections: str = "job") -> list[JobPlan]:
     """Turn every job into connections and transfers, numbering connections globally;
-    ring_sync "flow": ring jobs as one flow per connection (`ring_flows`).
+    ring_sync "flow": ring jobs as one flow per connection (`ring_flows`); connections
+    "stream": a job on the same stream, collective, subflows and groups as an earlier one
+    sends on that job's connections (`share_key`), as NCCL's collectives reuse their
+    communicator's connections (the plans then hold one list object between them:
+    `unique_connections`).
 
     Raises WorkloadError if two connections would share a 5-tuple (only possible past
     SOURCE_PORT_SPAN connections, when source ports wrap), or for a job that waits for an
@@ -479,17 +507,27 @@ def plan_jobs(specs: list[JobSpec], ring_sync: str = "rank") -> list[JobPlan]:
     plans: list[JobPlan] = []
     next_conn = 0
     seen: dict[tuple[str, str, int, int], int] = {}
+    shared: dict[tuple, tuple[int, list[Connection]]] = {}   # share_key -> (first id, conns)
     for index, spec in enumerate(specs):
         planner = _PLANNERS.get(Collective(spec.collective))
         if planner is None:  # pragma: no cover - Collective is closed
             raise WorkloadError(f"jobs.{spec.name}.collective: unsupported {spec.collective}")
-        plan = planner(spec, index, next_conn)
+        share = share_key(spec) if connections == "stream" else None
+        if share in shared and spec.subflows == 1 and planner in _ARRAY_PLANNERS:
+            plan = planner(spec, index, next_conn, make_conns=False)   # on shared ones
+        else:
+            plan = planner(spec, index, next_conn)
         if ring_sync == "flow" and spec.collective in RINGS:
             plan = ring_flows(plan)
         plan = with_subflows(plan, spec.subflows, next_conn)
         if spec.host_pairs:
             plan = dataclasses.replace(plan, connections=[
                 dataclasses.replace(c, src_port=0, dst_port=0) for c in plan.connections])
+        if share in shared:
+            plans.append(_on_shared(plan, next_conn, *shared[share]))
+            continue
+        if share is not None:
+            shared[share] = (next_conn, plan.connections)
         for c in plan.connections:
             key = (c.src, c.dst, c.src_port, c.dst_port)
             if key in seen:
@@ -501,6 +539,39 @@ def plan_jobs(specs: list[JobSpec], ring_sync: str = "rank") -> list[JobPlan]:
         next_conn += len(plan.connections)
         plans.append(plan)
     return plans
+
+
+def share_key(spec: JobSpec) -> tuple | None:
+    """What makes two jobs' connections the same under connections "stream": the stream,
+    collective, subflows and groups (the planners are functions of these); None for a job
+    on no stream, a custom collective or a program's host pairs (never shared)."""
+    if not spec.stream or spec.p2p or spec.host_pairs:
+        return None
+    return (spec.stream, Collective(spec.collective), spec.subflows,
+            tuple(tuple(g) for g in spec.groups))
+
+
+def _on_shared(plan: JobPlan, first: int, base: int, conns: list[Connection]) -> JobPlan:
+    """`plan` (connections numbered from `first`) on the connections `conns` (numbered from
+    `base`, made by the same planner for the same groups, so in the same order)."""
+    ts, shift = plan.transfers, base - first
+    if isinstance(ts, Transfers):
+        moved = Transfers(ts.tid, ts.conn + shift, ts.size, ts.step, ts.dep_ptr, ts.dep)
+    else:
+        moved = [dataclasses.replace(t, conn_id=t.conn_id + shift) for t in ts]
+    return dataclasses.replace(plan, connections=conns, transfers=moved)
+
+
+def unique_connections(plans: list[JobPlan]) -> list[Connection]:
+    """Every connection of `plans` once, in plan order: plans that share a stream's
+    connections (plan_jobs connections="stream") hold the same list, taken once."""
+    seen: set[int] = set()
+    out: list[Connection] = []
+    for p in plans:
+        if id(p.connections) not in seen:
+            seen.add(id(p.connections))
+            out.extend(p.connections)
+    return out
 
 
 def with_subflows(plan: JobPlan, k: int, first_conn_id: int) -> JobPlan:
@@ -679,9 +750,14 @@ def with_port_offset(plans: list[JobPlan], offset: int, emulated: bool = True
     agents exited) can never be counted as, or mistaken for, a flow of the next run; that
     needs room (emulated); in the model a shift only changes what ECMP hashes, and 5-tuples
     unique before it stay unique (every port moves by the same amount)."""
-    n = sum(len(p.connections) for p in plans)
+    n = len(unique_connections(plans))
     if emulated and n > SOURCE_PORT_SPAN // 2:
         raise WorkloadError(f"{n} connections leave no room to shift source ports between runs")
-    return [p if p.spec.host_pairs else dataclasses.replace(p, connections=[
-        dataclasses.replace(c, src_port=source_port(c.conn_id + offset))
-        for c in p.connections]) for p in plans]
+    moved: dict[int, list[Connection]] = {}        # a shared list is shifted once
+    for p in plans:
+        if not p.spec.host_pairs and id(p.connections) not in moved:
+            moved[id(p.connections)] = [
+                dataclasses.replace(c, src_port=source_port(c.conn_id + offset))
+                for c in p.connections]
+    return [p if p.spec.host_pairs else dataclasses.replace(p, connections=moved[
+        id(p.connections)]) for p in plans]

@@ -17,6 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from testbed.fabric import Fabric
+from traffic.collectives import CONNECTIONS
 
 
 class PredictorError(ValueError):
@@ -123,12 +124,17 @@ class Semantics:
     0 in the model; the emulator's controller holds 0.05 s, testbed/settings.py).
     tail_step: floodns starts one more iteration after the last (after compute_s) and runs
     only its first step (its roots), unrecorded; the job ends, for the router too, after it.
+    connections: `job`: every job opens its own connections (its own listen port, so its own
+    ECMP hash); `stream`: an imported workload's collectives on one stream (communicator)
+    with the same groups send on the connections its first one opened, as NCCL's do
+    (traffic/collectives.py plan_jobs; the planner's choice, the predictor sees the plans).
     """
 
     ring_sync: str = "rank"
     recompute: str = "epochs"
     tail_step: bool = False
     replan_min_interval_s: float | None = None
+    connections: str = "job"
 
     @classmethod
     def floodns(cls) -> "Semantics":
@@ -140,11 +146,16 @@ class Semantics:
                "tail_step": self.tail_step}
         if self.replan_min_interval_s is not None:
             out["replan_min_interval_s"] = self.replan_min_interval_s
+        if self.connections != "job":
+            out["connections"] = self.connections
         return out
 
     def check(self) -> None:
         if self.ring_sync not in RING_SYNCS:
             raise PredictorError(f"ring_sync: {self.ring_sync!r}; choose from {RING_SYNCS}")
+        if self.connections not in CONNECTIONS:
+            raise PredictorError(f"connections: {self.connections!r}; choose from "
+                                 f"{CONNECTIONS}")
         if self.recompute not in RECOMPUTES:
             raise PredictorError(f"recompute: {self.recompute!r}; choose from {RECOMPUTES}")
         gap = self.replan_min_interval_s

@@ -42,7 +42,7 @@ import numpy as np
 
 from testbed.fabric import Fabric
 from traffic import jit
-from traffic.collectives import ADAPTIVE_UNSENT_BYTES, JobPlan, Transfers
+from traffic.collectives import ADAPTIVE_UNSENT_BYTES, JobPlan, Transfers, unique_connections
 from .prediction import (OURS, RECOMPUTES, RING_SYNCS, JobResult, Prediction,  # noqa: F401
                          PredictorError, Router, Semantics)
 from .rates import max_min_rates  # noqa: F401
@@ -525,7 +525,7 @@ def _conn_links(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | 
     (leaf pair, route) rather than per connection; the first bad connection in row order
     raises `_conn_row`'s error."""
     width, pad = path_width(fabric), len(fabric.links)
-    conns = [c for p in plans for c in p.connections]
+    conns = unique_connections(plans)
     host_of, per_host = fabric.host_ends
     route_of: dict = {None: 0}
     n = len(conns)
@@ -624,7 +624,7 @@ def _spray_links(fabric: Fabric, plans: list[JobPlan], width: int
     pair's live shortest paths, weighted by the share of those paths crossing it
     (Fabric.spray_shares); (C, width) link indices, their weights, conn_id -> row."""
     pad = len(fabric.links)
-    conns = [c for p in plans for c in p.connections]
+    conns = unique_connections(plans)
     table = np.full((len(conns), width), pad, dtype=np.int64)
     weights = np.ones((len(conns), width))
     li = fabric.link_index
@@ -649,8 +649,7 @@ def spray_width(fabric: Fabric, plans: list[JobPlan]) -> int:
     links of every shortest path of its leaf pair with nothing failed (so that repairs fit)."""
     from testbed.fabric import build_fabric
     whole = build_fabric(fabric.spec.with_failures((), ()))
-    pairs = {(fabric.leaf_of(c.src), fabric.leaf_of(c.dst)) for p in plans
-             for c in p.connections}
+    pairs = {(fabric.leaf_of(c.src), fabric.leaf_of(c.dst)) for c in unique_connections(plans)}
     return 2 + max((len(whole.spray_shares(a, b)) for a, b in pairs if a != b), default=0)
 
 
@@ -750,7 +749,7 @@ class _Simulation:
         self.conn_of_row = np.array(sorted(row_of, key=row_of.get), dtype=np.int64)
         self.row_of = row_of
         self.unrouted = bool((self.conn_table == UNROUTED).any())   # some row has no route
-        self.conns = [c for p in plans for c in p.connections]     # by row
+        self.conns = unique_connections(plans)     # by row
         # lazy: a job's DAG is built when it starts its first iteration and dropped after
         # its last, so memory follows the jobs in flight (the _Dag is rebuilt each time)
         self.lazy = lazy

@@ -75,6 +75,7 @@ class Control:
             after[prev] = max(after.get(prev, 0.0), 0.0)
         spec.start_s = self.terms.get(START, 0.0)
         spec.after = tuple(after.items())
+        spec.stream = stream
         self.after_count += len(after)
         if self.after_count > MAX_AFTER:
             raise StreamError(f"more than {MAX_AFTER:,} dependencies between collectives "

@@ -3,7 +3,7 @@
 /usr/bin/time -v (docs/interop.md).
 
     .venv/bin/python experiments/benchmarks/simai_scale.py WORKLOAD --layers L --out DIR \
-        [--ring-sync flow] [--fabric 1:1|16:1]
+        [--ring-sync flow] [--connections stream] [--fabric 1:1|16:1]
     /usr/bin/time -v .venv/bin/mlfabric predict DIR/config.yaml --no-plots --out DIR/res
 
 Prints the cut's jobs, transfers per iteration, connections and the prediction's memory
@@ -19,8 +19,9 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from experiments.config.jobs import _counts, predict_bytes  # noqa: E402
+from experiments.config.jobs import predict_size  # noqa: E402
 from traffic import simai  # noqa: E402
+from traffic.collectives import CONNECTIONS  # noqa: E402
 from traffic.prediction import RING_SYNCS  # noqa: E402
 from traffic.streams import Notes  # noqa: E402
 
@@ -56,22 +57,23 @@ def main() -> int:
                     help="oversubscription of the 9,216-NIC clos3 (see FABRICS)")
     ap.add_argument("--ring-sync", choices=RING_SYNCS, default="rank",
                     help="semantics.ring_sync (flow: rings as one flow per hop)")
+    ap.add_argument("--connections", choices=CONNECTIONS, default="job",
+                    help="semantics.connections (stream: a communicator's collectives share "
+                    "its connections)")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     w = cut(args.workload, args.layers, args.out / "workload.txt")
     doc = {"name": f"simai-9216-{args.layers or 'all'}", "routing": [args.routing],
            "jobs_from": {"simai": str(w.resolve())}, "fabric": FABRICS[args.fabric],
-           **({"semantics": {"ring_sync": args.ring_sync}} if args.ring_sync != "rank"
-              else {})}
+           "semantics": {"ring_sync": args.ring_sync, "connections": args.connections}}
     (args.out / "config.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     hosts = [f"h{i}" for i in range(1, 9217)]
     specs = simai.job_specs(w, hosts, 100_000.0, None, simai.default_dim0(9216, 64),
                             Notes("simai", "cycles"))
-    counts = [_counts(s, args.ring_sync) for s in specs]
-    conns, transfers = sum(c for c, _ in counts), sum(t for _, t in counts)
+    conns, transfers, need = predict_size(specs, args.ring_sync, args.connections)
     print(f"{w}: {len(specs):,} jobs, {transfers:,} transfers per iteration, {conns:,} "
-          f"connections; predict needs ~{predict_bytes(transfers, conns) / 2 ** 30:.1f} GiB")
+          f"connections; predict needs ~{need / 2 ** 30:.1f} GiB")
     return 0
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from testbed import topologies
 from testbed.fabric import Fabric, FabricError, build_fabric
 from testbed.topologies.base import MAX_RATE_MBPS, MIN_RATE_MBPS, RATE_WHY
+from traffic.collectives import unique_connections
 
 from .readers import ConfigError, quote, _check_keys, _int, _num, _name_list
 
@@ -63,9 +64,8 @@ def host_pairs(plans) -> dict[tuple[str, str], tuple[str, str, str]]:
     """The host pairs the jobs' connections join (job plans of traffic/collectives.py), each
     with one (job, src host, dst host) that needs it."""
     out: dict[tuple[str, str], tuple[str, str, str]] = {}
-    for p in plans:
-        for c in p.connections:
-            out.setdefault((c.src, c.dst), (c.job, c.src, c.dst))
+    for c in unique_connections(plans):
+        out.setdefault((c.src, c.dst), (c.job, c.src, c.dst))
     return out
 
 

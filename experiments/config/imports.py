@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed.fabric import Fabric
-from traffic.collectives import JobSpec
+from traffic.collectives import CONNECTIONS, JobSpec
 from traffic.prediction import MAX_REPLAN_INTERVAL_S, RECOMPUTES, RING_SYNCS, Semantics
 
 from .limits import MAX_ITERATIONS, MAX_JOBS
@@ -153,8 +153,9 @@ def _imported_jobs(jobs: list[JobSpec], fabric: Fabric, kind: str) -> list[JobSp
 
 
 def _semantics(v: Any) -> Semantics:
-    """`semantics: floodns` or {ring_sync: rank | step, recompute: epochs | iterations |
-    flows, tail_step: false | true, replan_min_interval_s: 0..60}; absent: ours
+    """`semantics: floodns` or {ring_sync: rank | step | flow, recompute: epochs |
+    iterations | flows, tail_step: false | true, replan_min_interval_s: 0..60, connections:
+    job | stream}; absent: ours
     (traffic/prediction.py Semantics)."""
     if v is None:
         return Semantics()
@@ -163,8 +164,8 @@ def _semantics(v: Any) -> Semantics:
     if not isinstance(v, dict):
         raise ConfigError(f"semantics: floodns, or a mapping of ring_sync, recompute, "
                           f"tail_step; got {quote(v)}")
-    _check_keys(v, {"ring_sync", "recompute", "tail_step", "replan_min_interval_s"},
-                "semantics")
+    _check_keys(v, {"ring_sync", "recompute", "tail_step", "replan_min_interval_s",
+                    "connections"}, "semantics")
     tail = v.get("tail_step", False)
     if not isinstance(tail, bool):
         raise ConfigError(f"semantics.tail_step: expected true or false, got {quote(tail)}")
@@ -176,4 +177,4 @@ def _semantics(v: Any) -> Semantics:
         gap = _num(v, "replan_min_interval_s", "semantics", positive=False,
                    maximum=MAX_REPLAN_INTERVAL_S)
     return Semantics(_choice(v, "ring_sync", "semantics", RING_SYNCS, "rank"), recompute,
-                     tail, gap)
+                     tail, gap, _choice(v, "connections", "semantics", CONNECTIONS, "job"))

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Iterator
 from typing import Any
 
 from testbed.fabric import Fabric
 from traffic.collectives import (SOURCE_PORT_SPAN, SPLITS, Collective, JobSpec, WorkloadError,
-                                 group_counts)
+                                 group_counts, share_key)
+from traffic.predictor import LAZY_TRANSFERS
 
-from .limits import (BYTES_PER_CONNECTION, BYTES_PER_TRANSFER, MAX_DP, MAX_ITERATIONS,
-                     MAX_JOBS, MAX_PIECE_BYTES, MAX_PREDICT_BYTES, MAX_SCALE_BYTES, MAX_SEED,
-                     MAX_SIZE_BYTES, MAX_SUBFLOWS, MAX_TRANSFER_RUNS, MIN_PIECE_BYTES,
-                     PIECE_WHY)
+from .limits import (BYTES_HELD_PER_TRANSFER, BYTES_PER_CONNECTION, BYTES_PER_TRANSFER, MAX_DP,
+                     MAX_ITERATIONS, MAX_JOBS, MAX_PIECE_BYTES, MAX_PREDICT_BYTES,
+                     MAX_SCALE_BYTES, MAX_SEED, MAX_SIZE_BYTES, MAX_SUBFLOWS, MAX_TRANSFER_RUNS,
+                     MIN_PIECE_BYTES, PIECE_WHY)
 from .keys import EXPLICIT_JOB_KEYS, MODEL_JOB_KEYS, PATTERN_JOB_KEYS
 from .readers import ConfigError, quote, _check_keys, _int, _num, _fmt, _name, _choice
 from .records import SubflowDefaults
@@ -248,24 +250,82 @@ def _counts(j: JobSpec, ring_sync: str = "rank") -> tuple[int, int]:
     return c, t
 
 
-def predict_bytes(transfers: int, connections: int) -> int:
+def counted(jobs: list[JobSpec], ring_sync: str = "rank", connections: str = "job"
+            ) -> Iterator[tuple[JobSpec, int, int]]:
+    """(job, its new connections, its transfers per iteration) as plan_jobs would plan them:
+    under connections "stream" a job that shares an earlier job's connections adds none."""
+    shared: set[tuple] = set()
+    for j in jobs:
+        c, t = _counts(j, ring_sync)
+        key = share_key(j) if connections == "stream" else None
+        if key is not None:
+            c = 0 if key in shared else c
+            shared.add(key)
+        yield j, c, t
+
+
+def predict_bytes(transfers: int, connections: int, in_flight: int | None = None) -> int:
     """The memory a prediction of that many transfers per iteration and connections takes,
-    at most (bytes; measured, experiments/config/limits.py)."""
-    return transfers * BYTES_PER_TRANSFER + connections * BYTES_PER_CONNECTION
+    at most, when at most `in_flight` of the transfers are in jobs in flight at once (None:
+    all); bytes, measured (experiments/config/limits.py)."""
+    flying = transfers if in_flight is None else min(in_flight, transfers)
+    return (transfers * BYTES_HELD_PER_TRANSFER
+            + flying * (BYTES_PER_TRANSFER - BYTES_HELD_PER_TRANSFER)
+            + connections * BYTES_PER_CONNECTION)
+
+
+class _InFlight:
+    """The most transfers in jobs in flight at once, bounded before the run: a stream runs
+    one job at a time (its largest counts), a job on no stream may run beside any other, and
+    below LAZY_TRANSFERS the predictor holds every job's DAG at once."""
+
+    def __init__(self) -> None:
+        self.loose = self.total = 0
+        self.streams: dict[str, int] = {}
+        self.most = 0                                 # sum of self.streams' values
+
+    def add(self, j: JobSpec, transfers: int) -> int:
+        """Count job j (its transfers per iteration); the bound so far."""
+        self.total += transfers
+        if j.stream:
+            old = self.streams.get(j.stream, 0)
+            if transfers > old:
+                self.streams[j.stream] = transfers
+                self.most += transfers - old
+        else:
+            self.loose += transfers
+        return self.bound
+
+    @property
+    def bound(self) -> int:
+        return self.total if self.total <= LAZY_TRANSFERS else self.loose + self.most
+
+
+def predict_size(jobs: list[JobSpec], ring_sync: str = "rank", connections: str = "job"
+                 ) -> tuple[int, int, int]:
+    """(connections, transfers per iteration, predict_bytes) of `jobs`, as _check_size
+    counts them."""
+    conns = transfers = 0
+    flight = _InFlight()
+    for j, c, t in counted(jobs, ring_sync, connections):
+        conns, transfers = conns + c, transfers + t
+        flight.add(j, t)
+    return conns, transfers, predict_bytes(transfers, conns, flight.bound)
 
 
 def _check_size(jobs: list[JobSpec], routing: list[str], source: str | None = None,
-                ring_sync: str = "rank") -> None:
+                ring_sync: str = "rank", connections: str = "job") -> None:
     """Connections and transfers, counted before they are built (as semantics' ring_sync
-    plans them). `source`: the jobs_from key the jobs came from (messages then name it and
-    the job)."""
+    and connections plan them: a stream's shared connections count once). `source`: the
+    jobs_from key the jobs came from (messages then name it and the job)."""
     conns = transfers = runs = 0
     past = None                        # where the memory estimate passed MAX_PREDICT_BYTES
-    for i, j in enumerate(jobs):
+    flight = _InFlight()
+    for i, (j, c, t) in enumerate(counted(jobs, ring_sync, connections)):
         where = f"jobs_from.{source}: job {j.name}" if source else f"jobs[{i}]"
-        c, t = _counts(j, ring_sync)
         conns, transfers, runs = conns + c, transfers + t, runs + t * j.iterations
-        if predict_bytes(transfers, conns) > MAX_PREDICT_BYTES and past is None:
+        if predict_bytes(transfers, conns, flight.add(j, t)) > MAX_PREDICT_BYTES \
+                and past is None:
             past = where
         if past is None and runs > MAX_TRANSFER_RUNS:
             raise ConfigError(f"{where}{'' if source else '.iterations'}: the jobs up to here "
@@ -273,13 +333,14 @@ def _check_size(jobs: list[JobSpec], routing: list[str], source: str | None = No
                               f"transfers in all; at most {MAX_TRANSFER_RUNS:,}: use fewer "
                               "iterations or smaller groups")
     if past is not None:
-        need = predict_bytes(transfers, conns) / 2 ** 30
+        need = predict_bytes(transfers, conns, flight.bound)
         raise ConfigError(f"{past}: passes the {MAX_PREDICT_BYTES / 2 ** 30:.0f} GiB a "
                           f"prediction may take on this machine (the jobs send {transfers:,} "
-                          f"transfers per iteration over {conns:,} connections, ~{need:,.0f} "
-                          f"GiB at ~{BYTES_PER_TRANSFER} B per transfer and "
-                          f"~{BYTES_PER_CONNECTION:,} B per connection); use fewer or smaller "
-                          "groups")
+                          f"transfers per iteration over {conns:,} connections, "
+                          f"~{need / 2 ** 30:,.0f} GiB at ~{BYTES_HELD_PER_TRANSFER} B per "
+                          f"transfer, ~{BYTES_PER_TRANSFER} B per transfer of the jobs in "
+                          f"flight at once and ~{BYTES_PER_CONNECTION:,} B per connection); use "
+                          "fewer or smaller groups")
 
 
 def check_source_ports(jobs: list[JobSpec], routing: list[str]) -> None:

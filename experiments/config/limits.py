@@ -89,21 +89,26 @@ MAX_SCALE_BYTES = 1_000.0
 
 #: The memory a prediction may take (plans, the predictor's state, results): two thirds of
 #: this machine class's 24 GB (2 cores). A config's need is estimated before anything is
-#: planned: transfers per iteration x BYTES_PER_TRANSFER + connections x BYTES_PER_CONNECTION
-#: (experiments/config/jobs.py predict_bytes), each measured as peak RSS of a whole `predict`
-#: command (docs/interop.md): a transfer is ~48 B of plan as arrays, 2 x 32 B of results
-#: (the routing's and the non-blocking reference's) and the predictor's ~200 B while its job
-#: is in flight (every job may be); a connection is an object, its route and its links' row.
+#: planned: transfers per iteration x BYTES_HELD_PER_TRANSFER, + BYTES_PER_TRANSFER less that
+#: for each transfer of the jobs that may be in flight at once (every job, unless streams
+#: queue them), + connections x BYTES_PER_CONNECTION (experiments/config/jobs.py
+#: predict_bytes), each measured as peak RSS of a whole `predict` command (docs/interop.md):
+#: a transfer is ~48 B of plan as arrays and 2 x 32 B of results (the routing's and the
+#: non-blocking reference's; 91 B measured between two cuts of SimAI's 9,216-GPU file), and
+#: the predictor's ~200 B more while its job is in flight; a connection is an object, its
+#: route and its links' row.
 MAX_PREDICT_BYTES = 16 * 2 ** 30
 BYTES_PER_TRANSFER = 320
+BYTES_HELD_PER_TRANSFER = 120
 BYTES_PER_CONNECTION = 1_000
 
 
-#: Transfers over all iterations: ~18 min per routing at the predictor's ~11 us per transfer on
-#: paper-scale fabrics; ~110 us per transfer with 384-rank rings on a 9,216-NIC clos3, up to
-#: ~2.5 ms where rings of several sizes overlap there (each event batch re-fills 7,000-18,000
-#: flows in flight for ~1 completion; docs/interop.md).
-MAX_TRANSFER_RUNS = 100_000_000
+#: Transfers over all iterations: ~27 min per routing at the predictor's ~11 us per transfer on
+#: paper-scale fabrics, room for SimAI's whole 9,216-GPU file as flows (130 M); ~110 us per
+#: transfer with 384-rank rings on a 9,216-NIC clos3, up to ~2.5 ms where rings of several
+#: sizes overlap there (each event batch re-fills 7,000-18,000 flows in flight for ~1
+#: completion; docs/interop.md).
+MAX_TRANSFER_RUNS = 150_000_000
 
 
 #: predict --util-bin-s: at least 1 ms, and at most this many bins x links (12 B each in the

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from traffic.collectives import WorkloadError, plan_jobs
+from traffic.prediction import Semantics
 
 from .limits import MAX_SEED, MAX_SOLVER_S
 from .keys import TOP_KEYS
@@ -21,6 +22,7 @@ from .emulation import _emulation
 from .machines import _machines
 from .programs import check_programs, demand
 from .imports import _jobs_from, _jobs_source, _source_kind, _imported_jobs, _semantics
+from ..routing_entry import parse_entries
 
 
 def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
@@ -44,10 +46,11 @@ def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
         jobs = _imported_jobs(jobs, fabric, _source_kind(d))
     jobs, subflow_defaults = with_subflows(jobs, d)
     semantics = _semantics(d.get("semantics"))
+    _check_shared(semantics, routing)
     _check_size(jobs, routing, _source_kind(d) if imported is not None else None,
-                semantics.ring_sync)
-    try:
-        plans = plan_jobs(jobs, semantics.ring_sync)  # rings, bytes, unique 5-tuples
+                semantics.ring_sync, semantics.connections)
+    try:    # rings, bytes, unique 5-tuples
+        plans = plan_jobs(jobs, semantics.ring_sync, semantics.connections)
     except WorkloadError as e:
         raise ConfigError(_job_key(str(e), [j.name for j in jobs])) from None
     pairs = host_pairs(plans)
@@ -73,6 +76,19 @@ def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
                      machines=machines)
     exp.keep_plans(plans)
     return exp
+
+
+def _check_shared(semantics: Semantics, routing: list[str]) -> None:
+    """connections: stream takes the routings that route every connection once: a
+    controller's strategy places the connections of the jobs that start, and a shared
+    connection belongs to its stream's first job."""
+    if semantics.connections != "stream":
+        return
+    for entry in parse_entries(routing):
+        if entry.places_flows and not entry.per_packet:
+            raise ConfigError(f"semantics.connections: stream takes routings planned once "
+                              f"(ecmp, @host plans, replay, spray@packet, nonblocking), not "
+                              f"{entry.name}; use connections: job for it")
 
 
 def load(path: str | Path) -> Experiment:

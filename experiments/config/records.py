@@ -129,11 +129,12 @@ class Experiment:
         self.routings = parse_entries(self.routing)
 
     def plans(self) -> list[JobPlan]:
-        """plan_jobs(self.jobs) as the semantics plan them (ring_sync), made once per jobs
-        list (parse makes them to check the jobs; a 1 M-transfer workload takes seconds to
-        plan). Treat them as read-only."""
+        """plan_jobs(self.jobs) as the semantics plan them (ring_sync, connections), made
+        once per jobs list (parse makes them to check the jobs; a 1 M-transfer workload takes
+        seconds to plan). Treat them as read-only."""
         if self._plans is None or self._plans[0] is not self.jobs:
-            self._plans = (self.jobs, plan_jobs(self.jobs, self.semantics.ring_sync))
+            self._plans = (self.jobs, plan_jobs(self.jobs, self.semantics.ring_sync,
+                                                self.semantics.connections))
         return self._plans[1]
 
     def keep_plans(self, plans: list[JobPlan]) -> None:

@@ -44,9 +44,10 @@ def _replay_flows(path: Path, fabric: Fabric, plans) -> Any:
     (routing/replay.py); ConfigError naming replay_log otherwise."""
     from routing.base import RoutingError
     from routing.replay import read_flow_log, route_replay
+    from traffic.collectives import unique_connections
     try:
         flows = read_flow_log(path)
-        route_replay(fabric, [c for p in plans for c in p.connections], flows)
+        route_replay(fabric, unique_connections(plans), flows)
     except RoutingError as e:       # ReplayError is one
         raise ConfigError(f"replay_log: {_one_line(e, 300)}") from None
     return flows

@@ -317,7 +317,9 @@ def test_the_documented_limits_table_matches_the_code():
                      f"> 0 .. {c.MAX_SCALE_BYTES:,.0f}", f"576 .. {c.MAX_MTU_BYTES:,}",
                      f"2 .. {c.MAX_QUEUE_PACKETS:,}", f"<= {c.MAX_JOBS:,} jobs",
                      f"<= {c.MAX_EVENTS} events", f"<= {c.SOURCE_PORT_SPAN // 2:,}",
-                     f"transfers per iteration x {c.BYTES_PER_TRANSFER} B + connections x "
+                     f"transfers per iteration x {c.BYTES_HELD_PER_TRANSFER} B + those of "
+                     f"the jobs that may be in flight at once x "
+                     f"{c.BYTES_PER_TRANSFER - c.BYTES_HELD_PER_TRANSFER} B + connections x "
                      f"{c.BYTES_PER_CONNECTION:,} B <= {c.MAX_PREDICT_BYTES >> 30} GiB; "
                      f"<= {c.MAX_TRANSFER_RUNS:,}",
                      f"S >= {c.MIN_UTIL_BIN_S:g} and bins x links <= {c.MAX_UTIL_CELLS:,}",

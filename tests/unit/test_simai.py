@@ -90,12 +90,14 @@ def test_more_gpus_than_the_fabric(tmp_path):
 
 def test_a_workload_past_the_memory_bound_is_refused_with_its_size(tmp_path):
     """SimAI's 9,216-GPU shape (tp 2, ep 16, pp 12): each EP all-to-all is 576 groups x 240
-    transfers, a connection each; the first that takes the estimate past MAX_PREDICT_BYTES is
-    named. Counted before anything is planned."""
-    from experiments.config.limits import (BYTES_PER_CONNECTION, BYTES_PER_TRANSFER,
-                                           MAX_PREDICT_BYTES)
+    transfers, a connection each, and one EP stream runs one at a time (the rest of its
+    transfers are held, not in flight); the first that takes the estimate past
+    MAX_PREDICT_BYTES is named. Counted before anything is planned."""
+    from experiments.config.limits import (BYTES_HELD_PER_TRANSFER, BYTES_PER_CONNECTION,
+                                           BYTES_PER_TRANSFER, MAX_PREDICT_BYTES)
     per_job = 576 * 16 * 15
-    layers = MAX_PREDICT_BYTES // (per_job * (BYTES_PER_TRANSFER + BYTES_PER_CONNECTION)) + 1
+    layers = (MAX_PREDICT_BYTES - per_job * (BYTES_PER_TRANSFER - BYTES_HELD_PER_TRANSFER)) \
+        // (per_job * (BYTES_HELD_PER_TRANSFER + BYTES_PER_CONNECTION)) + 1
     p = tmp_path / "w.txt"
     p.write_text("HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 ep: 16 pp: 12 "
                  "all_gpus: 9216 pp_comm 1048576\n" + f"{layers}\n"
