@@ -113,23 +113,36 @@ def _write_links(run_dir: Path, pred: Prediction) -> None:
                                 f"{row[i]:.6f}"])
 
 
+#: Past this many (job, connection) rates in a run, conn_rates.csv (a ~45-byte row each; SimAI's
+#: 9,216-GPU file as flows: 130 M rows, 6.2 GB) gives way to conn_rates_jobs.csv, a row per job.
+MAX_CONN_RATE_ROWS = 10_000_000
+RATES_HEADER = ["job", "conn_id", "rate_mbps"]
+JOB_RATES_HEADER = ["job", "connections", "rate_mbps_mean", "rate_mbps_median",
+                    "rate_mbps_min", "rate_mbps_max"]
+
+
 def _job_rows(plans: list[JobPlan], pred: Prediction, ideal_pred: Prediction,
               times: bool, rates_csv: Path | None = None) -> list[dict]:
     """Each job's row; `times` (imported workloads' streams): with when its iterations
     started and ended (s from the run's start). `rates_csv`: the connections' rates go to
-    this CSV (job, conn_id, rate_mbps) and the rows' conn_rate_mbps stay empty."""
+    this CSV (conn_rates.csv: job, conn_id, rate_mbps; conn_rates_jobs.csv: per job, its
+    connections and the mean, median, min and max of their rates) and the rows'
+    conn_rate_mbps stay empty."""
     rows = []
+    per_job = rates_csv is not None and rates_csv.name == "conn_rates_jobs.csv"
     with contextlib.ExitStack() as stack:
         out = None
         if rates_csv is not None:
             rates_csv.parent.mkdir(parents=True, exist_ok=True)
             stack.enter_context(writing(rates_csv))
             out = csv.writer(stack.enter_context(rates_csv.open("w", newline="")))
-            out.writerow(["job", "conn_id", "rate_mbps"])
+            out.writerow(JOB_RATES_HEADER if per_job else RATES_HEADER)
         for p in plans:
             jr = pred.jobs[p.name]
             conns, rates = (x.tolist() for x in jr.conn_rates())
-            if out is not None:
+            if per_job:
+                out.writerow([p.name, len(rates), *_rate_stats(np.array(rates))])
+            elif out is not None:
                 out.writerows(zip(itertools.repeat(p.name), conns, rates))
             row = job_result(p.spec, jr.cct_s, ideal_pred.jobs[p.name].mean_cct_s, None,
                              {} if out is not None else dict(zip(conns, rates)),
@@ -141,9 +154,20 @@ def _job_rows(plans: list[JobPlan], pred: Prediction, ideal_pred: Prediction,
     return rows
 
 
-def _rates_csv(run_dir: Path, conns: int) -> Path | None:
-    """Where a run's connection rates go past CONN_RATES_INLINE connections (else None)."""
-    return run_dir / "conn_rates.csv" if conns > CONN_RATES_INLINE else None
+def _rate_stats(rates: np.ndarray) -> list[str]:
+    """Mean, median, min and max of a job's connection rates (Mbit/s; inf: never busy)."""
+    if not rates.size:
+        return ["0"] * 4
+    return [repr(float(x)) for x in (rates.mean(), np.median(rates), rates.min(),
+                                     rates.max())]
+
+
+def _rates_csv(run_dir: Path, rows: int) -> Path | None:
+    """Where a run's connection rates go past CONN_RATES_INLINE (job, connection) rows (else
+    None): one row each, or one per job past MAX_CONN_RATE_ROWS."""
+    if rows > MAX_CONN_RATE_ROWS:
+        return run_dir / "conn_rates_jobs.csv"
+    return run_dir / "conn_rates.csv" if rows > CONN_RATES_INLINE else None
 
 
 def _iteration(exp: Experiment, jobs: list[dict], ideal_pred: Prediction) -> dict:
@@ -241,7 +265,7 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
                            router=routes, semantics=exp.semantics, spray=entry.per_packet)
         except RoutingError as e:
             raise ConfigError(f"routing: {e}") from None
-        rates_csv = _rates_csv(out_dir / entry.run_dir, len(conns))
+        rates_csv = _rates_csv(out_dir / entry.run_dir, sum(len(p.connections) for p in plans))
         jobs = _job_rows(plans, pred, ideal_pred, exp.workload is not None, rates_csv)
         # the busiest link over the controller's epochs (ECMP and fixed plans: the one plan;
         # per-packet spraying: every flow on every link of its paths)

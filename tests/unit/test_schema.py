@@ -74,6 +74,33 @@ def test_many_connections_rates_go_to_a_csv_with_the_same_values(tmp_path, monke
             [j["throughput_mbps"] for j in a["jobs"]]
 
 
+def test_very_many_connection_rates_go_to_a_csv_per_job(tmp_path, monkeypatch):
+    """Past MAX_CONN_RATE_ROWS (job, connection) rates a run writes conn_rates_jobs.csv: per
+    job its connections and the mean, median, min and max of the rates results.json held."""
+    import statistics
+    from experiments import predict
+    exp = load(ROOT / "experiments/configs/quickstart.yaml")
+    inline = predict_experiment(exp, tmp_path / "inline", log=lambda _: None)
+    monkeypatch.setattr(predict, "CONN_RATES_INLINE", 3)
+    monkeypatch.setattr(predict, "MAX_CONN_RATE_ROWS", 3)
+    predict_experiment(exp, tmp_path / "jobs", log=lambda _: None)
+    on_disk = json.loads((tmp_path / "jobs" / "results.json").read_text())
+    assert errors(RESULTS, on_disk) == []
+    for a, b in zip(inline["runs"], on_disk["runs"]):
+        assert b["conn_rates_csv"].endswith("/conn_rates_jobs.csv")
+        rows = (tmp_path / "jobs" / b["conn_rates_csv"]).read_text().splitlines()
+        assert rows[0] == ("job,connections,rate_mbps_mean,rate_mbps_median,rate_mbps_min,"
+                           "rate_mbps_max")
+        assert len(rows) - 1 == len(a["jobs"])
+        for row, job in zip(rows[1:], a["jobs"]):
+            name, n, *stats = row.split(",")
+            r = list(job["conn_rate_mbps"].values())
+            assert name == job["name"] and int(n) == len(r) > 0
+            want = [statistics.fmean(r), statistics.median(r), min(r), max(r)]
+            assert [float(x) for x in stats] == pytest.approx(want, rel=1e-12)
+        assert all(j["conn_rate_mbps"] == {} for j in b["jobs"])
+
+
 def test_emulated_results_fields_match_the_schema(tmp_path):
     import sys
     sys.path.insert(0, str(Path(__file__).parent))
