@@ -337,10 +337,18 @@ def _check_size(jobs: list[JobSpec], routing: list[str], source: str | None = No
         raise ConfigError(f"{past}: passes the {MAX_PREDICT_BYTES / 2 ** 30:.0f} GiB a "
                           f"prediction may take on this machine (the jobs send {transfers:,} "
                           f"transfers per iteration over {conns:,} connections, "
-                          f"~{need / 2 ** 30:,.0f} GiB at ~{BYTES_HELD_PER_TRANSFER} B per "
+                          f"~{need / 2 ** 30:,.1f} GiB at ~{BYTES_HELD_PER_TRANSFER} B per "
                           f"transfer, ~{BYTES_PER_TRANSFER} B per transfer of the jobs in "
                           f"flight at once and ~{BYTES_PER_CONNECTION:,} B per connection); use "
-                          "fewer or smaller groups")
+                          f"fewer or smaller groups{_lighter(source, ring_sync, connections)}")
+
+
+def _lighter(source: str | None, ring_sync: str, connections: str) -> str:
+    """The semantics an imported workload could use to need less, as the error's hint."""
+    if source is None or (ring_sync == "flow" and connections == "stream"):
+        return ""
+    return (", or semantics: {ring_sync: flow, connections: stream} (rings as flows, a "
+            "stream's connections shared: docs/prediction.md)")
 
 
 def check_source_ports(jobs: list[JobSpec], routing: list[str]) -> None:
