@@ -94,7 +94,7 @@ MAX_SCALE_BYTES = 1_000.0
 #: queue them), + connections x BYTES_PER_CONNECTION (experiments/config/jobs.py
 #: predict_bytes), each measured as peak RSS of a whole `predict` command (docs/interop.md):
 #: a transfer is ~48 B of plan as arrays and 2 x 32 B of results (the routing's and the
-#: non-blocking reference's; 91 B measured between two cuts of SimAI's 9,216-GPU file), and
+#: non-blocking reference's; 93 B measured between two cuts of SimAI's 9,216-GPU file), and
 #: the predictor's ~200 B more while its job is in flight; a connection is an object, its
 #: route and its links' row.
 MAX_PREDICT_BYTES = 16 * 2 ** 30
