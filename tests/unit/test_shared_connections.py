@@ -159,3 +159,17 @@ def test_run_refuses_stream():
     with pytest.raises(ConfigError) as e:
         check_emulable(parse(_doc(["ecmp"])))
     assert str(e.value).startswith("semantics.connections:")
+
+
+def test_importers_name_each_collectives_stream():
+    """SimAI: the group kind; Chakra: the process group (its sends are on none)."""
+    from traffic.chakra import job_specs as chakra_specs, read_traces
+    hosts = [f"h{i}" for i in range(1, 9)]
+    specs = simai.job_specs(FIX / "tp2-dp4.txt", hosts, RATE, 8, 1, Notes("simai", "cycles"))
+    assert specs and {s.stream for s in specs} <= {"TP", "DP", "EP", "DP_EP", "PP"}
+    assert len({s.stream for s in specs}) > 1
+    trace = FIX.parent / "chakra" / "allreduce4"
+    streams = {s.name: s.stream for s in chakra_specs(
+        read_traces(trace), hosts, RATE, {"pair": [0, 1], "pair2": [2, 3]})}
+    assert streams == {"r0n2-allreduce": "pg ", "r0n4-allgather": "pg pair",
+                       "r2n4-allgather": "pg pair2", "r0n5-send": ""}
