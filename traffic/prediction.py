@@ -35,8 +35,8 @@ class JobResult:
     cct_s: list[float]                       # per iteration: last completion - iteration start
     iteration_start_s: list[float]
     iteration_end_s: list[float]
-    transfer_bytes: np.ndarray               # (T,) size of each transfer
-    transfer_conn: np.ndarray                # (T,) conn_id of each transfer
+    transfer_bytes: np.ndarray               # (T,) size of each transfer (may be the plan's)
+    transfer_conn: np.ndarray                # (T,) conn_id of each transfer (the plan's: read only)
     fct_mean_s: np.ndarray                   # (T,) mean FCT over the iterations run
     fct_max_s: np.ndarray                    # (T,) max FCT over the iterations run
     fct_s: np.ndarray | None = None          # (iterations, T), only with keep_fcts=True

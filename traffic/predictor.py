@@ -353,8 +353,10 @@ class _Job:
         return JobResult(
             name=self.name, cct_s=self.ccts, iteration_start_s=self.starts,
             iteration_end_s=self.ends,
-            transfer_bytes=self.carried_sum / runs if self.pooled else self.size.copy(),
-            transfer_conn=_field(self.plan.transfers, "conn").copy(),
+            # the plan's own arrays where they are the values (16 B per transfer less each)
+            transfer_bytes=self.carried_sum / runs if self.pooled
+            else _field(self.plan.transfers, "size"),
+            transfer_conn=_field(self.plan.transfers, "conn"),
             fct_mean_s=self.fct_sum / runs, fct_max_s=self.fct_max.copy(), fct_s=self.fct_all)
 
 
