@@ -347,8 +347,10 @@ def _lighter(source: str | None, ring_sync: str, connections: str) -> str:
     """The semantics an imported workload could use to need less, as the error's hint."""
     if source is None or (ring_sync == "flow" and connections == "stream"):
         return ""
-    return (", or semantics: {ring_sync: flow, connections: stream} (rings as flows, a "
-            "stream's connections shared: docs/prediction.md)")
+    if connections != "stream":
+        return (", or semantics.connections: stream (a stream's collectives share their "
+                "connections: docs/prediction.md)")
+    return ", or semantics.ring_sync: flow (rings as flows: docs/prediction.md)"
 
 
 def check_source_ports(jobs: list[JobSpec], routing: list[str]) -> None:

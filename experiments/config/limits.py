@@ -93,13 +93,13 @@ MAX_SCALE_BYTES = 1_000.0
 #: for each transfer of the jobs that may be in flight at once (every job, unless streams
 #: queue them), + connections x BYTES_PER_CONNECTION (experiments/config/jobs.py
 #: predict_bytes), each measured as peak RSS of a whole `predict` command (docs/interop.md):
-#: a transfer is ~48 B of plan as arrays and 2 x 32 B of results (the routing's and the
-#: non-blocking reference's; 93 B measured between two cuts of SimAI's 9,216-GPU file), and
-#: the predictor's ~200 B more while its job is in flight; a connection is an object, its
-#: route and its links' row.
+#: a transfer is ~48 B of plan as arrays and 2 x 16 B of results (the routing's and the
+#: non-blocking reference's FCTs; 59-61 B measured between SimAI's 150- and 400-layer cuts,
+#: rings as steps or as flows, shared connections), and the predictor's ~230 B more while its
+#: job is in flight; a connection is an object, its route and its links' row.
 MAX_PREDICT_BYTES = 16 * 2 ** 30
 BYTES_PER_TRANSFER = 320
-BYTES_HELD_PER_TRANSFER = 120
+BYTES_HELD_PER_TRANSFER = 90
 BYTES_PER_CONNECTION = 1_000
 
 

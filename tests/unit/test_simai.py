@@ -113,6 +113,5 @@ def test_a_workload_past_the_memory_bound_is_refused_with_its_size(tmp_path):
     assert "\n" not in msg and msg.startswith(f"jobs_from.simai: job c{layers - 1}-moe-fwd: "
                                                f"passes the {MAX_PREDICT_BYTES >> 30} GiB")
     assert f"the jobs send {total:,} transfers per iteration over {total:,} connections" in msg
-    assert msg.endswith("use fewer or smaller groups, or semantics: {ring_sync: flow, "
-                        "connections: stream} (rings as flows, a stream's connections shared: "
-                        "docs/prediction.md)")
+    assert msg.endswith("use fewer or smaller groups, or semantics.connections: stream (a "
+                        "stream's collectives share their connections: docs/prediction.md)")
