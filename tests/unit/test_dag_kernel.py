@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 
 import traffic.predictor as predictor
+import traffic.predictor_dag as predictor_dag
+import traffic.predictor_rows as predictor_rows
 from traffic import dag_kernel, jit
 from experiments.overrides import load_with
 from experiments.predict import _routes
@@ -143,15 +145,15 @@ def test_moved_rows_only_predict_as_the_whole_table_rebuilt(config, sets, routin
     predictions as the whole connection table built again (as before)."""
     moved = [predict_case(config, sets, r) for r in routings]
 
-    def rebuild(sim, old, new):
-        sim.conn_table, _ = predictor._conn_links(sim.fabric_now, sim.plans, new,
-                                                  sim.nonblocking, allow_unrouted=True)
-    monkeypatch.setattr(predictor._Simulation, "_moved_rows", rebuild)
+    def rebuild(rows, old, new):
+        rows.table, _ = predictor_rows.conn_links(rows.fabric, rows.plans, new,
+                                                  rows.nonblocking, allow_unrouted=True)
+    monkeypatch.setattr(predictor_rows.ConnRows, "_moved_rows", rebuild)
     assert [predict_case(config, sets, r) for r in routings] == moved
 
 
 def reference_dag(plan, ring_sync: str) -> tuple:
-    """_Job's DAG as it was built before arrays (commit 2c83e20), verbatim but for the
+    """Job's DAG as it was built before arrays (commit 2c83e20), verbatim but for the
     returned tuple: successors, in-degrees, barrier groups, their sizes and waiters."""
     ts = plan.transfers
     pos = {t.tid: i for i, t in enumerate(ts)}
@@ -210,7 +212,7 @@ def test_job_dag_arrays_are_the_dag_built_transfer_by_transfer(config, sets, rin
     plans = plan_jobs(exp.jobs)
     row_of = {c.conn_id: r for r, c in enumerate(c for p in plans for c in p.connections)}
     for plan in plans:
-        job = predictor._Job(plan, row_of, False, ring_sync)
+        job = predictor_dag.Job(plan, row_of, False, ring_sync)
         succ, indeg, group_of, group_size, group_next = reference_dag(plan, ring_sync)
         assert [job.succ_idx[a:b].tolist() for a, b in
                 zip(job.succ_ptr[:-1], job.succ_ptr[1:])] == succ
@@ -235,5 +237,5 @@ def test_a_bad_dag_is_a_typed_error_naming_the_transfer(transfers, message):
     spec = JobSpec("z", Collective.PIPELINE, [["h1", "h3"]], 1)
     plan = JobPlan(spec, 0, [Connection(0, "z", "h1", "h3", 20000, 5001)], transfers)
     with pytest.raises(predictor.PredictorError) as e:
-        predictor._Job(plan, {0: 0}, False)
+        predictor_dag.Job(plan, {0: 0}, False)
     assert str(e.value) == message

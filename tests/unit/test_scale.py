@@ -68,9 +68,9 @@ def _ecmp_like(plans):
 @pytest.mark.parametrize("sem", ["ours", "step-tail"])
 @pytest.mark.parametrize("spare", [0, 1024])
 def test_a_lazily_planned_workload_predicts_what_the_eager_one_does(sem, spare, monkeypatch):
-    """spare 0: the _Dag is built whole again at every job start; 1,024: jobs appended."""
-    from traffic import predictor
-    monkeypatch.setattr(predictor, "SPARE_MIN", spare)
+    """spare 0: the Dag is built whole again at every job start; 1,024: jobs appended."""
+    from traffic import predictor_dag
+    monkeypatch.setattr(predictor_dag, "SPARE_MIN", spare)
     from testbed.fabric import FabricSpec, build_fabric
     from traffic.collectives import plan_jobs
     from traffic.predictor import ideal, predict
@@ -175,16 +175,16 @@ def test_past_max_fct_rows_the_fcts_are_summarized_per_job(tmp_path, monkeypatch
 
 
 def _rowwise(fab, plans, spine_of, nonblocking, allow_unrouted=False):
-    """_conn_links's reference: _conn_row per connection, in order."""
-    from traffic import predictor
+    """conn_links's reference: conn_row per connection, in order."""
+    from traffic import predictor_rows as predictor
     conns = [c for p in plans for c in p.connections]
     rows, row_of = [], {}
     for r, c in enumerate(conns):
         if c.conn_id in row_of:
             raise predictor.PredictorError(f"connection id {c.conn_id} appears twice")
         row_of[c.conn_id] = r
-        rows.append(predictor._conn_row(fab, c, (spine_of or {}).get(c.conn_id),
-                                        predictor.path_width(fab), nonblocking, allow_unrouted))
+        rows.append(predictor.conn_row(fab, c, (spine_of or {}).get(c.conn_id),
+                                       predictor.path_width(fab), nonblocking, allow_unrouted))
     return np.array(rows, dtype=np.int64).reshape(len(rows), -1), row_of
 
 
@@ -199,7 +199,7 @@ def _error(fn):
 
 @pytest.mark.parametrize("kind", ["leaf-spine", "clos3"])
 def test_connection_rows_are_each_connections_own_row(kind):
-    """_conn_links (rows per distinct leaf pair and route) against _conn_row per connection:
+    """conn_links (rows per distinct leaf pair and route) against conn_row per connection:
     the same table and rows, routed by spine names or switch paths, some unrouted, same-leaf
     and nonblocking rows; and the same error, naming the first bad connection in row order
     (a failed route, an unknown host, no route, a repeated id)."""
@@ -218,14 +218,14 @@ def test_connection_rows_are_each_connections_own_row(kind):
     spines = route("ecmp", fab, conns, seed=3).path_of
     rng = random.Random(7)
     some = {c: s for c, s in spines.items() if rng.random() < 0.7}
-    from traffic import predictor
+    from traffic import predictor_rows as predictor
     for routes, nb, allow in ((spines, False, False), (some, False, True), (None, True, False),
                               (_ecmp_like(plans) if kind == "leaf-spine" else spines,
                                False, False)):
         want = _rowwise(fab, plans, routes, nb, allow)
-        got = predictor._conn_links(fab, plans, routes, nb, allow)
+        got = predictor.conn_links(fab, plans, routes, nb, allow)
         assert np.array_equal(got[0], want[0]) and got[1] == want[1]
-    # errors: the first bad connection in row order wins, with _conn_row's message
+    # errors: the first bad connection in row order wins, with conn_row's message
     cross = [c.conn_id for c in conns if fab.leaf_of(c.src) != fab.leaf_of(c.dst)]
     bad = dict(spines)
     bad[cross[5]] = ("leaf1", "nowhere", "leaf2")
@@ -240,7 +240,7 @@ def test_connection_rows_are_each_connections_own_row(kind):
                        (twice, spines), (twice, bad)):
         want = _error(lambda: _rowwise(fab, ps, routes, False))
         assert want is not None
-        assert _error(lambda: predictor._conn_links(fab, ps, routes, False)) == want
+        assert _error(lambda: predictor.conn_links(fab, ps, routes, False)) == want
 
 
 def test_predict_command_past_lazy_transfers_writes_the_same_results(tmp_path, monkeypatch):

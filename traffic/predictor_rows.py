@@ -1,0 +1,217 @@
+"""The predictor's connection rows: each connection's links under its route, as one row of
+link indices (padded with a dummy link of infinite capacity), and the rows as routes change.
+
+Pure code (numpy). A route is a spine's name or a switch path (Fabric.switch_paths); under
+per-packet spraying a row holds every link of the leaf pair's live shortest paths, with
+weights.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from testbed.fabric import Fabric, build_fabric
+from traffic.collectives import JobPlan, unique_connections
+from traffic.prediction import PredictorError
+
+
+UNROUTED = -1   # link index of a connection that crosses leaves but has no spine (yet)
+
+
+def path_width(fabric: Fabric) -> int:
+    """Link slots per connection row: the longest host-to-host path's links (shorter paths
+    are padded with a dummy link of infinite capacity)."""
+    return fabric.max_path_links
+
+
+def conn_links(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | None] | None,
+               nonblocking: bool, allow_unrouted: bool = False
+               ) -> tuple[np.ndarray, dict[int, int]]:
+    """(C, path_width) link indices per connection (pad = len(fabric.links)) and conn_id -> row.
+    allow_unrouted: an inter-leaf connection without a route gets UNROUTED instead of an error
+    (a router gives it one when its job starts). Each row is `conn_row`'s, built per distinct
+    (leaf pair, route) rather than per connection; the first bad connection in row order
+    raises `conn_row`'s error."""
+    width, pad = path_width(fabric), len(fabric.links)
+    conns = unique_connections(plans)
+    host_of, per_host = fabric.host_ends
+    route_of: dict = {None: 0}
+    n = len(conns)
+    ends = np.empty((n, 2), dtype=np.int64)         # host index of src, dst (-1: unknown)
+    code = np.zeros(n, dtype=np.int64)              # route_of's index of the route
+    routes = spine_of or {}
+    row_of: dict[int, int] = {}
+    dup = n
+    for r, c in enumerate(conns):
+        if c.conn_id in row_of:
+            dup = r
+            break
+        row_of[c.conn_id] = r
+        ends[r] = host_of.get(c.src, -1), host_of.get(c.dst, -1)
+        code[r] = route_of.setdefault(routes.get(c.conn_id), len(route_of))
+    ends, code = ends[:dup], code[:dup]
+    hosts = np.array(per_host + [(-1, 0, 0)], dtype=np.int64).reshape(-1, 3)  # [-1]: unknown
+    src, dst = hosts[ends[:, 0]], hosts[ends[:, 1]]
+    table = np.full((dup, width), pad, dtype=np.int64)
+    table[:, 0], table[:, -1] = src[:, 1], dst[:, 2]
+    bad = (ends < 0).any(axis=1)
+    cross = ~bad & (src[:, 0] != dst[:, 0]) & (not nonblocking)
+    if cross.any():
+        bad |= _route_middles(fabric, table, cross, src[:, 0], dst[:, 0], code,
+                              list(route_of), allow_unrouted)
+    if bad.any():
+        r = int(np.argmax(bad))
+        conn_row(fabric, conns[r], routes.get(conns[r].conn_id), width, nonblocking,
+                  allow_unrouted)
+        raise AssertionError(f"row {r} is bad but conn_row built it")  # pragma: no cover
+    if dup < n:
+        raise PredictorError(f"connection id {conns[dup].conn_id} appears twice")
+    return table, row_of
+
+
+def _route_middles(fabric: Fabric, table: np.ndarray, cross: np.ndarray, a: np.ndarray,
+                   b: np.ndarray, code: np.ndarray, route: list, allow_unrouted: bool
+                   ) -> np.ndarray:
+    """Fill the switch links of the rows `cross` (leaves a != b; route[code] a spine's name, a
+    switch path or None) into table; return the rows whose route is failed, unknown or
+    missing (missing: only unless allow_unrouted)."""
+    width, pad = table.shape[1], len(fabric.links)
+    leaves, n_leaves, n_routes = fabric.leaves, len(fabric.leaves), len(route)
+    rows = np.flatnonzero(cross)
+    uniq, inv = np.unique((a[rows] * n_leaves + b[rows]) * n_routes + code[rows],
+                          return_inverse=True)
+    middle = np.full((len(uniq), width - 2), pad, dtype=np.int64)
+    ok = np.ones(len(uniq), dtype=bool)
+    for k, key in enumerate(uniq.tolist()):
+        pair, ic = divmod(key, n_routes)
+        s, la, lb = route[ic], leaves[pair // n_leaves], leaves[pair % n_leaves]
+        if s is None:
+            middle[k], ok[k] = UNROUTED, allow_unrouted
+            continue
+        path = (la, s, lb) if isinstance(s, str) else tuple(s)
+        ids = fabric.route_links(path) if path[0] == la and path[-1] == lb else None
+        if ids is None:
+            ok[k] = False
+        else:
+            middle[k, :len(ids)] = ids
+    table[rows, 1:-1] = middle[inv.reshape(-1)]
+    bad = np.zeros(len(table), dtype=bool)
+    bad[rows] = ~ok[inv.reshape(-1)]
+    return bad
+
+
+def conn_row(fabric: Fabric, c, s: str | tuple | None, width: int, nonblocking: bool,
+             allow_unrouted: bool) -> list[int]:
+    """Connection c's link indices when routed via s (a spine's name, a switch path, or
+    None): conn_links's row."""
+    li = fabric.link_index
+    try:
+        a, b = fabric.leaf_of(c.src), fabric.leaf_of(c.dst)
+    except KeyError as e:
+        raise PredictorError(f"jobs.{c.job}: host {e} is not in the fabric") from None
+    ends = (li[(c.src, a)], li[(b, c.dst)])
+    if nonblocking or a == b:
+        return [ends[0], *[len(fabric.links)] * (width - 2), ends[1]]
+    if s is None:
+        if allow_unrouted:
+            return [ends[0], *[UNROUTED] * (width - 2), ends[1]]
+        raise PredictorError(f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) crosses "
+                             f"{a}->{b} but has no route")
+    path = (a, s, b) if isinstance(s, str) else tuple(s)
+    ids = fabric.route_links(path) if path[0] == a and path[-1] == b else None
+    if ids is None:
+        raise PredictorError(f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) is routed "
+                             f"via {'/'.join(path[1:-1]) or s}, which is failed or unknown "
+                             f"between {a} and {b}")
+    return [ends[0], *ids, *[len(fabric.links)] * (width - 2 - len(ids)), ends[1]]
+
+
+def spray_links(fabric: Fabric, plans: list[JobPlan], width: int
+                ) -> tuple[np.ndarray, np.ndarray, dict[int, int]]:
+    """Per-packet spraying: each connection's host links (weight 1) and every link of its leaf
+    pair's live shortest paths, weighted by the share of those paths crossing it
+    (Fabric.spray_shares); (C, width) link indices, their weights, conn_id -> row."""
+    pad = len(fabric.links)
+    conns = unique_connections(plans)
+    table = np.full((len(conns), width), pad, dtype=np.int64)
+    weights = np.ones((len(conns), width))
+    li = fabric.link_index
+    row_of: dict[int, int] = {}
+    for r, c in enumerate(conns):
+        row_of[c.conn_id] = r
+        a, b = fabric.leaf_of(c.src), fabric.leaf_of(c.dst)
+        table[r, 0], table[r, width - 1] = li[(c.src, a)], li[(b, c.dst)]
+        if a == b:
+            continue
+        shares = fabric.spray_shares(a, b)
+        if not shares:
+            raise PredictorError(f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}): no live "
+                                 f"path between {a} and {b} to spray over")
+        for k, (i, w) in enumerate(shares):
+            table[r, 1 + k], weights[r, 1 + k] = i, w
+    return table, weights, row_of
+
+
+def spray_width(fabric: Fabric, plans: list[JobPlan]) -> int:
+    """Link slots per connection row under per-packet spraying: its two host links and the
+    links of every shortest path of its leaf pair with nothing failed (so that repairs fit)."""
+    whole = build_fabric(fabric.spec.with_failures((), ()))
+    pairs = {(fabric.leaf_of(c.src), fabric.leaf_of(c.dst)) for c in unique_connections(plans)}
+    return 2 + max((len(whole.spray_shares(a, b)) for a, b in pairs if a != b), default=0)
+
+
+class ConnRows:
+    """Every connection's row (in `unique_connections` order) under the latest routes and
+    fabric: `table` (C, width) link indices, `weights` under spraying (else None), and the
+    conn_id <-> row maps. `reroute` follows the router's new routes or fabric."""
+
+    def __init__(self, fabric: Fabric, plans: list[JobPlan],
+                 spine_of: dict[int, str | None] | None, nonblocking: bool, spray: bool,
+                 routed_later: bool):
+        """routed_later: a router gives routes as jobs start (rows may be UNROUTED)."""
+        self.fabric, self.plans = fabric, plans
+        self.nonblocking, self.spray = nonblocking, spray
+        self.links = list(fabric.links)
+        self.width = spray_width(fabric, plans) if spray else path_width(fabric)
+        self.weights: np.ndarray | None = None        # per-packet spraying's link shares
+        if spray:
+            self.table, self.weights, row_of = spray_links(fabric, plans, self.width)
+        else:
+            self.table, row_of = conn_links(fabric, plans, spine_of, nonblocking,
+                                            allow_unrouted=routed_later)
+        self.row_of = row_of
+        self.conn_of_row = np.array(sorted(row_of, key=row_of.get), dtype=np.int64)
+        self.conns = unique_connections(plans)          # by row
+        self.unrouted = bool((self.table == UNROUTED).any())   # some row has no route
+        self.last_routes: dict | None = None            # the router's latest routes
+        self.n_reroutes = 0
+
+    def reroute(self, spines: dict[int, str | None], new_fabric: Fabric) -> bool:
+        """The router's new routes on new_fabric; False when nothing moved."""
+        self.n_reroutes += 1
+        if new_fabric is self.fabric and (spines is self.last_routes
+                                          or spines == self.last_routes):
+            return False                  # nothing moved (ECMP's one hash: the same object)
+        if list(new_fabric.links) != self.links:
+            raise PredictorError("a router's fabric must have the same links as the original")
+        old, self.last_routes = self.last_routes, spines
+        same_fabric, self.fabric = new_fabric is self.fabric, new_fabric
+        if self.spray:                     # the live paths of the new fabric, whatever routes
+            self.table, self.weights, _ = spray_links(new_fabric, self.plans, self.width)
+        elif same_fabric and old is not None:
+            self._moved_rows(old, spines)
+        else:
+            self.table, _ = conn_links(new_fabric, self.plans, spines, self.nonblocking,
+                                       allow_unrouted=True)
+        self.unrouted = bool((self.table == UNROUTED).any())
+        return True
+
+    def _moved_rows(self, old: dict, new: dict) -> None:
+        """On the same fabric, only the connections whose route changed get a new row (in
+        row order, so that a bad route is named as conn_links would name it)."""
+        row_of = self.row_of
+        moved = sorted((row_of[c] for c in old.keys() | new.keys()
+                        if c in row_of and old.get(c) != new.get(c)))
+        for r in moved:
+            c = self.conns[r]
+            self.table[r] = conn_row(self.fabric, c, new.get(c.conn_id), self.width,
+                                     self.nonblocking, True)
