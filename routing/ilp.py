@@ -41,21 +41,12 @@ from traffic.collectives import Connection
 
 from .base import (FlowTable, RoutingPlan, SolveStats, assignment_from_spine_of,
                    assignment_loads, flow_table, spine_of_from_assignment, table_lower_bound)
+from .edge_coloring import route_edge_coloring_paths
 from .greedy import greedy_assignment, greedy_fill, greedy_fill_paths
+from .groups import Groups, assignment_counts, counts_to_assignment, flow_groups
+from .mmf_cuts import descend
 from .paths import (Path, PathTable, assignment_of_paths, loads_of, max_load, path_lower_bound,
                     path_of_assignment, path_table)
-
-#: Groups of interchangeable flows: key -> flow indices (key ends with (src leaf, dst leaf)).
-Groups = dict[tuple[int, ...], list[int]]
-
-
-def flow_groups(t: FlowTable, by_job: bool = False) -> Groups:
-    """Flows grouped by leaf pair (and by job first when `by_job`)."""
-    groups: Groups = defaultdict(list)
-    for i, (a, b, j) in enumerate(zip(t.src, t.dst, t.job)):
-        groups[(j, a, b) if by_job else (a, b)].append(i)
-    return dict(groups)
-
 
 def start_assignment(t: FlowTable, seed: int, previous: dict[int, str | None] | None) -> list[int]:
     """Warm start: previous spines where still usable, greedy for the rest (or plain greedy)."""
@@ -64,38 +55,6 @@ def start_assignment(t: FlowTable, seed: int, previous: dict[int, str | None] | 
         up, down = assignment_loads(t, assign)
         return greedy_fill(t, assign, up, down, seed)
     return greedy_assignment(t, seed)
-
-
-def counts_to_assignment(t: FlowTable, groups: Groups, counts: dict[tuple, dict[int, int]],
-                         prefer: list[int] | None) -> list[int]:
-    """Give each flow of a group one spine so that spine s gets counts[key][s] flows.
-
-    Flows whose `prefer` spine still has room keep it (low churn)."""
-    assign = [-1] * len(t.flows)
-    for key, ids in groups.items():
-        left = dict(counts[key])
-        rest = []
-        for i in ids:
-            p = prefer[i] if prefer is not None else -1
-            if p >= 0 and left.get(p, 0) > 0:
-                assign[i] = p
-                left[p] -= 1
-            else:
-                rest.append(i)
-        pool = [s for s, k in sorted(left.items()) for _ in range(k)]
-        for i, s in zip(rest, pool):
-            assign[i] = s
-    return assign
-
-
-def assignment_counts(groups: Groups, assign: list[int]) -> dict[tuple, dict[int, int]]:
-    out: dict[tuple, dict[int, int]] = {}
-    for key, ids in groups.items():
-        c: dict[int, int] = defaultdict(int)
-        for i in ids:
-            c[assign[i]] += 1
-        out[key] = dict(c)
-    return out
 
 
 #: CBC's own limit (-sec) binds only in branch and bound: a 2,048-NIC mmf round spent 11 min
@@ -281,7 +240,6 @@ def solve_min_max_paths(t: PathTable, fabric: Fabric, seed: int = 0,
     greedy_fill_paths(t, start, loads_of(t, start), seed)
     ub = max_load(loads_of(t, start))
     if not previous and ub > lb:   # the staged colouring often meets the bound where greedy
-        from .edge_coloring import route_edge_coloring_paths    # does not (cyclic import)
         coloured = assignment_of_paths(
             t, route_edge_coloring_paths(fabric, t.conns, seed).path_of)
         if min(coloured) >= 0 and max_load(loads_of(t, coloured)) < ub:
@@ -291,7 +249,6 @@ def solve_min_max_paths(t: PathTable, fabric: Fabric, seed: int = 0,
     groups = flow_groups(t)
     if ub > lb:    # the descent from that start often meets the bound: then no HiGHS
         if polish is None:
-            from .mmf_cuts import descend
             polish = lambda a: descend(t, a)[0]   # noqa: E731
         polished = polish(start)
         if max_load(loads_of(t, polished)) < ub:

@@ -86,8 +86,8 @@ from traffic.collectives import Connection
 
 from .base import (FlowTable, RoutingPlan, SolveStats, assignment_from_spine_of,
                    assignment_loads, flow_table, spine_of_from_assignment, table_lower_bound)
-from .ilp import (assignment_counts, cbc, counts_to_assignment, flow_groups,
-                  solve_min_max, solved_values)
+from .groups import assignment_counts, counts_to_assignment, flow_groups
+from .ilp import cbc, solve_min_max, solved_values
 from .mmf_bounds import (Bounds, clean_capacity, first_appearance_limits, job_levels,
                          leaf_sides, relabel_first_appearance, rename_towards, round_value,
                          spine_classes)

@@ -11,7 +11,7 @@ from collections import defaultdict
 import numpy as np
 
 from .base import FlowTable, assignment_loads
-from .ilp import Groups
+from .groups import Groups
 
 
 def job_levels(t: FlowTable, assign: list[int]) -> dict[int, int]:

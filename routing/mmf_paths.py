@@ -50,7 +50,8 @@ from traffic.collectives import Connection
 
 from .base import RoutingPlan, SolveStats
 from .highs import Model
-from .ilp import flow_groups, solve_min_max_paths
+from .groups import flow_groups
+from .ilp import solve_min_max_paths
 from .mmf_cuts import CutBounds, descend
 from .paths import Path, PathTable, _PathLinks, loads_of, max_load, path_lower_bound, path_of_assignment, \
     path_table

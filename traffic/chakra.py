@@ -14,15 +14,15 @@ that the network needs, declared here with the `protobuf` package (no generated 
           REDUCE_SCATTER 7), comm_size (bytes), pg_name (a process group; empty: every rank),
           comm_src, comm_dst, comm_tag (send/recv)
 
-Mapping (`job_specs`): rank r runs on hosts[r] (default h{r+1}). Each rank's DAG (data and
-control dependencies) is scheduled alone: a node starts when its dependencies have ended and
-lasts duration_micros (a communication node with no duration: its collective's time on a
-non-blocking fabric). The k-th collective of a process group on every member rank is one
-collective: a JobSpec (all-reduce, all-gather, reduce-scatter or all-to-all over the group's
-hosts in rank order, comm_size bytes) that starts when its last member reaches it. A send
-matched with its receive (src, dst, tag, in order) is a point-to-point JobSpec. So the
-network sees the trace's communication at the times its compute lets it start; what the
-network then does to later compute is not fed back (each JobSpec is one iteration).
+Mapping (traffic/chakra_jobs.py `job_specs`): rank r runs on hosts[r] (default h{r+1}). Each
+rank's DAG (data and control dependencies) is scheduled alone: a node starts when its
+dependencies have ended and lasts duration_micros (a communication node with no duration: its
+collective's time on a non-blocking fabric). The k-th collective of a process group on every
+member rank is one collective: a JobSpec (all-reduce, all-gather, reduce-scatter or all-to-all
+over the group's hosts in rank order, comm_size bytes) that starts when its last member
+reaches it. A send matched with its receive (src, dst, tag, in order) is a point-to-point
+JobSpec. So the network sees the trace's communication at the times its compute lets it start;
+what the network then does to later compute is not fed back (each JobSpec is one iteration).
 
 Errors are ChakraError with one line naming the file and the record (0 = GlobalMetadata).
 """
@@ -36,7 +36,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError
 
 from traffic import files
-from traffic.collectives import Collective, JobSpec
+from traffic.collectives import Collective
 
 #: CollectiveCommType values we model, and the ones we know but do not.
 COLLECTIVES = {0: Collective.ALLREDUCE, 2: Collective.ALLGATHER, 6: Collective.ALLTOALL,
@@ -254,12 +254,3 @@ def read_traces(folder: str | Path) -> dict[int, tuple[Path, list[Node]]]:
         raise ChakraError(f"{d}: ranks must be 0..n-1 (n <= {MAX_RANKS:,}), found "
                           f"{sorted(found)[:5]}...")
     return {r: (f, read_trace(f)) for r, f in sorted(found.items())}
-
-
-# -- to JobSpecs: traffic/chakra_jobs.py ---------------------------------------------------
-def job_specs(traces: dict[int, tuple[Path, list[Node]]], hosts: list[str],
-              host_link_mbps: float, groups: dict[str, list[int]] | None = None,
-              notes=None) -> list[JobSpec]:
-    """The traces' communication as JobSpecs on streams (traffic/chakra_jobs.py)."""
-    from traffic import chakra_jobs
-    return chakra_jobs.job_specs(traces, hosts, host_link_mbps, groups, notes)

@@ -32,7 +32,7 @@ and data comms across them, HYBRID_MODEL_DATA the other way round. NONE and BROA
 AICB placeholder of 1 byte): each is counted in `Notes.skipped`.
 
 Which comms a pass issues, in what order, and which ones the compute waits for follow each
-kind's `iterate_*` in Workload.cc (traffic/simai_passes.py). Every group kind is one stream.
+kind's `iterate_*` in Workload.cc (traffic/simai_passes.py, with `job_specs`). Every group kind is one stream.
 With pp > 1 and pp_comm bytes, a forward pipeline send (stage i -> i+1, the compute waits)
 follows the forward pass and a backward one (reverse) the backward pass. vpp and ga are
 read and not modelled. Errors are SimaiError naming the file and line.
@@ -273,20 +273,3 @@ def read_workload(path: str | Path, all_gpus: int | None = None,
     layers = [_layer(c, n, f"{p}:{n}", h.kind == "HYBRID_CUSTOMIZED")
               for n, c in body[:count]]          # like SimAI, lines past the count are unread
     return Workload(h, par, layers, p, missing=count - len(layers))
-
-
-def job_specs(path: str | Path, hosts: list[str], host_link_mbps: float,
-              all_gpus: int | None = None, dim0: int = 1, notes=None,
-              comm_scale: float = 1.0):
-    """The workload's comms of one iteration as JobSpecs on streams, rank r -> hosts[r];
-    `notes` (traffic.streams.Notes) gets the comms skipped and the iteration's tail.
-    `comm_scale` multiplies every comm's bytes (SimAI's comm_scale; rounded down)."""
-    from traffic import simai_passes
-    wl = read_workload(path, all_gpus if all_gpus is not None else len(hosts), dim0)
-    if comm_scale != 1.0:
-        for ly in wl.layers:
-            ly.comm = {ph: (k, g, int(b * comm_scale)) for ph, (k, g, b) in ly.comm.items()}
-    if wl.par.gpus > len(hosts):
-        raise SimaiError(f"{wl.path}:1: all_gpus {wl.par.gpus} is more than the fabric's "
-                         f"{len(hosts)} hosts")
-    return simai_passes.run(wl, hosts, notes)

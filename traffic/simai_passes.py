@@ -24,10 +24,11 @@ for (a blocking comm, or an earlier non-blocking one it joins later):
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from traffic.collectives import Collective, JobSpec
 from traffic.simai import (DLRMS, KINDS, TRANSFORMERS, CYCLE_S, Layer, SimaiError,
-                           Workload)
+                           Workload, read_workload)
 from traffic.streams import Control, Notes
 
 _NAME_BAD = re.compile(r"[^A-Za-z0-9._-]")
@@ -248,3 +249,19 @@ def run(wl: Workload, hosts: list[str], notes: Notes | None = None) -> list[JobS
         _inference(p, n)
     notes.tail = dict(p.ctl.terms)
     return p.ctl.specs
+
+
+def job_specs(path: str | Path, hosts: list[str], host_link_mbps: float,
+              all_gpus: int | None = None, dim0: int = 1, notes=None,
+              comm_scale: float = 1.0):
+    """The workload's comms of one iteration as JobSpecs on streams, rank r -> hosts[r];
+    `notes` (traffic.streams.Notes) gets the comms skipped and the iteration's tail.
+    `comm_scale` multiplies every comm's bytes (SimAI's comm_scale; rounded down)."""
+    wl = read_workload(path, all_gpus if all_gpus is not None else len(hosts), dim0)
+    if comm_scale != 1.0:
+        for ly in wl.layers:
+            ly.comm = {ph: (k, g, int(b * comm_scale)) for ph, (k, g, b) in ly.comm.items()}
+    if wl.par.gpus > len(hosts):
+        raise SimaiError(f"{wl.path}:1: all_gpus {wl.par.gpus} is more than the fabric's "
+                         f"{len(hosts)} hosts")
+    return run(wl, hosts, notes)

@@ -439,7 +439,7 @@ def warm() -> None:
     global _warm
     if _warm:
         return
-    from traffic.jit import registries
+    from traffic.numba_start import registries
     registries()                      # numba's NumPy registries without scipy.linalg
     links = np.zeros((1, 1), np.int64)
     cap, rates, rem = np.ones(1), np.zeros(1), np.ones(1)

@@ -20,7 +20,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from experiments.config.jobs import predict_size  # noqa: E402
-from traffic import simai  # noqa: E402
+from traffic import simai, simai_passes  # noqa: E402
 from traffic.collectives import CONNECTIONS  # noqa: E402
 from traffic.prediction import RING_SYNCS  # noqa: E402
 from traffic.streams import Notes  # noqa: E402
@@ -69,8 +69,8 @@ def main() -> int:
            "semantics": {"ring_sync": args.ring_sync, "connections": args.connections}}
     (args.out / "config.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     hosts = [f"h{i}" for i in range(1, 9217)]
-    specs = simai.job_specs(w, hosts, 100_000.0, None, simai.default_dim0(9216, 64),
-                            Notes("simai", "cycles"))
+    specs = simai_passes.job_specs(w, hosts, 100_000.0, None, simai.default_dim0(9216, 64),
+                                   Notes("simai", "cycles"))
     conns, transfers, need = predict_size(specs, args.ring_sync, args.connections)
     print(f"{w}: {len(specs):,} jobs, {transfers:,} transfers per iteration, {conns:,} "
           f"connections; predict needs ~{need / 2 ** 30:.1f} GiB")

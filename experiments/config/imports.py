@@ -72,7 +72,7 @@ def _jobs_from(d: dict, base_dir: str | Path | None) -> tuple[dict | None, Any] 
 def _trace_jobs(src: dict, kind: str, base_dir: str | Path | None) -> Any:
     """fabric -> the JobSpecs of a Chakra trace folder or a SimAI workload file."""
     import json
-    from traffic import chakra, files, simai
+    from traffic import chakra, chakra_jobs, files, simai, simai_passes
     from traffic.streams import Notes, StreamError
     path = _rel_path(_str(src, kind, "jobs_from"), base_dir)
     groups = None
@@ -106,12 +106,12 @@ def _trace_jobs(src: dict, kind: str, base_dir: str | Path | None) -> Any:
         notes = Notes(kind, "us" if kind == "chakra" else "cycles of 1 ns")
         try:
             if kind == "chakra":
-                specs = chakra.job_specs(chakra.read_traces(path), hosts, rate, groups, notes)
+                specs = chakra_jobs.job_specs(chakra.read_traces(path), hosts, rate, groups, notes)
             else:
                 n = gpus or len(hosts)
                 per_leaf = sum(1 for h in hosts if fabric.leaf_of(h) == fabric.leaf_of(hosts[0]))
-                specs = simai.job_specs(path, hosts, rate, gpus,
-                                        dim0 or simai.default_dim0(n, per_leaf), notes, scale)
+                specs = simai_passes.job_specs(path, hosts, rate, gpus,
+                                               dim0 or simai.default_dim0(n, per_leaf), notes, scale)
         except (chakra.ChakraError, simai.SimaiError, StreamError) as e:
             raise ConfigError(f"jobs_from.{kind}: {_one_line(e, 300)}") from None
         return specs, notes

@@ -1,5 +1,6 @@
-"""The `jobs` section: explicit collectives, model jobs (traffic/models.py) and Hedera's
-patterns (traffic/patterns.py), and the size of what they plan, counted before it is built.
+"""The `jobs` section: explicit collectives (experiments/config/explicit.py), model jobs
+(traffic/models.py), Hedera's patterns (traffic/patterns.py) and program jobs
+(experiments/config/programs.py), and the size of what they plan, counted before it is built.
 """
 from __future__ import annotations
 
@@ -17,49 +18,11 @@ from .limits import (BYTES_HELD_PER_TRANSFER, BYTES_PER_CONNECTION, BYTES_PER_TR
                      MAX_ITERATIONS, MAX_JOBS, MAX_PIECE_BYTES, MAX_PREDICT_BYTES,
                      MAX_SCALE_BYTES, MAX_SEED, MAX_SIZE_BYTES, MAX_SUBFLOWS, MAX_TRANSFER_RUNS,
                      MIN_PIECE_BYTES, PIECE_WHY)
-from .keys import EXPLICIT_JOB_KEYS, MODEL_JOB_KEYS, PATTERN_JOB_KEYS
-from .readers import ConfigError, quote, _check_keys, _int, _num, _fmt, _name, _choice
+from .explicit import explicit_job, hosts_list
+from .keys import MODEL_JOB_KEYS, PATTERN_JOB_KEYS
+from .programs import program_job
+from .readers import ConfigError, _check_keys, _int, _num, _fmt, _name, _choice
 from .records import SubflowDefaults
-
-
-def _hosts(v: Any, where: str, fabric: Fabric) -> list[str]:
-    if not isinstance(v, list) or not v:
-        raise ConfigError(f"{where}: expected a list of host names, e.g. [h1, h5], "
-                          f"got {quote(v)}")
-    n = len(fabric.hosts)
-    for h in v:
-        if not isinstance(h, str) or not fabric.graph.has_node(h) \
-                or fabric.graph.nodes[h].get("role") != "host":
-            raise ConfigError(f"{where}: unknown host {quote(h)} (this fabric has h1..h{n})")
-    return list(v)
-
-
-def _groups(d: dict, where: str, fabric: Fabric) -> list[list[str]]:
-    """`hosts: [...]` (one group) or `groups: [[...], ...]` (several, e.g. the rings of a
-    model job as resolved() writes them), exactly one of the two."""
-    if ("hosts" in d) == ("groups" in d):
-        raise ConfigError(f"{where}: give either hosts: [h1, h5, ...] or groups: "
-                          "[[h1, h5], [h2, h6], ...]")
-    if "hosts" in d:
-        return [_hosts(d["hosts"], f"{where}.hosts", fabric)]
-    g = d["groups"]
-    if not isinstance(g, list) or not g:
-        raise ConfigError(f"{where}.groups: expected a list of host lists, e.g. "
-                          f"[[h1, h5], [h2, h6]], got {quote(g)}")
-    return [_hosts(x, f"{where}.groups[{i}]", fabric) for i, x in enumerate(g)]
-
-
-def _explicit_job(d: dict, where: str, fabric: Fabric) -> JobSpec:
-    _check_keys(d, EXPLICIT_JOB_KEYS, where)
-    name = _name(d, "name", where)
-    collective = Collective(_choice(d, "collective", where, [c.value for c in Collective]))
-    groups = _groups(d, where, fabric)
-    return JobSpec(
-        name=name, collective=collective, groups=groups,
-        size_bytes=_int(d, "size_bytes", where, maximum=MAX_SIZE_BYTES, why="1 TiB"),
-        iterations=_int(d, "iterations", where, 1, maximum=MAX_ITERATIONS),
-        compute_s=_num(d, "compute_s", where, 0.0, positive=False),
-        start_s=_num(d, "start_s", where, 0.0, positive=False))
 
 
 def _model_job(d: dict, where: str, fabric: Fabric, rng: random.Random,
@@ -100,7 +63,7 @@ def _pattern_job(d: dict, where: str, fabric: Fabric, seed: int, used: set[str])
         if key in d and pattern != only:
             raise ConfigError(f"{where}.{key}: only for pattern: {only} (this job is "
                               f"pattern: {pattern}); remove it")
-    hosts = (_hosts(d["hosts"], f"{where}.hosts", fabric) if "hosts" in d
+    hosts = (hosts_list(d["hosts"], f"{where}.hosts", fabric) if "hosts" in d
              else [h for h in fabric.hosts if h not in used])
     if len(set(hosts)) != len(hosts):
         raise ConfigError(f"{where}.hosts: a host is listed twice")
@@ -148,7 +111,7 @@ def _program_hosts(fabric: Fabric, rng: random.Random, used: set[str]):
         if "hosts" in d:
             if "placement" in d or "ranks" in d:
                 raise ConfigError(f"{where}: give hosts, or placement and ranks, not both")
-            return _hosts(d["hosts"], f"{where}.hosts", fabric)
+            return hosts_list(d["hosts"], f"{where}.hosts", fabric)
         placement = _choice(d, "placement", where, list(models.PLACEMENTS), "packed")
         ranks = _int(d, "ranks", where, maximum=len(fabric.hosts))
         try:
@@ -162,7 +125,6 @@ def _program_hosts(fabric: Fabric, rng: random.Random, used: set[str]):
 def _jobs(v: Any, fabric: Fabric, seed: int, base_dir=None) -> tuple[list[JobSpec], list]:
     """The jobs (collectives, and program jobs' declared traffic as host pairs) and the
     program jobs (traffic/programs.py ProgramSpec)."""
-    from .programs import program_job
     if not isinstance(v, list) or not v:
         raise ConfigError("jobs: expected a non-empty list of jobs")
     if len(v) > MAX_JOBS:
@@ -177,7 +139,7 @@ def _jobs(v: Any, fabric: Fabric, seed: int, base_dir=None) -> tuple[list[JobSpe
     # jobs in order; pattern jobs last (by default they take every host still free)
     kinds = {i: ("program" if "program" in d else "model" if "model" in d
                  else "pattern" if "pattern" in d else "explicit") for i, d in enumerate(v)}
-    explicit = {i: _explicit_job(d, f"jobs[{i}]", fabric)
+    explicit = {i: explicit_job(d, f"jobs[{i}]", fabric)
                 for i, d in enumerate(v) if kinds[i] == "explicit"}
     used = {h for j in explicit.values() for h in j.hosts}
     hosts_of = _program_hosts(fabric, rng, used)

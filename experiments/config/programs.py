@@ -28,6 +28,7 @@ from traffic.programs import DEFAULT_LEARN_STEPS, ProgramSpec, rank_path
 
 from .limits import (MAX_ARG_CHARS, MAX_ARGV, MAX_ENV, MAX_LEARN_STEPS, MAX_PROGRAMS,
                      MAX_SECONDS)
+from .explicit import explicit_job
 from .keys import EXPLICIT_JOB_KEYS, PROGRAM_JOB_KEYS
 from .readers import ConfigError, quote, _check_keys, _int, _name, _num, _choice, _str
 
@@ -100,8 +101,7 @@ def program_job(d: dict, where: str, fabric: Fabric, rng: random.Random, used: s
                           f"hosts or groups), got {quote(traffic)}")
     _check_keys(traffic, EXPLICIT_JOB_KEYS - {"name", "start_s", "subflows", "split",
                                               "split_piece_bytes"}, f"{where}.traffic")
-    from .jobs import _explicit_job
-    job = _explicit_job({"name": name, **({"hosts": list(hosts)} if "groups" not in traffic
+    job = explicit_job({"name": name, **({"hosts": list(hosts)} if "groups" not in traffic
                                           and "hosts" not in traffic else {}), **traffic},
                         f"{where}.traffic", fabric)
     stray = set(job.hosts) - set(hosts)

@@ -8,8 +8,8 @@ import pytest
 
 from experiments.__main__ import main as cli
 from experiments.config import ConfigError, parse
-from traffic.chakra import (ChakraError, job_specs, read_trace, read_traces, records,
-                            write_trace)
+from traffic.chakra import ChakraError, read_trace, read_traces, records, write_trace
+from traffic.chakra_jobs import job_specs
 from traffic.collectives import Collective
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "chakra" / "allreduce4"

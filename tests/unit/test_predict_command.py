@@ -46,11 +46,11 @@ def test_predict_without_plots_imports_neither_matplotlib_nor_pandas(tmp_path):
 def test_numba_starts_without_scipy_linalg_which_imports_afterwards():
     script = textwrap.dedent("""
         import sys
-        from traffic import jit, waterfill
-        held = jit.registries()
+        from traffic import numba_start, waterfill
+        held = numba_start.registries()
         waterfill.warm()
         import numba.np.arraymath as am
-        print(held, "scipy.linalg" in sys.modules, am._HAVE_BLAS, jit.registries())
+        print(held, "scipy.linalg" in sys.modules, am._HAVE_BLAS, numba_start.registries())
         import scipy.linalg
         print(scipy.linalg.norm([3.0, 4.0]))
     """)

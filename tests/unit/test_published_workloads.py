@@ -11,10 +11,12 @@ import pytest
 from experiments.__main__ import main as cli
 from experiments.config import ConfigError, parse
 from testbed.fabric import FabricSpec, build_fabric
-from traffic.chakra import ChakraError, job_specs as chakra_jobs, read_traces
+from traffic.chakra import ChakraError, read_traces
+from traffic.chakra_jobs import job_specs as chakra_jobs
 from traffic.collectives import Collective, plan_jobs
 from traffic.predictor import ideal
-from traffic.simai import job_specs, read_workload
+from traffic.simai import read_workload
+from traffic.simai_passes import job_specs
 from traffic.streams import Notes
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"

@@ -15,7 +15,7 @@ from experiments.config.limits import (BYTES_HELD_PER_TRANSFER, BYTES_PER_CONNEC
 from experiments.runner import check_emulable
 from routing import route
 from testbed.fabric import FabricSpec, build_fabric
-from traffic import simai
+from traffic import simai_passes
 from traffic.collectives import Collective, JobSpec, plan_jobs, unique_connections
 from traffic.predictor import ideal, predict
 from traffic.streams import Notes
@@ -91,7 +91,7 @@ def test_counts_before_planning_match_the_plans():
     """predict_size counts a shared connection once, as plan_jobs makes it."""
     hosts = [f"h{i}" for i in range(1, 65)]
     for path in sorted((FIX / "aicb").glob("*.txt")) + [FIX / "tp2-dp4.txt"]:
-        specs = simai.job_specs(path, hosts, RATE, 16, 1, Notes("simai", "cycles"))
+        specs = simai_passes.job_specs(path, hosts, RATE, 16, 1, Notes("simai", "cycles"))
         for mode in ("job", "stream"):
             for sync in ("rank", "flow"):
                 plans = plan_jobs(specs, sync, mode)
@@ -163,9 +163,11 @@ def test_run_refuses_stream():
 
 def test_importers_name_each_collectives_stream():
     """SimAI: the group kind; Chakra: the process group (its sends are on none)."""
-    from traffic.chakra import job_specs as chakra_specs, read_traces
+    from traffic.chakra import read_traces
+    from traffic.chakra_jobs import job_specs as chakra_specs
     hosts = [f"h{i}" for i in range(1, 9)]
-    specs = simai.job_specs(FIX / "tp2-dp4.txt", hosts, RATE, 8, 1, Notes("simai", "cycles"))
+    specs = simai_passes.job_specs(FIX / "tp2-dp4.txt", hosts, RATE, 8, 1,
+                                   Notes("simai", "cycles"))
     assert specs and {s.stream for s in specs} <= {"TP", "DP", "EP", "DP_EP", "PP"}
     assert len({s.stream for s in specs}) > 1
     trace = FIX.parent / "chakra" / "allreduce4"

@@ -8,7 +8,8 @@ import pytest
 
 from experiments.config import ConfigError, parse
 from traffic.collectives import Collective
-from traffic.simai import Parallelism, SimaiError, job_specs, read_workload
+from traffic.simai import Parallelism, SimaiError, read_workload
+from traffic.simai_passes import job_specs
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "simai" / "tp2-dp4.txt"
 HOSTS = [f"h{i}" for i in range(1, 9)]

@@ -166,7 +166,7 @@ def test_side_bounds_match_brute_force():
 
 
 def test_symmetry_breaking_keeps_loads_and_is_met_by_the_renamed_start():
-    from routing.ilp import flow_groups
+    from routing.groups import flow_groups
     from routing.mmf_bounds import first_appearance_limits, relabel_first_appearance, spine_classes
 
     f, conns = four_jobs()
