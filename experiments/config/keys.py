@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from testbed import topologies
 
+from .importers import JOBS_FROM_KEYS  # noqa: F401  (each format's keys: importers/)
+
 
 TOP_KEYS = {"name", "seed", "fabric", "jobs", "routing", "emulation", "events",
             "jobs_from", "semantics", "replay_log", "solver_time_limit_s", "subflows",
@@ -48,5 +50,4 @@ TCP_CCS = ("cubic", "bbr", "reno")
 
 
 # -- other tools' inputs (issue 13): floodns traffic folders, replayed routes, semantics ------
-JOBS_FROM_KEYS = {"floodns", "iterations", "failed_cores", "chakra", "comm_groups",
-                  "simai", "all_gpus", "first_dim_npus", "comm_scale"}
+# jobs_from's keys: each format's own (experiments/config/importers), JOBS_FROM_KEYS above

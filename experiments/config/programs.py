@@ -30,7 +30,8 @@ from .limits import (MAX_ARG_CHARS, MAX_ARGV, MAX_ENV, MAX_LEARN_STEPS, MAX_PROG
                      MAX_SECONDS)
 from .explicit import explicit_job
 from .keys import EXPLICIT_JOB_KEYS, PROGRAM_JOB_KEYS
-from .readers import ConfigError, quote, _check_keys, _int, _name, _num, _choice, _str
+from .readers import (ConfigError, quote, _check_keys, _int, _name, _num, _choice, _rel_path,
+                      _str)
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 DEMANDS = ("declared", "measured")
@@ -74,7 +75,6 @@ def _env(v: Any, where: str) -> tuple[tuple[str, str], ...]:
 
 def _cwd(d: dict, where: str, base_dir: Path | None) -> Path:
     """`cwd`: beside the config file first, then from where mlfabric runs (its default)."""
-    from .imports import _rel_path
     cwd = _rel_path(_str(d, "cwd", where), base_dir) if "cwd" in d else Path(".")
     if not cwd.is_dir():
         raise ConfigError(f"{where}.cwd: {quote(str(cwd))} is not a directory")

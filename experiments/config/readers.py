@@ -170,3 +170,12 @@ def _name_list(d: dict, key: str, where: str) -> list:
     if not isinstance(v, list):
         raise ConfigError(f"{where}.{key}: expected a list, got {type(v).__name__} {quote(v)}")
     return v
+
+
+def _rel_path(v: str, base_dir: str | Path | None) -> Path:
+    """A relative path is looked up beside the config file first, then from the working
+    directory (callers that parse a document without its file give no base_dir)."""
+    p = Path(v)
+    if p.is_absolute() or base_dir is None or not (Path(base_dir) / p).exists():
+        return p
+    return Path(base_dir) / p

@@ -10,8 +10,7 @@ from routing import STRATEGIES
 from testbed.fabric import Fabric
 
 from ..routing_entry import NONBLOCKING, REPLAY, parse_entries
-from .readers import ConfigError, quote, _one_line, _str
-from .imports import _rel_path
+from .readers import ConfigError, quote, _one_line, _rel_path, _str
 
 
 def _routing(v: Any) -> list[str]:

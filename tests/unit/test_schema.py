@@ -173,3 +173,30 @@ def test_the_config_schema_bounds_every_kinds_sizes_as_the_kind_does():
         for p in kind.params:
             assert (props[p.key]["minimum"], props[p.key]["maximum"]) == (p.minimum, p.maximum), \
                 (kind.name, p.key)
+
+
+def test_the_config_schema_takes_jobs_from_keys_and_bounds_from_the_importers():
+    """jobs_from's keys, each format's name as the one required key, and every bound: as the
+    importer registry (experiments/config/importers) has them."""
+    from experiments.config.importers import FORMATS, JOBS_FROM_KEYS
+    section = json.loads((SCHEMAS / "config.schema.json").read_text())["properties"][
+        "jobs_from"]
+    props = section["properties"]
+    assert set(props) == JOBS_FROM_KEYS == {k for f in FORMATS.values() for k in f.keys}
+    assert [o["required"] for o in section["oneOf"]] == [[name] for name in FORMATS]
+    for f in FORMATS.values():
+        assert props[f.name]["type"] == "string", f.name
+        for p in f.params:
+            want = {"int": "integer", "number": "number", "path": "string"}[p.kind]
+            assert props[p.key]["type"] == want, p.key
+            if p.kind != "path":
+                assert (props[p.key]["minimum"], props[p.key]["maximum"]) == \
+                    (p.minimum, p.maximum), (f.name, p.key)
+
+
+def test_the_schemas_jobs_from_refuses_two_formats_and_unknown_keys():
+    base = {"name": "w", "routing": ["ecmp"]}
+    assert errors(CONFIG, {**base, "jobs_from": {"simai": "a.txt", "all_gpus": 8}}) == []
+    assert errors(CONFIG, {**base, "jobs_from": {"simai": "a.txt", "chakra": "t"}})
+    assert errors(CONFIG, {**base, "jobs_from": {"simai": "a.txt", "gpus": 8}})
+    assert errors(CONFIG, {**base, "jobs_from": {"simai": "a.txt", "all_gpus": 0}})
