@@ -1,14 +1,15 @@
 """Routing: strategies that give each connection a path, and the rule records that enforce it.
 
 `route(name, fabric, conns, seed, previous)` is the one entry point; `STRATEGIES` lists the
-names: ecmp, greedy, edge-coloring, annealing, ilp, mmf, gff. A route is a switch path from the
+names: ecmp, greedy, edge-coloring, annealing, ilp, mmf, gff, spray. A route is a switch path from the
 source leaf to the destination leaf, one of `Fabric.switch_paths` (routing/paths.py); every
 strategy never uses a failed switch or link and raises RoutingError naming the flow it cannot
 route. `previous` (conn_id -> path) asks for a low-churn solution (see routing/epochs.py).
 
 Each strategy has a leaf-spine kernel (a path there is its spine: flat arrays per leaf and
 spine, the speed the paper's 2,048-NIC fabrics need) and a kernel on paths for three tiers
-(routing/paths.py); ecmp and gff are written on paths only.
+(routing/paths.py); ecmp, gff and spray are written on paths only. spray deals each
+connection's subflows over every live shortest path; `spray@packet` sprays per packet.
 """
 from __future__ import annotations
 

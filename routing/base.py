@@ -70,17 +70,6 @@ def inter_leaf(fabric: Fabric, conns: list[Connection]) -> list[Connection]:
     return [c for c in conns if fabric.leaf_of(c.src) != fabric.leaf_of(c.dst)]
 
 
-def candidate_spines(fabric: Fabric, conn: Connection) -> list[str]:
-    """Live spines for `conn`; raises RoutingError naming the connection when there is none."""
-    a, b = fabric.leaf_of(conn.src), fabric.leaf_of(conn.dst)
-    spines = fabric.usable_spines(a, b)
-    if not spines:
-        raise RoutingError(
-            f"flow {conn.job}:{conn.src}->{conn.dst} (conn {conn.conn_id}) has no live spine "
-            f"between {a} and {b}")
-    return spines
-
-
 def _switch_paths(fabric: Fabric, conns: list[Connection],
                   routes: dict[int, tuple[str, ...] | str | None]) -> Iterator[tuple[str, ...]]:
     """Each routed connection's switch path (a leaf-spine route's spine made leaf-spine-leaf)."""
@@ -272,8 +261,3 @@ def assignment_loads(t: FlowTable, assign: list[int]) -> tuple[list[int], list[i
             up[a * S + s] += 1
             down[b * S + s] += 1
     return up, down
-
-
-def assignment_max_load(t: FlowTable, assign: list[int]) -> int:
-    up, down = assignment_loads(t, assign)
-    return max(max(up, default=0), max(down, default=0))

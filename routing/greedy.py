@@ -540,41 +540,6 @@ def improve_kernel(buf: np.ndarray, start: np.ndarray, hops: np.ndarray, step: n
     return moves
 
 
-def improve_max_paths_reference(t: PathTable, assign: list[int], load: list[int],
-                                max_moves: int = 10_000) -> int:
-    """The per-link Python loop improve_kernel replaced (tests compare the two)."""
-    pl = t.path_links
-    moves = 0
-    while moves < max_moves:
-        m = max(load, default=0)
-        if m <= 1:
-            return moves
-        moved = False
-        hot = [i for i, p in enumerate(assign) if any(load[e] == m for e in pl[p])]
-        for i in hot:
-            p = assign[i]
-            old = pl[p]
-            if all(load[e] != m for e in old):
-                continue
-            for q in t.cand[i]:
-                new = pl[q]
-                if (q != p and any(load[e] == m for e in old if e not in new)
-                        and all(load[e] + 1 < m for e in new if e not in old)):
-                    for e in old:
-                        load[e] -= 1
-                    for e in new:
-                        load[e] += 1
-                    assign[i] = q
-                    moves += 1
-                    moved = True
-                    break
-            if moves >= max_moves:
-                return moves
-        if not moved:
-            return moves
-    return moves
-
-
 def route_greedy_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,
                        previous: dict[int, Path | None] | None = None) -> RoutingPlan:
     """The paper's greedy on paths; `previous` (conn_id -> path) turns on the low-churn mode.

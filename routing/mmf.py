@@ -1,78 +1,14 @@
-"""The "2-layered max-min" objective, by iterated ILPs (PuLP + CBC). Our reading of the paper:
+"""The "2-layered max-min" objective, by iterated ILPs (PuLP + CBC), leaf-spine.
 
-Layer 1, jobs. A job finishes an iteration when its slowest ring does, and a ring is as slow as
-its most crowded link, so job j's congestion is L_j = the largest flow count on any directed
-leaf<->spine link that one of j's flows uses. We minimize the vector (L_j) sorted in decreasing
-order lexicographically (max-min fairness of job rates ~ 1 / L_j): the jobs' worst links are
-fixed first, from the top level down.
-
-Layer 2, flows. With layer 1's result kept, the link-load vector sorted in decreasing order is
-minimized lexicographically, from the top down: as few links as possible at the top load, then
-at the next, ... (a flow's max-min fair rate is at most 1 / the load of its worst link).
-
-Formulation. The top level A is the min-max link load, solved first by the aggregated ILP
-(routing/ilp.py, warm-started from greedy or `previous`); its solution starts everything
-below. No link of a lexicographically optimal solution carries more than A flows (every loaded
-link is used by some job, whose level is at most the top level, which is at most A), so loads
-and levels are written in unary up to A:
-
-    y[j,(a,b),s] integer     flows of job j between leaves a, b on spine s (they are
-                             interchangeable, as in the ILP), sum_s y = n_j,ab
-    g[e,k] binary, k=2..A    link e carries >= k flows:  load_e <= 1 + sum_k g[e,k],
-                             g[e,k+1] <= g[e,k]
-    l[j,k] binary, k=2..A    job j is at level >= k:     l[j,k+1] <= l[j,k]
-    a link only job j can use:     g[e,k] <= l[j,k]
-    a link jobs share: u[j,e] in [0, 1], y[j,..,e] <= n * u[j,e], u[j,e] + g[e,k] <= 1 + l[j,k]
-                      (u > 0 when j uses e; with g and l binary that forces l = 1)
-
-A sorted level vector is lexicographically smaller exactly when its counts, from the top
-level down, are: n_k = sum_j l[j,k] (jobs at level >= k) for k = A..2. So layer 1 is: for
-k = A down to 2, minimize n_k and fix it (sum_j l[j,k] <= n_k*); layer 2 likewise minimizes
-and fixes G_k = sum_e g[e,k] (links carrying >= k flows) for k = A down to 2. Layer 1 fixes
-counts, not which job is at which level, so the result is the lexicographic optimum of the
-sorted vectors.
-
-What makes the rounds fast (the LP relaxation alone is weak: flows split fractionally spread
-every load below 2, and spines are interchangeable):
-
-* Clean capacity cuts. A leaf side (a leaf's uplinks, or its downlinks) with d flows over U
-  usable links, each at most A, has at least m_k = ceil((d - (k-1) U) / (A - k + 1)) links at
-  >= k flows, so the flows of the jobs below level k there fit on at most U - m_k links of at
-  most k - 1 flows: sum_j d_j (1 - l[j,k]) <= (k - 1)(U - m_k), in the model for every side.
-* Lower bounds (class Bounds). A relaxation gives each job a level and asks every leaf side
-  (and every subset of its spines that some of its leaf pairs are limited to by failed links)
-  to carry its flows on links no fuller than their jobs' levels, forgetting that a flow's
-  uplink and downlink share a spine. Its optimum, searched exactly (depth first, a fixed node
-  budget; jobs are few), bounds n_k from below given the counts fixed so far, and G_k given
-  layer 1's counts (per side, the fewest links at >= k). When the ILP proved A optimal,
-  n_k, G_k >= 1 for k <= A as well. A round whose current solution meets its bound is proven
-  without CBC; on the cases tried this decides most rounds, and the bound was the optimum
-  wherever CBC finished.
-* From below. Otherwise CBC first looks for a solution at the bound (count capped at it,
-  stopping at the first solution, which is then optimal); a proof that none exists raises the
-  bound by one and the next value is tried. Only if that is undecided in half the round's time
-  does CBC minimize from the current solution (warm start). Finding a good solution was the
-  slow part: proofs mostly come from the bound or from CBC's root LP within milliseconds.
-* Symmetry. Spines with the same live links are interchangeable; along a fixed order of the
-  groups, the m-th flow that can use such a class takes one of its first m + 1 spines (spines
-  named in order of first use). The start is renamed to meet that, and the final solution's
-  spines are renamed back within each class to agree best with `previous` (low churn) or the
-  ILP's solution (an assignment problem), which changes no load.
-
-Time and status. All CBC solves share `time_limit_s` seconds (the ILP's included); each round
-that needs CBC gets an equal share of the time left over the rounds left. The status is
-"optimal" only when the ILP and every round were proven optimal (by CBC or by a bound). When a
-solve stops early the last solution is kept and the status says "feasible (job layer optimal)"
-(layer 1 proven, some flow round not) or "feasible". `solver_calls` counts the CBC solves, the
-ILP's included (`solver_ran`: any). `gap` is that of the top level (the max link flows): 0
-when proven, else (found - lower bound) / found.
-
-Measured (2 noisy cores): the outside test pass's case, 4 jobs (two all-to-alls, an 8-rank
-ring, a pipeline; 35 flows) on 8 leaves x 5 spines, hit the former formulation's 60 s limit
-(big-M caps per job identity, no cuts: "feasible"); it is now proven optimal in 0.1-0.5 s.
-The hard cases left are flow rounds at A >= 3 on random mixed workloads with failed links,
-where CBC neither finds the bound nor proves it (e.g. 32 <= G_2 <= 34): they use the whole
-time limit and say "feasible (job layer optimal)".
+Layer 1, jobs: the vector of the jobs' levels (a job's level: the most flows on any directed
+leaf<->spine link one of its flows uses), sorted in decreasing order, is minimized
+lexicographically. Layer 2, flows: with layer 1 kept, the sorted link-load vector likewise.
+Rounds fix counts from the top level A (the min-max ILP's, routing/ilp.py) down: jobs at level
+>= k (n_k), then links at >= k flows (G_k), each bounded from below by `Bounds`
+(routing/mmf_bounds.py) and proven by the bound or by CBC. Statuses: "optimal" only when every
+round is proven, else "feasible (job layer optimal)" or "feasible"; all CBC solves share
+`time_limit_s`. The formulation (unary levels and loads, clean capacity cuts, the bounds,
+symmetry breaking) and its measurements: docs/prediction.md, "mmf on two tiers".
 """
 from __future__ import annotations
 

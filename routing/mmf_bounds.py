@@ -26,17 +26,6 @@ def job_levels(t: FlowTable, assign: list[int]) -> dict[int, int]:
     return dict(out)
 
 
-def level_vector(t: FlowTable, assign: list[int]) -> list[int]:
-    """Layer 1: the jobs' levels, sorted in decreasing order."""
-    return sorted(job_levels(t, assign).values(), reverse=True)
-
-
-def load_vector(t: FlowTable, assign: list[int]) -> list[int]:
-    """Layer 2: the loads of the links that carry flows, sorted in decreasing order."""
-    up, down = assignment_loads(t, assign)
-    return sorted((v for v in up + down if v), reverse=True)
-
-
 def _at_least(values, k: int) -> int:
     return sum(1 for v in values if v >= k)
 

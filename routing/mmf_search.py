@@ -208,11 +208,3 @@ def search_kernel(mode, k, A, order, fix_k, fix_n, budget, starts, jobs, ns, Us,
                 return True, best
             idx -= 1
             _set_level(order[idx], 0, levels, A, D, ptr, ids, nj)
-
-
-def csr(groups: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Index lists as (ptr, ids): group g is ids[ptr[g]:ptr[g + 1]]."""
-    ptr = np.zeros(len(groups) + 1, np.int64)
-    ptr[1:] = np.cumsum([len(g) for g in groups])
-    ids = np.concatenate(groups).astype(np.int64) if groups else np.zeros(0, np.int64)
-    return ptr, ids

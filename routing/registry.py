@@ -26,14 +26,9 @@ def _lazy(module: str, name: str) -> Strategy:
 
 
 #: name -> (spine kernel, path kernel). `route` takes the spine kernel where a path has one
-#: choice (the spine), the path kernel elsewhere. experiments/benchmarks/kernel_bench.py, on
-#: the 20 shipped leaf-spine configs (medians of 3): annealing's spine kernel is 4.6x faster
-#: (same routes on 20 of 20) and mmf's 34.5x (15 of 20 the same), so both stay for speed;
-#: greedy's and the ILP's are not faster (0.2x, 0.8x) but choose among equal plans
-#: differently on 3 configs (failures and mixed jobs), so merging them would move those
-#: configs' routes: they stay until one tie-break is chosen. edge-coloring's are two
-#: algorithms (a bipartite colouring; a staged one over planes and cores). Each kernel's
-#: module is imported at its first call (_lazy).
+#: choice (the spine), the path kernel elsewhere; why each pair stays two kernels (their
+#: speed ratios and routes on the shipped configs): docs/architecture.md, "Routing and
+#: rules". Each kernel's module is imported at its first call (_lazy).
 KERNELS: dict[str, tuple[Strategy, Strategy]] = {
     "ecmp": (_lazy("ecmp", "route_ecmp"), _lazy("ecmp", "route_ecmp")),
     "greedy": (_lazy("greedy", "route_greedy"), _lazy("greedy", "route_greedy_paths")),

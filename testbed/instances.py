@@ -134,10 +134,6 @@ def appctl_prefixes() -> list[list[str]]:
     return [["ovs-appctl"]] + [i.appctl() for i in _INSTANCES]
 
 
-def live_instances() -> list[OvsInstance]:
-    return list(_INSTANCES)
-
-
 # -- starting one process ------------------------------------------------------------------
 def _wait_for(path: Path, proc: subprocess.Popen, what: str) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S

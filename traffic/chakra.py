@@ -208,34 +208,6 @@ def read_trace(path: str | Path) -> list[Node]:
     return nodes
 
 
-def write_trace(path: str | Path, nodes: list[dict], version: str = "0.0.4") -> None:
-    """Write a trace in the same format (fixtures and tests): each node a dict of id, name,
-    type, data_deps, ctrl_deps, duration_micros and attrs {name: int | str | bool}."""
-    out = bytearray()
-
-    def put(msg) -> None:
-        body = msg.SerializeToString()
-        n = len(body)
-        while True:
-            b = n & 0x7F
-            n >>= 7
-            out.append(b | (0x80 if n else 0))
-            if not n:
-                break
-        out.extend(body)
-    put(GlobalMetadata(version=version))
-    for d in nodes:
-        attrs = []
-        for k, v in d.get("attrs", {}).items():
-            kind = ("bool_val" if isinstance(v, bool) else "int64_val" if isinstance(v, int)
-                    else "string_val")
-            attrs.append(AttributeProto(name=k, **{kind: v}))
-        put(NodeMsg(id=d["id"], name=d.get("name", ""), type=d["type"],
-                    data_deps=d.get("data_deps", []), ctrl_deps=d.get("ctrl_deps", []),
-                    duration_micros=d.get("duration_micros", 0), attr=attrs))
-    Path(path).write_bytes(bytes(out))
-
-
 def read_traces(folder: str | Path) -> dict[int, tuple[Path, list[Node]]]:
     """Every `<name>.<rank>.et` of a folder: rank -> (file, nodes); ranks must be 0..n-1."""
     d = Path(folder)

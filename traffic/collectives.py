@@ -203,10 +203,10 @@ class JobSpec:
     iterations: int = 1
     compute_s: float = 0.0
     start_s: float = 0.0
-    #: K > 1: every connection is K TCP connections and every transfer K parts (with_subflows)
+    #: K > 1: every connection is K TCP connections and every transfer K parts (split_subflows)
     subflows: int = 1
     #: how the K parts share a transfer's bytes: "even" (fixed parts) or "adaptive" (pieces of
-    #: split_piece_bytes, taken by whichever subflow is free; see with_subflows)
+    #: split_piece_bytes, taken by whichever subflow is free; see split_subflows)
     split: str = "even"
     split_piece_bytes: int = 1 << 20
     #: streams: (job name, gap_s): start only once that job has ended, plus gap_s seconds
@@ -519,7 +519,7 @@ def plan_jobs(specs: list[JobSpec], ring_sync: str = "rank",
             plan = planner(spec, index, next_conn)
         if ring_sync == "flow" and spec.collective in RINGS:
             plan = ring_flows(plan)
-        plan = with_subflows(plan, spec.subflows, next_conn)
+        plan = split_subflows(plan, spec.subflows, next_conn)
         if spec.host_pairs:
             plan = dataclasses.replace(plan, connections=[
                 dataclasses.replace(c, src_port=0, dst_port=0) for c in plan.connections])
@@ -574,7 +574,7 @@ def unique_connections(plans: list[JobPlan]) -> list[Connection]:
     return out
 
 
-def with_subflows(plan: JobPlan, k: int, first_conn_id: int) -> JobPlan:
+def split_subflows(plan: JobPlan, k: int, first_conn_id: int) -> JobPlan:
     """The job's DAG with K subflows (NCCL's sockets per connection, RoCE's queue pairs):
     every connection becomes K connections (consecutive ids from `first_conn_id`, so each its
     own source port), every transfer of S bytes K parts of split_bytes(S, K) sent at once, one

@@ -10,15 +10,11 @@ import sys
 KERNELS = "auto"
 #: "auto": a prediction of fewer flow completions than this (transfers x iterations over its
 #: jobs) runs the numpy kernels (traffic/waterfill_np.py) and the Python DAG step, and so
-#: never imports numba, unless this process has the compiled kernels ready already.
-#: Measured (floodns cases, CPU of the predictions with numba's start-up, load 3.2): 2,112
-#: completions 0.06 s numpy against 0.45 s compiled; 46,464: 1.30 against 0.96 s; 59,136:
-#: 1.27 against 0.74 s (numpy ~25 us a completion, compiled ~0.4-0.7 s once + ~6 us).
+#: never imports numba, unless this process has the compiled kernels ready already (the
+#: measurements that set it: docs/prediction.md, "Small predictions without numba").
 NUMPY_MAX_COMPLETIONS = 20_000
 #: ... on a fabric of at most this many directed links: every batch moves the fluid over every
-#: link (np.bincount, the integral and the maximum), 2-3x the compiled loop's time per link.
-#: Measured on 8,192 links (floodns's fat-tree, the paper's 2,048-NIC leaf-spine: 19,008
-#: completions 0.37 s numpy against 0.55 s compiled); larger fabrics take the compiled kernels.
+#: link, which the numpy kernels do 2-3x slower per link than the compiled loop.
 NUMPY_MAX_LINKS = 16_384
 
 

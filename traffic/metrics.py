@@ -80,27 +80,6 @@ def fairness_vector(pred: Prediction, ideal_pred: Prediction,
     return FairnessVector(tuple(order), tuple(eff[n] for n in order), layer2)
 
 
-def _lex(a: tuple[float, ...], b: tuple[float, ...], rel_tol: float) -> int:
-    for x, y in zip(a, b):
-        if abs(x - y) > rel_tol * max(abs(x), abs(y), 1e-12):
-            return 1 if x > y else -1
-    return 0
-
-
-def compare_fairness(a: FairnessVector, b: FairnessVector, rel_tol: float = 1e-3) -> int:
-    """+1 if a is fairer (lexicographically larger: layer 1, then layer 2), -1 if b is, 0 if
-    equal within rel_tol. Both should come from the same workload; vectors of different
-    lengths are compared on their common prefix only."""
-    c = _lex(a.layer1, b.layer1, rel_tol)
-    if c:
-        return c
-    for ra, rb in zip(a.layer2, b.layer2):
-        c = _lex(ra, rb, rel_tol)
-        if c:
-            return c
-    return 0
-
-
 def summary(pred: Prediction, ideal_pred: Prediction) -> dict:
     """JSON-ready: network efficiency, per-job efficiency and CCTs, the fairness vector."""
     eff = job_efficiency(pred, ideal_pred)

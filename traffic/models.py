@@ -83,10 +83,6 @@ def get_model(name: str, key: str = "model") -> ModelPreset:
         raise WorkloadError(f"{key}: unknown model {name!r}; choose from {sorted(MODELS)}") from None
 
 
-def leaves_needed(model: ModelPreset, dp: int, hosts_per_leaf: int) -> int:
-    return math.ceil(model.gpus_per_copy * dp / hosts_per_leaf)
-
-
 def leaves_of(fabric: Fabric, hosts: list[str]) -> set[str]:
     """The leaves `hosts` sit on (raises WorkloadError for an unknown host)."""
     out = set()

@@ -9,9 +9,9 @@ beside the results as config.yaml, which loads again to the same experiment.
 
 The package, in the order a document goes through it:
 
-    yamlio (the safe loader) -> parse: fabric -> jobs (or imports: jobs_from, a format of
-    importers/) -> strategies
-    -> emulation -> timing -> events  =>  records (Experiment, EmulationConfig, Event)
+    yamlio (the safe loader) -> parse: fabric -> jobs (or imports: jobs_from, one format of
+    importers/) -> strategies -> emulation -> timing -> events  =>  records (Experiment,
+    EmulationConfig, Event)
 
 with limits (every bound), keys (every section's keys) and readers (typed values, one-line
 errors) below them all, and bounds (what `predict --util-bin-s` may ask) beside.

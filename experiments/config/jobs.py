@@ -176,10 +176,10 @@ def _jobs(v: Any, fabric: Fabric, seed: int, base_dir=None) -> tuple[list[JobSpe
     return jobs, [programs[i][0] for i in sorted(programs)]
 
 
-def with_subflows(jobs: list[JobSpec], doc: dict) -> tuple[list[JobSpec], SubflowDefaults]:
+def subflow_settings(jobs: list[JobSpec], doc: dict) -> tuple[list[JobSpec], SubflowDefaults]:
     """Each job's `subflows` (1..MAX_SUBFLOWS), `split` and `split_piece_bytes`: its own keys,
     else the config's top-level ones, and the top-level values. traffic/collectives.py's
-    with_subflows turns them into connections and parts when the jobs are planned."""
+    split_subflows turns them into connections and parts when the jobs are planned."""
     top = SubflowDefaults(
         _int(doc, "subflows", "config", 1, maximum=MAX_SUBFLOWS,
              why="NCCL's sockets per connection"),

@@ -89,14 +89,12 @@ MAX_SCALE_BYTES = 1_000.0
 
 #: The memory a prediction may take (plans, the predictor's state, results): two thirds of
 #: this machine class's 24 GB (2 cores). A config's need is estimated before anything is
-#: planned: transfers per iteration x BYTES_HELD_PER_TRANSFER, + BYTES_PER_TRANSFER less that
-#: for each transfer of the jobs that may be in flight at once (every job, unless streams
-#: queue them), + connections x BYTES_PER_CONNECTION (experiments/config/jobs.py
-#: predict_bytes), each measured as peak RSS of a whole `predict` command (docs/interop.md):
-#: a transfer is ~48 B of plan as arrays and 2 x 16 B of results (the routing's and the
-#: non-blocking reference's FCTs; 59-61 B measured between SimAI's 150- and 400-layer cuts,
-#: rings as steps or as flows, shared connections), and the predictor's ~230 B more while its
-#: job is in flight; a connection is an object, its route and its links' row.
+#: planned (experiments/config/jobs.py predict_bytes): transfers per iteration x
+#: BYTES_HELD_PER_TRANSFER (plan arrays and results), + BYTES_PER_TRANSFER less that for each
+#: transfer of the jobs that may be in flight at once (the predictor's state; every job,
+#: unless streams queue them), + connections x BYTES_PER_CONNECTION (an object, its route and
+#: its links' row). Each is a whole `predict` command's peak RSS per item, measured in
+#: docs/interop.md ("SimAI's 9,216-GPU example").
 MAX_PREDICT_BYTES = 16 * 2 ** 30
 BYTES_PER_TRANSFER = 320
 BYTES_HELD_PER_TRANSFER = 90

@@ -731,7 +731,7 @@ def test_an_imported_file_over_the_byte_limit(sandbox, capsys, monkeypatch):
 
 def test_a_workload_without_communication(sandbox, capsys):
     """Outside pass: `max() arg is an empty sequence`, a traceback."""
-    from traffic.chakra import write_trace
+    from .chakra_traces import write_trace
     traces = sandbox / "traces"
     traces.mkdir()
     for r in range(4):
@@ -743,7 +743,9 @@ def test_a_workload_without_communication(sandbox, capsys):
 
 def test_a_chakra_duration_past_a_day_names_the_trace(sandbox, capsys):
     """Outside pass: duration_micros 2^62 was blamed on `jobs[0]`, which the config lacks."""
-    from traffic.chakra import read_trace, write_trace
+    from traffic.chakra import read_trace
+
+    from .chakra_traces import write_trace
     traces = sandbox / "traces"
     traces.mkdir()
     for r in range(4):

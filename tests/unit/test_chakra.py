@@ -8,9 +8,11 @@ import pytest
 
 from experiments.__main__ import main as cli
 from experiments.config import ConfigError, parse
-from traffic.chakra import ChakraError, read_trace, read_traces, records, write_trace
+from traffic.chakra import ChakraError, read_trace, read_traces, records
 from traffic.chakra_jobs import job_specs
 from traffic.collectives import Collective
+
+from .chakra_traces import write_trace
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "chakra" / "allreduce4"
 HOSTS = [f"h{i}" for i in range(1, 9)]

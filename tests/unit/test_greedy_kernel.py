@@ -11,10 +11,10 @@ import pytest
 
 from routing import route
 from routing.base import flow_table
-from routing.greedy import (greedy_fill_paths, improve_kernel, improve_max_paths,
-                            improve_max_paths_reference, order_kernel, path_rank, place_flows,
-                            place_in_order, visit_order, visit_pairs, warm_kernels)
-from routing.paths import (LinkBlocks, loads_of, pair_blocks, path_lower_bound,
+from routing.greedy import (greedy_fill_paths, improve_kernel, improve_max_paths, order_kernel,
+                            path_rank, place_flows, place_in_order, visit_order, visit_pairs,
+                            warm_kernels)
+from routing.paths import (LinkBlocks, PathTable, loads_of, pair_blocks, path_lower_bound,
                            path_of_assignment, path_table)
 from testbed.fabric import FabricSpec, build_fabric
 from traffic.collectives import Collective, JobSpec, plan_jobs
@@ -205,6 +205,42 @@ def test_pair_blocks_grow_across_solves():
         assert block.reshape(b.hops[k], b.width[k]).T.tolist() == [
             list(x) for x in f.switch_path_links(a, c)]
         assert [cache.path(q, p) for p in range(b.width[k])] == f.switch_paths(a, c)
+
+
+def improve_max_paths_reference(t: PathTable, assign: list[int], load: list[int],
+                                max_moves: int = 10_000) -> int:
+    """The per-link Python loop improve_kernel replaced (moved here from routing/greedy.py: only
+    this test compares against it)."""
+    pl = t.path_links
+    moves = 0
+    while moves < max_moves:
+        m = max(load, default=0)
+        if m <= 1:
+            return moves
+        moved = False
+        hot = [i for i, p in enumerate(assign) if any(load[e] == m for e in pl[p])]
+        for i in hot:
+            p = assign[i]
+            old = pl[p]
+            if all(load[e] != m for e in old):
+                continue
+            for q in t.cand[i]:
+                new = pl[q]
+                if (q != p and any(load[e] == m for e in old if e not in new)
+                        and all(load[e] + 1 < m for e in new if e not in old)):
+                    for e in old:
+                        load[e] -= 1
+                    for e in new:
+                        load[e] += 1
+                    assign[i] = q
+                    moves += 1
+                    moved = True
+                    break
+            if moves >= max_moves:
+                return moves
+        if not moved:
+            return moves
+    return moves
 
 
 @pytest.mark.parametrize("seed", range(30))

@@ -9,8 +9,7 @@ from hypothesis import strategies as st
 from testbed.fabric import FabricSpec, build_fabric
 from traffic.collectives import (Collective, Connection, JobPlan, JobSpec, Transfer,
                                  ideal_cct_s, plan_jobs)
-from traffic.metrics import (compare_fairness, fairness_vector, job_efficiency,
-                             network_efficiency)
+from traffic.metrics import FairnessVector, fairness_vector, job_efficiency, network_efficiency
 from traffic import waterfill
 from traffic.predictor import PredictorError, ideal, max_min_rates, predict
 
@@ -370,6 +369,28 @@ def test_utilization_series_conserves_bytes():
     carried_bits = float(pr.link_util_series[:, i].sum()) * 0.05 * 100e6
     assert close(carried_bits, 8_000_000 * 8)
     assert close(float(pr.link_max_util[i]), 1.0)
+
+
+# -- comparing fairness vectors (moved from traffic/metrics.py: only this test uses them) --
+def _lex(a: tuple[float, ...], b: tuple[float, ...], rel_tol: float) -> int:
+    for x, y in zip(a, b):
+        if abs(x - y) > rel_tol * max(abs(x), abs(y), 1e-12):
+            return 1 if x > y else -1
+    return 0
+
+
+def compare_fairness(a: FairnessVector, b: FairnessVector, rel_tol: float = 1e-3) -> int:
+    """+1 if a is fairer (lexicographically larger: layer 1, then layer 2), -1 if b is, 0 if
+    equal within rel_tol. Both should come from the same workload; vectors of different
+    lengths are compared on their common prefix only."""
+    c = _lex(a.layer1, b.layer1, rel_tol)
+    if c:
+        return c
+    for ra, rb in zip(a.layer2, b.layer2):
+        c = _lex(ra, rb, rel_tol)
+        if c:
+            return c
+    return 0
 
 
 def test_metrics_efficiency_and_fairness():

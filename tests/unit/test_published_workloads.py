@@ -149,7 +149,7 @@ def test_old_chakra_schema_is_named(tmp_path):
 
 
 def test_pg_zero_is_every_rank(tmp_path):
-    from traffic.chakra import write_trace
+    from .chakra_traces import write_trace
     for r in range(2):
         write_trace(tmp_path / f"t.{r}.et", [{"id": 1, "type": 7, "attrs": {
             "comm_type": 0, "comm_size": 1000, "pg_name": "0"}}])

@@ -200,3 +200,20 @@ def test_the_schemas_jobs_from_refuses_two_formats_and_unknown_keys():
     assert errors(CONFIG, {**base, "jobs_from": {"simai": "a.txt", "chakra": "t"}})
     assert errors(CONFIG, {**base, "jobs_from": {"simai": "a.txt", "gpus": 8}})
     assert errors(CONFIG, {**base, "jobs_from": {"simai": "a.txt", "all_gpus": 0}})
+
+
+@pytest.mark.parametrize("routing, ok", [("spray@packet", True), ("spray@host", True),
+                                         ("mmf", True), ("ecmp@packet", False),
+                                         ("spray@wire", False)])
+def test_the_schemas_routing_names_are_the_loaders(routing, ok):
+    """spray@packet (per-packet spraying) is taken by both; another @packet by neither."""
+    from experiments.config import ConfigError, parse
+    doc = read_yaml(ROOT / "experiments/configs/quickstart.yaml")
+    doc["routing"] = [routing]
+    assert (errors(CONFIG, doc) == []) == ok, routing
+    try:
+        parse(doc)
+        loaded = True
+    except ConfigError:
+        loaded = False
+    assert loaded == ok, routing

@@ -11,7 +11,7 @@ from experiments.config import ConfigError, parse
 from routing import route
 from routing.base import max_link_flows
 from testbed.fabric import FabricSpec, build_fabric
-from traffic.collectives import P2P, Collective, JobSpec, plan_jobs, with_subflows
+from traffic.collectives import P2P, Collective, JobSpec, plan_jobs, split_subflows
 from traffic.predictor import predict
 
 HOSTS = [f"h{i}" for i in range(1, 9)]
@@ -50,7 +50,7 @@ def test_every_transfer_becomes_k_parts_that_add_up_and_gate_together(collective
 
 def test_one_subflow_leaves_the_plan_itself():
     plan, = plan_jobs([spec(Collective.ALLREDUCE)])
-    assert with_subflows(plan, 1, 0) is plan
+    assert split_subflows(plan, 1, 0) is plan
 
 
 def test_a_transfer_smaller_than_k_bytes_is_refused():
