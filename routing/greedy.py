@@ -58,10 +58,10 @@ from traffic.collectives import Connection
 
 from .base import (FlowTable, RoutingPlan, SolveStats, assignment_from_spine_of,
                    assignment_loads, flow_table, spine_of_from_assignment, table_lower_bound)
-from .paths import (LinkBlocks, PairLinks, Path, PathTable, assignment_of_paths, leaf_pairs,
-                    loads_of, max_load, no_path, padded_link_array, pair_blocks,
-                    pairs_lower_bound, path_link_arrays,
-                    path_lower_bound, path_of_assignment, path_table)
+from .path_blocks import LinkBlocks, padded_link_array, pair_blocks
+from .paths import (PairLinks, Path, PathTable, assignment_of_paths, leaf_pairs, loads_of,
+                    max_load, no_path, pairs_lower_bound, path_link_arrays, path_lower_bound,
+                    path_of_assignment, path_table)
 
 
 def spine_rank(n_spines: int, seed: int) -> list[int]:

@@ -6,7 +6,8 @@ Pure code. A route is a tuple of switches from the source leaf to the destinatio
 fat-tree. `PathTable` numbers every candidate path of every leaf pair and every directed
 switch-to-switch link those paths use, so that the strategies' inner loops touch only ints:
 `path_links[p]` are the link ids of path p, `cand[i]` the path ids flow i may take (shared by
-the flows of a leaf pair), and a load vector has one count per link id.
+the flows of a leaf pair), and a load vector has one count per link id. A leaf pair's paths
+as blocks of link ids, for the compiled loops: routing/path_blocks.py.
 
 The lower bound on the busiest link (`path_lower_bound`) takes the best of these cuts, each a
 set of links every flow of some set must cross, so that max load >= ceil(flows / links):
@@ -30,8 +31,7 @@ from testbed.fabric import Fabric
 from traffic.collectives import Connection
 
 from .base import RoutingError
-
-Path = tuple[str, ...]
+from .path_blocks import LinkBlocks, PairBlocks, Path, cached_on, link_array, pair_blocks
 
 
 @dataclass
@@ -295,236 +295,6 @@ def _path_table_per_pair(fabric: Fabric, conns: list[Connection]) -> PathTable:
                      fabric.links, paths, path_links, pair_paths, cand, up, down, pair_links)
 
 
-def link_array(fabric: Fabric, a: str, b: str) -> np.ndarray | None:
-    """The link ids of every path from leaf a to leaf b as a read-only (hops, paths) int array
-    (hop-major, so that reductions over hops run along paths), cached on the fabric beside
-    its paths; None when the paths differ in length."""
-    cache = fabric._path_cache
-    key = (a, b, "link-array")
-    if key not in cache:
-        links = fabric.switch_path_links(a, b)
-        arr = None
-        if links and len({len(x) for x in links}) == 1:
-            arr = np.ascontiguousarray(np.array(links, dtype=np.intp).T)
-            arr.flags.writeable = False
-        cache[key] = arr
-    return cache[key]
-
-
-def padded_link_array(links: list[tuple[int, ...]]) -> np.ndarray:
-    """Paths' link ids as a (hops, paths) int64 array, paths shorter than the longest padded
-    with -1 (what link_array leaves as None; never the case for shortest up-down paths)."""
-    hops = max(len(x) for x in links)
-    return np.array([list(x) + [-1] * (hops - len(x)) for x in links], dtype=np.int64).T
-
-
-@dataclass
-class LinkBlocks:
-    """Leaf pairs' (hops, paths) link arrays in one flat int64 buffer: block k is
-    links[off[k]:off[k] + hops[k] * width[k]], hop-major (link x of path p at
-    off[k] + x * width[k] + p; -1 pads paths shorter than hops[k])."""
-    links: np.ndarray
-    off: np.ndarray
-    hops: np.ndarray
-    width: np.ndarray
-
-    @classmethod
-    def of(cls, arrays: list[np.ndarray]) -> LinkBlocks:
-        shape = np.array([a.shape for a in arrays], dtype=np.int64).reshape(-1, 2)
-        size = shape[:, 0] * shape[:, 1]
-        off = np.cumsum(size) - size
-        links = (np.concatenate([a.ravel() for a in arrays]) if arrays
-                 else np.zeros(0, dtype=np.int64))
-        return cls(links.astype(np.int64, copy=False), off, shape[:, 0].copy(),
-                   shape[:, 1].copy())
-
-    def select(self, ks: np.ndarray) -> LinkBlocks:
-        """Blocks ks (an int array), sharing the buffer."""
-        return LinkBlocks(self.links, self.off[ks], self.hops[ks], self.width[ks])
-
-
-class PairBlocks:
-    """One fabric's leaf pairs met so far, by pair id a * n_leaves + b: their link arrays
-    (block q of `blocks`, off -1 until met; the buffer doubles as it fills), so that a solve
-    picks its pairs' blocks with one numpy index, and `path(q, p)` names path p of pair q
-    (Fabric.switch_paths's order). Made by numpy for many pairs at once (_UpDown); a fabric
-    small enough (PREFILL_LINKS) gets every pair on first use, so no solve pays for pairs it
-    meets first. Cached on the fabric (pair_blocks)."""
-
-    #: every pair's blocks at once when they hold at most this many link ids (8 bytes each):
-    #: the 2,048-NIC clos3 has 1.0 M, the k=16 fat-tree 4.2 M
-    PREFILL_LINKS = 5_000_000
-
-    def __init__(self, fabric: Fabric):
-        L = self.L = len(fabric.leaves)
-        n = L * L
-        self.links = fabric.links
-        self.blocks = LinkBlocks(np.zeros(1024, dtype=np.int64), np.full(n, -1, dtype=np.int64),
-                                 np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
-        self.used = 0                            # of blocks.links
-        self._names: dict[int, list[Path]] = {}
-        self._columns: dict[int, dict[Path, int]] = {}
-        self._named: dict[int, dict[Path, int]] = {}   # paths `path` named, by pair: column
-        self._made: dict[tuple[int, int], Path] = {}    # the same by (pair, column)
-        self.index = _UpDown(fabric)
-        if self.index.ok and L > 1:
-            hops, width = 2 * len(fabric.choice_points), 1
-            for _, ways in fabric.choice_points:
-                width *= ways
-            if L * (L - 1) * hops * width <= self.PREFILL_LINKS:
-                q = np.arange(n, dtype=np.int64)
-                self._add(fabric, q[q // L != q % L])
-
-    def select(self, fabric: Fabric, pairs: np.ndarray) -> LinkBlocks:
-        """The blocks of `pairs` (distinct pair ids, int64), adding the pairs not met yet."""
-        new = pairs[self.blocks.off[pairs] < 0]
-        if len(new):
-            self._add(fabric, new)
-        return self.blocks.select(pairs)
-
-    def path(self, q: int, p: int) -> Path:
-        """Path p (a column of its block) of pair q, as switch names."""
-        named = self._names.get(q)
-        if named is not None:
-            return named[p]
-        x = self._made.get((q, p))
-        if x is not None:
-            return x
-        b, links = self.blocks, self.links
-        o, w = int(b.off[q]), int(b.width[q])
-        ids = b.links[o + p:o + int(b.hops[q]) * w:w].tolist()
-        x = self._made[q, p] = (links[ids[0]][0], *(links[e][1] for e in ids if e >= 0))
-        self._named.setdefault(q, {})[x] = p
-        return x
-
-    def column(self, q: int, path: Path) -> int | None:
-        """The column of `path` among pair q's paths, or None: from the paths `path` named
-        (a flow's previous path was named there), else from every path of the pair."""
-        named = self._named.get(q)
-        col = None if named is None else named.get(path)
-        return self.column_of(q).get(path) if col is None else col
-
-    def names(self, q: int) -> list[Path]:
-        """Every path of pair q as switch names (made once per pair, then kept)."""
-        out = self._names.get(q)
-        if out is None:
-            b, links = self.blocks, self.links
-            o, h, w = int(b.off[q]), int(b.hops[q]), int(b.width[q])
-            cols = b.links[o:o + h * w].reshape(h, w).T.tolist()
-            out = self._names[q] = [(links[ids[0]][0], *(links[e][1] for e in ids if e >= 0))
-                                    for ids in cols]
-        return out
-
-    def column_of(self, q: int) -> dict[Path, int]:
-        """Pair q's paths -> their columns (made once per pair, then kept)."""
-        out = self._columns.get(q)
-        if out is None:
-            out = self._columns[q] = {x: c for c, x in enumerate(self.names(q))}
-        return out
-
-    def _add(self, fabric: Fabric, new: np.ndarray) -> None:
-        if self.index.ok:
-            arrays = self.index.blocks(new, self.L)
-        else:
-            leaves, L = fabric.leaves, self.L
-            arrays = []
-            for a, b in ((leaves[q // L], leaves[q % L]) for q in new.tolist()):
-                arr = link_array(fabric, a, b)
-                arrays.append(padded_link_array(fabric.switch_path_links(a, b))
-                              if arr is None else arr)
-        add, b = LinkBlocks.of(arrays), self.blocks
-        end = self.used + len(add.links)
-        if end > len(b.links):      # a new buffer: blocks selected before keep the old one
-            grown = np.zeros(max(end, 2 * len(b.links)), dtype=np.int64)
-            grown[:self.used] = b.links[:self.used]
-            b.links = grown
-        b.links[self.used:end] = add.links
-        b.off[new] = add.off + self.used
-        b.hops[new] = add.hops
-        b.width[new] = add.width
-        self.used = end
-
-
-class _UpDown:
-    """A fabric's shortest up-down paths as arrays, so that many leaf pairs' link blocks are
-    made by numpy at once: per leaf its uplinks (up_id, up_ok: link id and liveness, by the
-    position of the switch above in `uplinks`) and the matching downlinks (down_id, down_ok);
-    per pair of pods (or the one group of a leaf-spine) the middle hops (agg -> core -> agg'),
-    by plane and core, in Fabric.switch_paths's order. `ok` False: the fabric's leaves do not
-    share one uplink order per pod (then PairBlocks asks Fabric.switch_path_links per pair)."""
-
-    def __init__(self, fabric: Fabric):
-        leaves, li = fabric.leaves, fabric.link_index
-        ups = [fabric.uplinks(x) for x in leaves]
-        self.pod = np.array([fabric.pod_of(x) if fabric.has_pods else 0 for x in leaves])
-        first = {}
-        self.ok = len({len(u) for u in ups}) == 1
-        for x, u in zip(self.pod.tolist(), ups):
-            self.ok = self.ok and first.setdefault(x, u) == u
-        if not self.ok:
-            return
-        self.first = first
-        self.up_id = np.array([[li[x, g] for g in u] for x, u in zip(leaves, ups)])
-        self.up_ok = np.array([[fabric.is_live(x, g) for g in u] for x, u in zip(leaves, ups)])
-        self.down_id = np.array([[li[g, x] for g in u] for x, u in zip(leaves, ups)])
-        self.down_ok = np.array([[fabric.is_live(g, x) for g in u] for x, u in zip(leaves, ups)])
-        self.fabric = fabric
-        self.middle: dict[tuple[int, int], tuple[np.ndarray, ...]] = {}
-
-    def mid(self, A: int, B: int) -> tuple[np.ndarray, ...]:
-        """Pods A -> B: per middle path (position of its agg in A's uplinks, the same plane's
-        position in B's, agg -> core link, core -> agg' link), live ones only."""
-        if (A, B) not in self.middle:
-            f = self.fabric
-            plane_b = {f.graph.nodes[g]["plane"]: i for i, g in enumerate(self.first[B])}
-            rows = []
-            for i, g in enumerate(self.first[A]):
-                j = plane_b[f.graph.nodes[g]["plane"]]
-                g2 = self.first[B][j]
-                rows += [(i, j, f.link_index[g, c], f.link_index[c, g2]) for c in f.uplinks(g)
-                         if f.is_live(g, c) and f.is_live(c, g2)]
-            arr = np.array(rows, dtype=np.int64).reshape(-1, 4)
-            self.middle[A, B] = tuple(arr[:, k].copy() for k in range(4))
-        return self.middle[A, B]
-
-    def blocks(self, pairs: np.ndarray, L: int) -> list[np.ndarray]:
-        """The (hops, paths) link arrays of `pairs` (ids a * L + b, a != b), in order."""
-        a, b = pairs // L, pairs % L
-        out: list[np.ndarray | None] = [None] * len(pairs)
-        same = self.pod[a] == self.pod[b]
-        if same.any():                      # leaf -> switch above -> leaf
-            k = np.flatnonzero(same)
-            ids = np.stack([self.up_id[a[k]], self.down_id[b[k]]], axis=1)
-            self._fill(out, k, ids, self.up_ok[a[k]] & self.down_ok[b[k]])
-        cross = np.flatnonzero(~same)
-        if len(cross):
-            key = self.pod[a[cross]] * (self.pod.max() + 1) + self.pod[b[cross]]
-            for kk in np.unique(key).tolist():
-                k = cross[key == kk]
-                i, j, l1, l2 = self.mid(*divmod(kk, int(self.pod.max()) + 1))
-                n = len(k)
-                ids = np.stack([self.up_id[a[k]][:, i], np.broadcast_to(l1, (n, len(l1))),
-                                np.broadcast_to(l2, (n, len(l2))), self.down_id[b[k]][:, j]],
-                               axis=1)
-                self._fill(out, k, ids, self.up_ok[a[k]][:, i] & self.down_ok[b[k]][:, j])
-        return out
-
-    @staticmethod
-    def _fill(out: list, k: np.ndarray, ids: np.ndarray, live: np.ndarray) -> None:
-        """ids (pairs, hops, paths) with live (pairs, paths): each pair's live columns."""
-        if live.all():
-            for r, q in enumerate(k.tolist()):
-                out[q] = ids[r]
-            return
-        for r, q in enumerate(k.tolist()):
-            out[q] = ids[r][:, live[r]]
-
-
-def pair_blocks(fabric: Fabric) -> PairBlocks:
-    """The fabric's PairBlocks (cached on it)."""
-    return _cached(fabric, ("pair-blocks",), lambda: PairBlocks(fabric))
-
-
 # -- loads --------------------------------------------------------------------------------------
 def loads_of(t: PathTable, assign: list[int]) -> list[int]:
     """Flows per link id of a (possibly partial: -1 = unassigned) path assignment."""
@@ -619,24 +389,17 @@ def pairs_lower_bound(fabric: Fabric, src: list[int], dst: list[int]) -> int:
     return max(bound, max(forced.values(), default=0))
 
 
-def _cached(fabric: Fabric, key: tuple, make):
-    cache = fabric._path_cache
-    if key not in cache:
-        cache[key] = make()
-    return cache[key]
-
-
 def _live_leaf_links(fabric: Fabric, leaf: int, up: bool) -> int:
     """How many of leaf `leaf`'s uplinks (up) or downlinks are live."""
     def count() -> int:
         name = fabric.leaves[leaf]
         return sum(1 for u in fabric.uplinks(name)
                    if (fabric.is_live(name, u) if up else fabric.is_live(u, name)))
-    return _cached(fabric, ("live-leaf-links", leaf, up), count)
+    return cached_on(fabric, ("live-leaf-links", leaf, up), count)
 
 
 def _leaf_pods(fabric: Fabric) -> list[int | None]:
-    return _cached(fabric, ("leaf-pods",), lambda: [fabric.pod_of(x) for x in fabric.leaves])
+    return cached_on(fabric, ("leaf-pods",), lambda: [fabric.pod_of(x) for x in fabric.leaves])
 
 
 def _forced_links(fabric: Fabric, a: str, b: str) -> tuple[int, ...]:
@@ -654,7 +417,7 @@ def _forced_links(fabric: Fabric, a: str, b: str) -> tuple[int, ...]:
             return tuple(sorted(arr[(arr == arr[:, :1]).all(axis=1), 0].tolist()))
         links = fabric.switch_path_links(a, b)
         return tuple(sorted(set(links[0]).intersection(*links[1:]))) if links else ()
-    return _cached(fabric, (a, b, "forced"), common)
+    return cached_on(fabric, (a, b, "forced"), common)
 
 
 def _forced_batch(fabric: Fabric, pairs: list[tuple[int, int]]) -> None:
@@ -681,7 +444,7 @@ def _forced_batch(fabric: Fabric, pairs: list[tuple[int, int]]) -> None:
 
 def leaf_number(fabric: Fabric) -> dict[str, int]:
     """leaf name -> its index in `fabric.leaves` (cached on the fabric)."""
-    return _cached(fabric, ("leaf-number",),
+    return cached_on(fabric, ("leaf-number",),
                    lambda: {name: i for i, name in enumerate(fabric.leaves)})
 
 
@@ -693,7 +456,7 @@ def _pod_core_links(fabric: Fabric, pod: int, up: bool) -> int:
                 n += sum(1 for c in fabric.uplinks(g)
                          if (fabric.is_live(g, c) if up else fabric.is_live(c, g)))
         return n
-    return _cached(fabric, ("pod-core-links", pod, up), count)
+    return cached_on(fabric, ("pod-core-links", pod, up), count)
 
 
 def max_load(load: list[int]) -> int:

@@ -14,8 +14,8 @@ from routing.base import flow_table
 from routing.greedy import (greedy_fill_paths, improve_kernel, improve_max_paths, order_kernel,
                             path_rank, place_flows, place_in_order, visit_order, visit_pairs,
                             warm_kernels)
-from routing.paths import (LinkBlocks, PathTable, loads_of, pair_blocks, path_lower_bound,
-                           path_of_assignment, path_table)
+from routing.path_blocks import LinkBlocks, pair_blocks
+from routing.paths import PathTable, loads_of, path_lower_bound, path_of_assignment, path_table
 from testbed.fabric import FabricSpec, build_fabric
 from traffic.collectives import Collective, JobSpec, plan_jobs
 
