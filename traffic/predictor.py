@@ -48,7 +48,7 @@ from traffic.collectives import JobPlan
 from .prediction import (OURS, RECOMPUTES, RING_SYNCS, JobResult, Prediction,  # noqa: F401
                          PredictorError, Router, Semantics)
 from .predictor_dag import Dag, Job
-from .predictor_flows import Active, Starting
+from .predictor_flows import Active, Starting, enter_tails, share_pools
 from .predictor_results import LinkUsage, job_results
 from .predictor_rows import UNROUTED, ConnRows, path_width  # noqa: F401
 from .rates import max_min_rates
@@ -175,7 +175,7 @@ class _Simulation:
                       weights=self._weights() if self.spray else None, scratch=self.scratch,
                       kernels=self.kernels)
         if self.pooled:
-            self._share_pools()
+            share_pools(a, self.jobs, self.job_offset)
         self.n_rounds += 1
         return True
 
@@ -195,7 +195,7 @@ class _Simulation:
         """The flows marked done complete now, in admission order."""
         a = self.active
         if self.pooled:
-            self._enter_tails()
+            enter_tails(a, self.jobs)
         if self.compiled_dag:
             self._complete_compiled(new)
         else:
@@ -373,43 +373,6 @@ class _Simulation:
         if self.lazy:
             self.dag.held -= job.n
             job.free()
-
-    # -- split "adaptive": pools of bytes shared by a transfer's parts --------------------
-    def _enter_tails(self) -> None:
-        """split "adaptive": parts whose shared bytes are gone go on with the tail each held
-        back, at its own rate: what every subflow is still sending when the last piece has
-        been taken (on average half a piece whatever the subflow's rate, and its unsent
-        bytes)."""
-        a = self.active
-        for f in np.flatnonzero(a.done).tolist():
-            job, i = self.jobs[int(a.job[f])], int(a.tid[f])
-            if job.pooled and job.pool[i] >= 0 and not job.in_tail[i]:
-                job.in_tail[i] = True
-                a.rem[f], a.done[f] = job.held[i], False
-
-    def _share_pools(self) -> None:
-        """split "adaptive": the parts of one transfer in flight hold its shared bytes in
-        proportion to their rates, so they reach their tails together, when their summed rates
-        have moved those bytes (the fluid limit of taking pieces as each subflow is free; a
-        part with no rate keeps what it holds)."""
-        a = self.active
-        pool = np.full(a.n, -1, dtype=np.int64)
-        mine = {j: a.job == j for j, job in enumerate(self.jobs) if job.pooled}
-        for j, m in mine.items():
-            job = self.jobs[j]
-            p = np.where(job.in_tail[a.tid[m]], -1, job.pool[a.tid[m]])
-            pool[m] = np.where(p >= 0, self.job_offset[j] + p, -1)
-        m = (pool >= 0) & (a.rates > 0)
-        if not m.any():
-            return
-        _, inv = np.unique(pool[m], return_inverse=True)
-        rem, rate = a.rem[m], a.rates[m]
-        share = np.bincount(inv, rem)[inv] * rate / np.bincount(inv, rate)[inv]
-        moved = np.zeros(a.n)
-        moved[m] = share - rem
-        a.rem[m] = share
-        for j, mj in mine.items():
-            self.jobs[j].carried[a.tid[mj]] += moved[mj]
 
     # -- results -------------------------------------------------------------------------------
     def result(self) -> Prediction:

@@ -1,5 +1,6 @@
 """The predictor's flow buffers: the transfers that start in a batch (`Starting`) and the
-flows in flight (`Active`), parallel arrays in buffers that grow by doubling.
+flows in flight (`Active`), parallel arrays in buffers that grow by doubling; and how the
+parts of a transfer split "adaptive" share its bytes in flight (`enter_tails`, `share_pools`).
 
 Pure code (numpy). Bytes left in bytes, rates in Mbit/s.
 """
@@ -102,3 +103,39 @@ class Active:
         self.n = self.kernels.compact(self.done, self.job, self.tid, self.rem, self.row,
                                    self.links)
         self._view()
+
+
+# -- split "adaptive": pools of bytes shared by a transfer's parts ----------------------------
+def enter_tails(a: Active, jobs: list) -> None:
+    """The parts marked done whose shared bytes are gone go on with the tail each held back
+    (Job.held), at its own rate: what every subflow is still sending when the last piece has
+    been taken (on average half a piece whatever the subflow's rate, and its unsent bytes)."""
+    for f in np.flatnonzero(a.done).tolist():
+        job, i = jobs[int(a.job[f])], int(a.tid[f])
+        if job.pooled and job.pool[i] >= 0 and not job.in_tail[i]:
+            job.in_tail[i] = True
+            a.rem[f], a.done[f] = job.held[i], False
+
+
+def share_pools(a: Active, jobs: list, job_offset: np.ndarray) -> None:
+    """The parts of one transfer in flight hold its shared bytes in proportion to their rates,
+    so they reach their tails together, when their summed rates have moved those bytes (the
+    fluid limit of taking pieces as each subflow is free; a part with no rate keeps what it
+    holds); each job's `carried` bytes follow."""
+    pool = np.full(a.n, -1, dtype=np.int64)
+    mine = {j: a.job == j for j, job in enumerate(jobs) if job.pooled}
+    for j, m in mine.items():
+        job = jobs[j]
+        p = np.where(job.in_tail[a.tid[m]], -1, job.pool[a.tid[m]])
+        pool[m] = np.where(p >= 0, job_offset[j] + p, -1)
+    m = (pool >= 0) & (a.rates > 0)
+    if not m.any():
+        return
+    _, inv = np.unique(pool[m], return_inverse=True)
+    rem, rate = a.rem[m], a.rates[m]
+    share = np.bincount(inv, rem)[inv] * rate / np.bincount(inv, rate)[inv]
+    moved = np.zeros(a.n)
+    moved[m] = share - rem
+    a.rem[m] = share
+    for j, mj in mine.items():
+        jobs[j].carried[a.tid[mj]] += moved[mj]

@@ -15,15 +15,6 @@ from .limits import MAX_JOBS
 from .readers import ConfigError, quote, _check_keys, _num, _choice
 
 
-def _rel_path(v: str, base_dir: str | Path | None) -> Path:
-    """A relative path is looked up beside the config file first, then from the working
-    directory (callers that parse a document without its file give no base_dir)."""
-    p = Path(v)
-    if p.is_absolute() or base_dir is None or not (Path(base_dir) / p).exists():
-        return p
-    return Path(base_dir) / p
-
-
 def _jobs_from(d: dict, base_dir: str | Path | None) -> tuple[dict | None, JobsOf] | None:
     """`jobs_from:` another tool's workload, one of the formats in experiments/config/importers
     (floodns, chakra, simai): (the fabric section it implies or None, a function fabric ->
