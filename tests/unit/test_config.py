@@ -357,3 +357,35 @@ def test_the_jobs_are_planned_once_and_again_only_for_other_jobs():
     fewer = dataclasses.replace(exp, jobs=exp.jobs[:1])
     assert [p.name for p in fewer.plans()] == [exp.jobs[0].name]
     assert exp.plans() is plans
+
+
+def test_a_new_workload_format_is_one_format_registered_in_one_line(monkeypatch, tmp_path):
+    """experiments/config/importers: a Format (its keys, bounds and reader) registered in
+    FORMATS is a jobs_from key with its bounds checked, its jobs parsed and its paths
+    resolved, with nothing else changed but the key list that follows the registry."""
+    from experiments.config import imports, importers
+    from traffic.collectives import Collective, JobSpec
+
+    class Pairs(importers.Format):
+        name, shape = "pairs", "FILE"
+        params = (importers.Param("size_bytes", "int", 1, 10_000, 1_000),)
+
+        def read(self, src, doc, base_dir):
+            path, size = self.value(src, "pairs", base_dir), self.value(src, "size_bytes", None)
+            lines = path.read_text().split()
+            return None, lambda fabric: ([JobSpec(f"p{i}", Collective.FLOWS, [line.split(",")],
+                                                  size) for i, line in enumerate(lines)], None)
+    monkeypatch.setitem(importers.FORMATS, "pairs", Pairs())
+    monkeypatch.setattr(imports, "JOBS_FROM_KEYS", imports.JOBS_FROM_KEYS | Pairs().keys)
+    (tmp_path / "p.txt").write_text("h1,h5\nh2,h6\n")
+    doc = {"name": "p", "routing": ["ecmp"], "jobs_from": {"pairs": "p.txt", "size_bytes": 64},
+           "fabric": {"spines": 2, "leaves": 2, "hosts_per_leaf": 4, "host_link_mbps": 10,
+                      "spine_link_mbps": 10}}
+    exp = parse(doc, base_dir=tmp_path)
+    assert [(j.name, j.groups, j.size_bytes) for j in exp.jobs] == [
+        ("p0", [["h1", "h5"]], 64), ("p1", [["h2", "h6"]], 64)]
+    assert exp.resolved()["jobs_from"] == {"pairs": str((tmp_path / "p.txt").resolve()),
+                                           "size_bytes": 64}
+    doc["jobs_from"]["size_bytes"] = 0
+    with pytest.raises(ConfigError, match=r"^jobs_from.size_bytes: must be from 1 to 10,000"):
+        parse(doc, base_dir=tmp_path)
