@@ -193,8 +193,9 @@ def _cmd_predict(args) -> int:
     from .config import check_util_bin_s
     from .outdir import check_out, lock
     from .overrides import load_with
-    from .predict import predict_experiment
+    from .predict import check_predictable, predict_experiment
     exp = load_with(args.config, args.set)
+    check_predictable(exp)
     check_util_bin_s(exp, args.util_bin_s)
     _check_repeat(args.repeat)
     out = check_out(args.out, Path("results") / f"{exp.name}-predicted", args.force)

@@ -228,6 +228,13 @@ def sprayed_link_flows(fabric, conns: list) -> int:
     return max(count.values(), default=0)
 
 
+def check_predictable(exp: Experiment) -> None:
+    """ConfigError unless `exp` has jobs to model (program jobs model their `traffic`)."""
+    if not exp.jobs:
+        raise ConfigError("jobs: the program jobs declare no traffic, so `predict` has nothing "
+                          "to model; give them traffic: sections, or `run` them")
+
+
 def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1.0,
                        log: Callable[[str], None] = print,
                        util_bin_s: float | None = None, repetition: int = 1,
@@ -236,9 +243,7 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
     write each used link's utilization per time bin of that many seconds. `port_offset`
     shifts every source port (ECMP hashes them: each repetition its own outcome). `out_dir` is
     checked by the CLI (experiments/outdir.py); an OSError while writing names its file."""
-    if not exp.jobs:
-        raise ConfigError("jobs: the program jobs declare no traffic, so `predict` has nothing "
-                          "to model; give them traffic: sections, or `run` them")
+    check_predictable(exp)
     out_dir.mkdir(parents=True, exist_ok=True)
     with writing(out_dir / "config.yaml"):
         (out_dir / "config.yaml").write_text(yaml.safe_dump(exp.resolved(), sort_keys=False))
