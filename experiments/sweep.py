@@ -206,11 +206,16 @@ def load_sweep(path: str | Path, cli_sets: list[str] | None = None) -> Sweep:
             for k, v in _mapping(d.get("set") or {}, _where(path, "set")).items()]
     for p, v in sets:
         set_path(base_doc, p, v, _where(path, f"set.{shown(p)}"))
-    for text in cli_sets or []:
-        p, v = parse_set(text)
-        set_path(base_doc, p, v)
     combos = _combos(d, path)
     seeds = _seeds(d, path)
+    swept = {shown(parse_path(k)) for _, values in combos for k in values}
+    swept |= {"seed"} if seeds is not None else set()
+    for text in cli_sets or []:
+        p, v = parse_set(text)
+        if shown(p) in swept:
+            raise ConfigError(f"--set {shown(p)}: {path.name} sweeps this key, so every point "
+                              "sets its own value; change it in the sweep file")
+        set_path(base_doc, p, v)
     repeat = _int_key(d, "repeat", path, 1, MAX_REPEAT)
     total = len(combos) * len(seeds or [0]) * repeat
     if total > MAX_POINTS:

@@ -300,3 +300,27 @@ def test_what_a_pair_delivered_by_a_time_is_interpolated_between_readings():
     assert delivered_at(readings, 7, 0.5) == pytest.approx(1_000_000)
     assert delivered_at(readings, 7, 9.0) == 4_000_000
     assert delivered_at(readings, 8, 1.0) == 0              # a pair never counted
+
+
+def test_top_level_subflows_cannot_apply_to_a_programs_traffic():
+    doc = _doc(traffic={"collective": "allreduce", "size_bytes": 1000})
+    doc["subflows"] = 4
+    with pytest.raises(ConfigError, match=r"^subflows: 4 cannot apply to jobs\[0\] \(p\).*"
+                                          r"drop the top-level subflows$"):
+        parse(doc)
+    doc["subflows"] = 1
+    assert parse(doc).jobs[0].subflows == 1
+
+
+def test_predict_of_programs_without_traffic_refuses_before_making_its_folder(tmp_path,
+                                                                               capsys):
+    import yaml
+
+    from experiments.__main__ import main
+    config = tmp_path / "p.yaml"
+    config.write_text(yaml.safe_dump(_doc()))
+    out = tmp_path / "out"
+    assert main(["predict", str(config), "--out", str(out)]) == 2
+    assert not out.exists()
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "declare no traffic" in err[0]

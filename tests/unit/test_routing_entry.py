@@ -80,6 +80,11 @@ def test_an_experiment_holds_its_entries_parsed_and_its_strings_for_the_yaml():
 @pytest.mark.parametrize("routing, key", [(["ecmp@host"], "ecmp@host makes no sense"),
                                           (["nonblocking@host"], "no routes"),
                                           (["ilp@hosts"], "suffix must be @host"),
+                                          (["spray@"], "'spray@': the suffix must be"),
+                                          (["ilp@"], "'ilp@': the suffix must be"),
+                                          (["nonblocking@"], "the suffix must be"),
+                                          (["greedy@switch"], "the suffix must be"),
+                                          (["spray@packet@host"], "the suffix must be"),
                                           (["magic"], "unknown strategy 'magic'")])
 def test_bad_entries_are_refused_as_before(routing, key):
     doc = json.loads(json.dumps(load(CONFIGS / "quickstart.yaml").resolved()))
