@@ -176,6 +176,9 @@ def _cmd_run(args) -> int:
         print("error: run: emulation needs root; use `sudo make run` or "
               "`sudo .venv/bin/mlfabric run ...`", file=sys.stderr)
         return 2
+    if exp.machines:         # reachable, ready, MTU: before --out is made or anything built
+        from .split_run import check_machines
+        check_machines(exp)
     from .runner import run_experiment
     lock(out, "run")
     out.clear()
@@ -353,12 +356,15 @@ def _clean_machines(machines) -> int:
         for m in machines:
             remote.close(m, control)
         shutil.rmtree(control, ignore_errors=True)
-    code = 0
     for m, (rc, text) in zip(machines, outs):
-        print(f"{m.name}: {text}" if rc == 0 else f"error: {m.name}: {text}",
-              file=sys.stdout if rc == 0 else sys.stderr)
-        code = max(code, 0 if rc == 0 else 1)
-    return code
+        if rc == 0:
+            print(f"{m.name}: {text}")
+    failed = [f"{m.name}: {text}" for m, (rc, text) in zip(machines, outs) if rc != 0]
+    if failed:                 # one line, as `run` folds them
+        more = (f" (and {len(failed) - 1} more: "
+                f"{', '.join(x.split(':')[0] for x in failed[1:])})" if len(failed) > 1 else "")
+        print(f"error: {failed[0]}{more}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _open_std_fds() -> None:

@@ -147,12 +147,16 @@ def calibrate(exp: Experiment, out_dir: Path, duration_s: float = 8.0,
         emu.wait_until_drained()
         iperf_one = _iperf(emu, one, duration_s, em.tcp_cc, window, test=1)
         emu.wait_until_drained()
-        agent_one = _agents(emu, one, size, em.tcp_cc, exp.seed, out_dir / "logs-one")
+        with emu.cpu_monitor() as monitor:      # the factor's measurement, watched
+            agent_one = _agents(emu, one, size, em.tcp_cc, exp.seed, out_dir / "logs-one")
         emu.wait_until_drained()
         if not plausible_factor(agent_one[0] / rate, em.mtu_bytes):
             log(f"one flow got {agent_one[0] / rate:.1%} of the link: measuring again")
-            agent_one = _agents(emu, one, size, em.tcp_cc, exp.seed, out_dir / "logs-one-again")
+            with emu.cpu_monitor() as monitor:
+                agent_one = _agents(emu, one, size, em.tcp_cc, exp.seed,
+                                    out_dir / "logs-one-again")
             emu.wait_until_drained()
+        fidelity = monitor.summary()
         log(f"{k} flows sharing {'leaf1'}->{spine}")
         iperf_k = _iperf(emu, shared, duration_s, em.tcp_cc, window, test=2)
         emu.wait_until_drained()
@@ -168,8 +172,15 @@ def calibrate(exp: Experiment, out_dir: Path, duration_s: float = 8.0,
     result = _record(rate, duration_s, env, iperf_one[0], agent_one[0], iperf_k, agent_k,
                      em.mtu_bytes)
     plausible = plausible_factor(factor, em.mtu_bytes)
-    result["stored"] = bool(store and plausible)
+    result["fidelity"] = fidelity
+    result["stored"] = bool(store and plausible and fidelity["ok"])
     write_json(out_dir / "calibration.json", result)
+    if not fidelity["ok"]:
+        raise CalibrationError(
+            f"calibrate: the emulator was flagged while one flow measured the factor on the "
+            f"{env['calibration_datapath']} datapath (cause: {fidelity['cause']}; see "
+            f"{out_dir / 'calibration.json'}, fidelity); nothing stored; run again on an idle "
+            "machine or at a lower rate")
     if not plausible:
         raise CalibrationError(
             f"calibrate: one flow got {factor:.1%} of {rate:g} Mbit/s twice, below "

@@ -118,8 +118,7 @@ class Part:
             self.emu.set_link(req["u"], req["v"], bool(req["up"]))
             return {}
         if op == "monitor_start":
-            from testbed.monitor import CpuMonitor
-            self.monitor = CpuMonitor(others=self.emu.other_vswitchds)
+            self.monitor = self.emu.cpu_monitor()
             self.monitor.__enter__()
             return {}
         if op == "monitor_stop":

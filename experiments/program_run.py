@@ -16,7 +16,6 @@ from typing import Callable
 
 from routing.base import max_link_flows
 from testbed.installer import settle_flow_stats
-from testbed.monitor import CpuMonitor
 from testbed.rankns import hosts_file_text
 from traffic.collectives import JobPlan, bus_factor
 from traffic.program_driver import ProgramDriver, ProgramRecord
@@ -44,7 +43,7 @@ def run_program_routing(exp: Experiment, emu, entry: RoutingEntry, rp, plans: li
         from .learner import DemandLearner
         learner = DemandLearner(controller, exp, log)
     try:
-        with CpuMonitor(emu.taps, others=emu.other_vswitchds) as monitor:
+        with emu.cpu_monitor() as monitor:
             records = driver.run(
                 on_start=controller.jobs_started if learner is None else learner.jobs_started,
                 on_finish=(controller.job_finished if learner is None

@@ -61,6 +61,11 @@ class PathMismatchError(RuntimeError):
     """A statically routed flow crossed a switch that none of its given paths holds."""
 
 
+#: Said when a run uses Open vSwitch's kernel datapath (docs/emulation.md, "Datapaths").
+KERNEL_DATAPATH_NOTE = ("datapath kernel: mlfabric's fidelity figures were measured on the "
+                        "userspace datapath only; this run's monitor watches the kernel's "
+                        "softirq, and its calibration is its own (`mlfabric calibrate`)")
+
 #: The fastest link `run` accepts: the whole emulator carried about 1.3 Gbit/s of host traffic
 #: on 2 cores (fidelity benchmark), so one link faster than this could never be honoured.
 MAX_EMULATED_MBPS = 1000.0
@@ -229,6 +234,8 @@ def emulation_environment(exp: Experiment, emu, load: dict,
     env["ovs_vswitchd_malloc_tuned"] = emu.malloc_tuned
     if emu.malloc_tuned is False:
         log(MALLOC_WARNING)
+    if emu.datapath == "kernel":
+        log(KERNEL_DATAPATH_NOTE)
     env["queue_packets"] = em.queue_packets
     env["link_scheduler"] = em.link_scheduler
     env["tcp_window_clamp_bytes"] = em.settings().window_clamp_bytes
@@ -400,8 +407,7 @@ def drive(exp: Experiment, emu, entry: RoutingEntry, inst: Installed, timeout_s:
     try:
         driver.start_agents()
         driver.connect()
-        with ((emu.cpu_monitor() if exp.machines
-               else CpuMonitor(emu.taps, others=emu.other_vswitchds)) as monitor,
+        with (emu.cpu_monitor() as monitor,
               (capture or contextlib.nullcontext())):
             records = driver.run_jobs(on_start=on_start, on_finish=on_finish, timers=timers,
                                       on_iteration=on_iteration)
