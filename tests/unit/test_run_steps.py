@@ -109,6 +109,9 @@ class _Emu:
     def set_link(self, u, v, up):
         pass
 
+    def cpu_monitor(self):
+        return _Monitor(self.taps, self.other_vswitchds)
+
 
 @pytest.fixture
 def fake_fabric(monkeypatch):
@@ -121,7 +124,6 @@ def fake_fabric(monkeypatch):
 
     monkeypatch.setattr(runner, "Controller", Recorded)
     monkeypatch.setattr(runner, "TrafficDriver", _Driver)
-    monkeypatch.setattr(runner, "CpuMonitor", _Monitor)
     monkeypatch.setattr(runner, "settle_flow_stats", lambda: None)
     monkeypatch.setattr(measure_mod, "flow_bytes_by_cookie", counters.read)
     monkeypatch.setattr(controller_mod, "flow_bytes_by_cookie", counters.read)
@@ -214,3 +216,54 @@ def test_a_flow_off_its_given_paths_stops_the_run(fake_fabric, tmp_path, monkeyp
     monkeypatch.setattr(measure_mod, "flow_bytes_by_cookie", astray)
     with pytest.raises(runner.PathMismatchError, match=r"\[ilp\] \d+ flows crossed"):
         emulated_records(CONFIGS / "quickstart.yaml", tmp_path, [])
+
+
+class _Programs:
+    """Every program job's steps on a scripted clock: job i's steps take 0.5 (i + 1) s each,
+    6 steps, rank 0 reporting; the controller's hooks fire in time order."""
+
+    def __init__(self, emu, programs, log_dir, hosts_file):
+        self.programs = programs
+
+    def run(self, on_start=None, on_finish=None, on_step=None, tick=None):
+        from traffic.program_driver import ProgramRecord
+        records = {}
+        for i, p in enumerate(self.programs):
+            on_start([p.name], p.start_s)
+            d = 0.5 * (i + 1)
+            steps = [{"step": k, "time_s": d, "ranks": p.ranks, "at_s": p.start_s + d * (k + 1)}
+                     for k in range(6)]
+            for s in steps:
+                on_step(p.name, s["step"], s["at_s"])
+            records[p.name] = ProgramRecord(p.name, p.start_s, p.start_s + 6 * d,
+                                            [0] * p.ranks, steps, 0)
+            on_finish(p.name, p.start_s + 6 * d)
+        return records
+
+    def stop(self):
+        pass
+
+
+def _program_config(tmp_path: Path) -> Path:
+    """jax-rings whose fourth program declares no traffic (the model knows nothing of it)."""
+    import yaml
+    doc = yaml.safe_load((CONFIGS / "jax-rings.yaml").read_text())
+    del doc["jobs"][3]["traffic"]
+    doc["routing"] = ["ecmp", "ilp", "greedy"]
+    path = tmp_path / "programs.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+#: emulated_digest of _program_config, from the code before agents and programs shared one
+#: run path (the program records as program_run.py assembled them)
+PROGRAMS_BEFORE = "c12ad1e1751aa9e623b4d76e9b07e8bcd86d73d0d42d3193042771fd7530f5fc"
+
+
+def test_program_jobs_get_the_record_they_got_before_one_run_path(fake_fabric, tmp_path,
+                                                                   monkeypatch):
+    import experiments.program_run as program_run
+    monkeypatch.setattr(program_run, "ProgramDriver", _Programs)
+    monkeypatch.setattr(program_run, "settle_flow_stats", lambda: None)
+    config = _program_config(tmp_path)
+    assert emulated_digest(config, tmp_path / "out") == PROGRAMS_BEFORE
