@@ -92,14 +92,21 @@ def slowest_per_iteration(per_job: list[list[float]]) -> list[float]:
 
 def run_result(routing: str, mode: str, jobs: list[dict], max_link_flows: int,
                solve: dict, **extra) -> dict:
-    """Aggregate per-job results into one run (one routing) of the results schema."""
+    """Aggregate per-job results into one run (one routing) of the results schema. Jobs whose
+    ideal the model does not know (a program without declared traffic: efficiency None) take
+    no part in the efficiencies, which are None when no job is known; the throughput is None
+    unless every job counted its bytes (programs do not)."""
     cct = slowest_per_iteration([j["cct_s"] for j in jobs])
-    worst = min(jobs, key=lambda j: (j["efficiency"], j["name"]))
+    known = [j for j in jobs if j.get("efficiency") is not None]
+    worst = min(known, key=lambda j: (j["efficiency"], j["name"])) if known else None
+    counted = all(j.get("throughput_mbps") is not None for j in jobs)
     return {"routing": routing, "mode": mode, "cct_s": cct, "cct_mean_s": statistics.fmean(cct),
-            "ideal_cct_s": max(j["ideal_cct_s"] for j in jobs),
-            "efficiency": worst["efficiency"], "efficiency_job": worst["name"],
-            "network_efficiency": statistics.fmean(j["efficiency"] for j in jobs),
-            "throughput_mbps": sum(j["throughput_mbps"] for j in jobs),
+            "ideal_cct_s": max(j["ideal_cct_s"] for j in known) if known else None,
+            "efficiency": worst and worst["efficiency"],
+            "efficiency_job": worst and worst["name"],
+            "network_efficiency": (statistics.fmean(j["efficiency"] for j in known)
+                                   if known else None),
+            "throughput_mbps": sum(j["throughput_mbps"] for j in jobs) if counted else None,
             "max_link_flows": max_link_flows, "solve": solve, **extra, "jobs": jobs}
 
 
@@ -115,9 +122,10 @@ def host_link_flows(plans: list[JobPlan]) -> int:
 def add_nonblocking_fraction(results: dict, reference: str = "nonblocking") -> None:
     """Hedera's metric: each run's aggregate throughput / that of the non-blocking reference
     run of the same mode (`nonblocking_fraction`), when the results hold one."""
-    ref = {r["mode"]: r["throughput_mbps"] for r in results["runs"] if r["routing"] == reference}
+    ref = {r["mode"]: r["throughput_mbps"] for r in results["runs"]
+           if r["routing"] == reference and r.get("throughput_mbps")}
     for r in results["runs"]:
-        if r["mode"] in ref:
+        if r["mode"] in ref and r.get("throughput_mbps") is not None:
             r["nonblocking_fraction"] = r["throughput_mbps"] / ref[r["mode"]]
 
 

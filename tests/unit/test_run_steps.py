@@ -1,7 +1,8 @@
-"""`run`'s per-routing steps (experiments/runner.py: install, drive, measure, predict,
-assemble) without root: a scripted traffic driver, CPU monitor and switch counters stand in
-for the emulator, rules are written as a dry run, and the results record every routing gets
-must be the one the code gave before the steps were split (stored digests)."""
+"""`run`'s per-routing steps (experiments/routing_run.py: install, drive, measure, predict,
+record, for agents and programs: experiments/job_kinds.py) without root: a scripted traffic
+driver (and program driver), CPU monitor and switch counters stand in for the emulator, rules
+are written as a dry run, and the results record every routing gets must be the one the code
+gave before the steps were split (stored digests)."""
 import dataclasses
 import hashlib
 import json
@@ -14,6 +15,8 @@ from .digests import scrubbed
 
 import experiments.controller as controller_mod
 import experiments.measure as measure_mod
+import experiments.job_kinds as job_kinds
+import experiments.routing_run as routing_run
 import experiments.runner as runner
 from experiments.config import load
 from routing import route
@@ -122,9 +125,10 @@ def fake_fabric(monkeypatch):
             super().__init__(*a, **k)
             counters.controller, counters.totals = self, {}     # a new routing's run
 
-    monkeypatch.setattr(runner, "Controller", Recorded)
-    monkeypatch.setattr(runner, "TrafficDriver", _Driver)
-    monkeypatch.setattr(runner, "settle_flow_stats", lambda: None)
+    monkeypatch.setattr(routing_run, "Controller", Recorded)
+    monkeypatch.setattr(job_kinds, "TrafficDriver", _Driver)
+    monkeypatch.setattr(job_kinds, "ProgramDriver", _Programs)
+    monkeypatch.setattr(routing_run, "settle_flow_stats", lambda: None)
     monkeypatch.setattr(measure_mod, "flow_bytes_by_cookie", counters.read)
     monkeypatch.setattr(controller_mod, "flow_bytes_by_cookie", counters.read)
     # rule writes and reroutes take no time: an event's end (after_events) is its at_s
@@ -149,8 +153,8 @@ _ADDED = {"tcp_out_of_order_packets", "tcp_reordering_seen", "predicted_iteratio
           "solver"}
 
 
-def _scrub(o):
-    return scrubbed(o, _TIMING | _ADDED)
+def _scrub(o, added: frozenset = frozenset()):
+    return scrubbed(o, _TIMING | _ADDED | added)
 
 
 def emulated_records(config: Path, out: Path, logged: list[str]) -> list[dict]:
@@ -173,12 +177,12 @@ def emulated_records(config: Path, out: Path, logged: list[str]) -> list[dict]:
     return runs
 
 
-def emulated_digest(config: Path, out: Path) -> str:
+def emulated_digest(config: Path, out: Path, added: frozenset = frozenset()) -> str:
     """sha256 of every routing's results record (wall-clock keys left out), the log lines
     (timings masked) and every file it wrote (rule bundles, commands, transfers.csv, ...)."""
     logged: list[str] = []
     runs = emulated_records(config, out, logged)
-    h = hashlib.sha256(json.dumps(_scrub(runs), sort_keys=True).encode())
+    h = hashlib.sha256(json.dumps(_scrub(runs, added), sort_keys=True).encode())
     for line in logged:
         h.update(" ".join(w for w in line.split() if not w[:1].isdigit()).encode())
     for f in sorted(p for p in out.rglob("*") if p.is_file()):    # paths in them masked
@@ -214,7 +218,7 @@ def test_a_flow_off_its_given_paths_stops_the_run(fake_fabric, tmp_path, monkeyp
         c = fake_fabric.controller
         return {**real(switch), **{0x1000000 + x.conn_id: 5000 for x in c.conns}}
     monkeypatch.setattr(measure_mod, "flow_bytes_by_cookie", astray)
-    with pytest.raises(runner.PathMismatchError, match=r"\[ilp\] \d+ flows crossed"):
+    with pytest.raises(routing_run.PathMismatchError, match=r"\[ilp\] \d+ flows crossed"):
         emulated_records(CONFIGS / "quickstart.yaml", tmp_path, [])
 
 
@@ -260,10 +264,11 @@ def _program_config(tmp_path: Path) -> Path:
 PROGRAMS_BEFORE = "c12ad1e1751aa9e623b4d76e9b07e8bcd86d73d0d42d3193042771fd7530f5fc"
 
 
-def test_program_jobs_get_the_record_they_got_before_one_run_path(fake_fabric, tmp_path,
-                                                                   monkeypatch):
-    import experiments.program_run as program_run
-    monkeypatch.setattr(program_run, "ProgramDriver", _Programs)
-    monkeypatch.setattr(program_run, "settle_flow_stats", lambda: None)
+def test_program_jobs_get_the_record_they_got_before_one_run_path(fake_fabric, tmp_path):
     config = _program_config(tmp_path)
-    assert emulated_digest(config, tmp_path / "out") == PROGRAMS_BEFORE
+    runs = emulated_records(config, tmp_path / "probe", [])
+    assert all(r["throughput_mbps"] is None for r in runs)   # programs count no bytes
+    assert [j["efficiency"] is None for j in runs[0]["jobs"]] == [False] * 3 + [True]
+    # the one key run_result adds to a program's record: the throughput it cannot know
+    assert emulated_digest(config, tmp_path / "out", frozenset({"throughput_mbps"})) \
+        == PROGRAMS_BEFORE
