@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 
-from testbed.signals import PENDING, Terminated, deferred, raise_interrupt, raise_terminated
+from testbed.signals import (ENDING, HELD, PENDING, Terminated, deferred, raise_interrupt,
+                             raise_terminated)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -165,6 +166,7 @@ def _repeated(exp, args, out: Path, one) -> None:
 
 
 def _cmd_run(args) -> int:
+    from .config import ConfigError
     from .outdir import check_out, lock
     from .overrides import load_with
     from .runner import check_emulable
@@ -176,6 +178,10 @@ def _cmd_run(args) -> int:
         print("error: run: emulation needs root; use `sudo make run` or "
               "`sudo .venv/bin/mlfabric run ...`", file=sys.stderr)
         return 2
+    from testbed.ovs import kernel_datapath_available
+    if exp.emulation.datapath == "kernel" and not kernel_datapath_available():
+        raise ConfigError("emulation.datapath: kernel, but this machine has no openvswitch "
+                          "kernel module loaded; use user (the default) or auto")
     if exp.machines:         # reachable, ready, MTU: before --out is made or anything built
         from .split_run import check_machines
         check_machines(exp)
@@ -389,6 +395,9 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM handled from the first moment: a signal while the modules below import (a
     # second or more on a loaded machine) ends the command like one at any later moment
     signal.signal(signal.SIGTERM, raise_terminated)
+    for sig in (signal.SIGHUP, signal.SIGQUIT):     # a closed terminal or ssh, Ctrl-\
+        if signal.getsignal(sig) is signal.SIG_DFL:  # not when ignored (nohup)
+            signal.signal(sig, raise_terminated)
     PENDING.clear()                  # a command of its own (main() also runs in tests)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:   # not when ignored
         signal.signal(signal.SIGINT, raise_interrupt)
@@ -400,17 +409,17 @@ def main(argv: list[str] | None = None) -> int:
         code = _dispatch(args)
     except KeyboardInterrupt:
         code = -signal.SIGINT
-    except Terminated:
-        code = -signal.SIGTERM
+    except Terminated as e:
+        code = -e.signum
     if code >= 0 and PENDING:        # a handler's exception was lost in a finalizer
         code = -PENDING[0]
     PENDING.clear()
     if code == -signal.SIGINT:
         print(f"interrupted{_AFTER[args.command]}", file=sys.stderr)
         return 130
-    if code == -signal.SIGTERM:
-        print(f"terminated{_AFTER[args.command]}", file=sys.stderr)
-        return 143
+    if -code in ENDING:
+        print(f"{ENDING[-code]}{_AFTER[args.command]}", file=sys.stderr)
+        return 128 - code
     return code
 
 
@@ -512,14 +521,14 @@ def cli() -> None:
         code = main()
     except KeyboardInterrupt:   # a second Ctrl-C after main() had caught the first one
         code = 130
-    except Terminated:
-        code = 143
+    except Terminated as e:
+        code = 128 + e.signum
     finally:
         # the work is done: the interpreter's shutdown restores the default handlers, under
         # which a late SIGTERM killed the process (-15) after a clean run, and a KeyboardInterrupt
         # left uncaught makes Python end itself by SIGINT (-2, CI 2026-12-03, after it had
         # printed "interrupted: the fabric was torn down"); ignore them from here on
-        for held in (signal.SIGINT, signal.SIGTERM):
+        for held in HELD:
             signal.signal(held, signal.SIG_IGN)
     sys.exit(code)
 

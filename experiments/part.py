@@ -79,6 +79,8 @@ class Part:
 
     # -- requests ------------------------------------------------------------------------
     def handle(self, req: dict) -> dict:
+        if not isinstance(req, dict):
+            raise TestbedError("a request is a JSON object with an op")
         op = req.get("op")
         if op == "ping":
             return {}

@@ -68,6 +68,14 @@ class LineReader:
                 self.overlong = True
         return lines
 
+    def end(self) -> bytes | None:
+        """At the end of the stream: the last line if it had no newline (None if overlong
+        or empty)."""
+        last = None if self.overlong or not self.part else bytes(self.part)
+        self.part.clear()
+        self.overlong = False
+        return last
+
 
 @dataclass
 class _Rank:
@@ -155,7 +163,10 @@ class ProgramDriver:
         """Copy a rank's output to its file; on_step(job, step, t) once every rank of the
         job has recorded that step."""
         rank.out.write(chunk)
-        for line in rank.lines.feed(chunk):
+        self._lines(rank, rank.lines.feed(chunk), now_s, on_step)
+
+    def _lines(self, rank: _Rank, lines: list[bytes | None], now_s: float, on_step) -> None:
+        for line in lines:
             if line is None:
                 continue
             step = rank.log.feed(line.decode(errors="replace"), now_s, self.t0)
@@ -201,7 +212,9 @@ class ProgramDriver:
             if chunk:
                 self._read(rank, chunk, time.monotonic() - self.t0, on_step)
             else:
-                try:                    # EOF: the rank is exiting, or closed its output
+                # EOF: its last line needs no newline
+                self._lines(rank, [rank.lines.end()], time.monotonic() - self.t0, on_step)
+                try:                    # the rank is exiting, or closed its output
                     rank.proc.wait(timeout=EXIT_WAIT_S)
                 except subprocess.TimeoutExpired:
                     pass                # runs on: its exit, seen below, ends it

@@ -75,7 +75,8 @@ def _switch_processes(d: dict, e: EmulationConfig, fabric: Fabric) -> int:
     what = "pods" if fabric.has_pods else "leaves"
     cap = max_switch_processes()
     why = (f"pods are not split, and this fabric has {units} {what}" if units <= cap else
-           f"two per core, and this machine gives mlfabric {cap // 2} cores")
+           f"two per core, and this machine gives mlfabric {cap // 2} "
+           f"core{'s' if cap > 2 else ''}")
     n = _int(d, "switch_processes", "emulation", 1, minimum=1, maximum=min(cap, units),
              why=why)
     if n > 1 and e.port_type == "tap":

@@ -54,9 +54,13 @@ def _argv(v: Any, where: str, cwd: Path, path: str) -> tuple[str, ...]:
     texts = [_text(a) for a in v] if isinstance(v, list) else None
     if not texts or len(texts) > MAX_ARGV or not all(
             t is not None and 0 < len(t) <= MAX_ARG_CHARS for t in texts):
-        raise ConfigError(f"{where}.program: expected a list of 1 to {MAX_ARGV} non-empty "
-                          f"strings (argv, no shell, no NUL byte), e.g. [python, train.py], "
-                          f"got {quote(v)}")
+        bad = next((i for i, t in enumerate(texts or []) if t is None
+                    or not 0 < len(t) <= MAX_ARG_CHARS), None) if isinstance(v, list) else None
+        which = (f"; argument {bad} is {quote(v[bad])}" if bad is not None else
+                 f", got {quote(v)}")
+        raise ConfigError(f"{where}.program: expected a list of 1 to {MAX_ARGV} strings of 1 "
+                          f"to {MAX_ARG_CHARS} characters (argv, no shell, no NUL byte), e.g. "
+                          f"[python, train.py]{which}")
     exe = texts[0]
     if "/" in exe:
         found = (cwd / exe).is_file() and os.access(cwd / exe, os.X_OK)

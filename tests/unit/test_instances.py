@@ -126,5 +126,5 @@ def test_switch_processes_are_bounded_by_the_cores_this_process_may_use(monkeypa
     top = 2 * cores
     assert parse({**doc, "emulation": {"switch_processes": top}}).emulation.switch_processes \
         == top
-    with pytest.raises(ConfigError, match=rf"from 1 to {top} .*gives mlfabric {cores} cores"):
+    with pytest.raises(ConfigError, match=rf"from 1 to {top} .*gives mlfabric {cores} core"):
         parse({**doc, "emulation": {"switch_processes": top + 1}})

@@ -137,6 +137,8 @@ def test_lines_are_split_across_chunks_and_an_overlong_one_is_dropped_not_kept()
         assert len(reader.part) <= 8
     assert reader.feed(b"x\n{}\n") == [None, b"{}"]
     assert reader.feed(b"12345678") == [] and reader.feed(b"\n") == [b"12345678"]
+    assert reader.feed(b"{}") == [] and reader.end() == b"{}"      # the last, no newline
+    assert reader.end() is None and reader.feed(b"x" * 9) == [] and reader.end() is None
 
 
 def test_the_rank_init_reports_the_programs_exit_as_a_shell_does():

@@ -68,3 +68,17 @@ def test_a_set_of_a_key_the_sweep_varies_is_refused(tmp_path, capsys):
                                   str(tmp_path / "out")])
         assert code == 2 and len(err) == 1 and "sweeps this key" in err[0], err
     assert not (tmp_path / "out").exists()
+
+
+def test_the_kernel_datapath_without_its_module_is_refused_before_anything(tmp_path, capsys,
+                                                                           monkeypatch):
+    import os as _os
+
+    import testbed.ovs as ovs
+    monkeypatch.setattr(ovs, "kernel_datapath_available", lambda: False)
+    monkeypatch.setattr(_os, "geteuid", lambda: 0)        # run's root check passes
+    out = tmp_path / "out"
+    code, err = _cli(capsys, ["run", str(QUICKSTART), "--set", "emulation.datapath=kernel",
+                              "--out", str(out)])
+    assert code == 2 and len(err) == 1 and "emulation.datapath: kernel" in err[0], err
+    assert not out.exists()
