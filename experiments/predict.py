@@ -19,7 +19,7 @@ from typing import Callable
 import yaml
 
 from routing import route
-from routing.base import RoutingError, max_link_flows
+from routing.base import RoutingError, link_flow_counts, max_link_flows
 from routing.replay import read_flow_log, route_replay
 from traffic.collectives import JobPlan, Transfers, unique_connections, with_port_offset
 from traffic.predictor import Prediction, ideal, predict
@@ -52,16 +52,18 @@ def _tid_step_conn(plan: JobPlan):
 MAX_FCT_ROWS = 10_000_000
 
 
-def write_prediction_csvs(run_dir: Path, plans: list[JobPlan], pred: Prediction) -> None:
+def write_prediction_csvs(run_dir: Path, plans: list[JobPlan], pred: Prediction,
+                          flows: dict | None = None) -> None:
     """Per transfer FCTs (fct.csv; per job, fct_jobs.csv, past MAX_FCT_ROWS transfers), per
-    directed link utilization (links.csv) and, when the prediction was binned, each used
-    link's utilization over time (links_over_time.csv)."""
+    directed link utilization and flows (links.csv; `flows`: (src, dst) -> flows of the plan
+    computed before the run, None when there is none) and, when the prediction was binned,
+    each used link's utilization over time (links_over_time.csv)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     if sum(len(p.transfers) for p in plans) > MAX_FCT_ROWS:
         _write_job_fcts(run_dir / "fct_jobs.csv", plans, pred)
     else:
         _write_fcts(run_dir / "fct.csv", plans, pred)
-    _write_links(run_dir, pred)
+    _write_links(run_dir, pred, flows)
 
 
 def _write_fcts(path: Path, plans: list[JobPlan], pred: Prediction) -> None:
@@ -92,15 +94,18 @@ def _write_job_fcts(path: Path, plans: list[JobPlan], pred: Prediction) -> None:
                         *(f"{x:.9f}" for x in stats)])
 
 
-def _write_links(run_dir: Path, pred: Prediction) -> None:
-    """links.csv, and links_over_time.csv when the prediction was binned."""
+def _write_links(run_dir: Path, pred: Prediction, flows: dict | None = None) -> None:
+    """links.csv (`flows` empty where no plan says), and links_over_time.csv when the
+    prediction was binned."""
     with writing(run_dir / "links.csv"), (run_dir / "links.csv").open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["src", "dst", "capacity_mbps", "mean_utilization", "max_utilization"])
+        w.writerow(["src", "dst", "capacity_mbps", "mean_utilization", "max_utilization",
+                    "flows"])
         for i, (u, v) in enumerate(pred.links):
             if pred.link_max_util[i] > 0:
                 w.writerow([u, v, f"{pred.link_capacity_mbps[i]:g}",
-                            f"{pred.link_mean_util[i]:.6f}", f"{pred.link_max_util[i]:.6f}"])
+                            f"{pred.link_mean_util[i]:.6f}", f"{pred.link_max_util[i]:.6f}",
+                            "" if flows is None else flows.get((u, v), 0)])
     if pred.link_util_series is not None:
         used = [i for i in range(len(pred.links)) if pred.link_max_util[i] > 0]
         path = run_dir / "links_over_time.csv"
@@ -279,7 +284,9 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
                          link_load_imbalance=link_load_imbalance(pred, exp.fabric, pairs),
                          predict_wall_s=pred.wall_s, predict_kernels=pred.stats["kernels"],
                          **_iteration(exp, jobs, ideal_pred))
-        write_prediction_csvs(out_dir / entry.run_dir, plans, pred)
+        write_prediction_csvs(out_dir / entry.run_dir, plans, pred, None if rp is None
+                              or entry.per_packet else link_flow_counts(exp.fabric, conns,
+                                                                        rp.path_of))
         if rates_csv is not None:
             spilled(run, f"{entry.run_dir}/{rates_csv.name}")
         results["runs"].append(run)

@@ -50,9 +50,9 @@ from .measure import (measured_conn_rates, observed_paths, phase_paths, switch_c
                       write_transfers_csv)
 from .routes import ControllerRoutes
 from .routing_entry import ECMP, RoutingEntry
-from .plots import emulated_vs_predicted, timeline
 from .progress import iteration_progress, open_cli
 from .results import (SCHEMA_VERSION, add_nonblocking_fraction, environment, fairness,
+                      flag_reason,
                       host_link_flows, job_result, run_result, slowest_per_iteration,
                       solve_block, table, workload_times, write_json)
 
@@ -189,8 +189,6 @@ def run_experiment(exp: Experiment, out_dir: Path,
                                                run_id, settings, out_dir, log, port_offset))
     add_nonblocking_fraction(results)
     write_json(out_dir / "results.json", results)
-    emulated_vs_predicted(results, out_dir / "emulated_vs_predicted.png")
-    timeline(results, out_dir / "timeline.png")
     log(table(results))
     log(f"results: {out_dir / 'results.json'}")
     return results
@@ -367,7 +365,7 @@ def install(exp: Experiment, emu, entry: RoutingEntry, rp, plans: list[JobPlan],
                                 time_limit_s=exp.solver_time_limit_s)
     stats = controller.install_initial()
     log(f"[{entry.name}] {stats['rules']} rules on {stats['switches']} switches in "
-        f"{stats['install_s']:.2f} s; running {len(plans)} jobs")
+        f"{stats['install_s']:.2f} s; running {len(plans)} job{'s' * (len(plans) != 1)}")
     return Installed(controller, plans, stats)
 
 
@@ -583,7 +581,8 @@ def log_run(name: str, run: dict, controller: Controller, log: Callable[[str], N
     log(f"[{name}] mean CCT {run['cct_mean_s']:.3f} s (predicted "
         f"{run['predicted_cct_mean_s']:.3f} s), efficiency {run['efficiency']:.3f}, "
         f"max flows per link {run['max_link_flows']}, emulator "
-        f"{'ok' if fidelity['ok'] else 'SATURATED'} (ovs-vswitchd's forwarding thread max "
+        f"{'faithful' if fidelity['ok'] else 'flagged: ' + str(flag_reason(run))} "
+        f"(ovs-vswitchd's forwarding thread max "
         f"{fidelity['forwarding_max_pct'] or 0:.0f}% of a core"
         + (f", it dropped {fidelity['vswitchd_rx_drops']} packets"
            if fidelity.get("vswitchd_rx_drops") else "")
@@ -594,7 +593,8 @@ def log_run(name: str, run: dict, controller: Controller, log: Callable[[str], N
         log(f"[{name}] {line}")
     for ev in controller.events:
         log(f"[{name}] {ev['kind']} {'/'.join(ev['target'])} at {ev['at_s']:.2f} s: rules "
-            f"in {ev['reroute_s'] * 1000:.0f} ms, flows moved {ev['flows_moved']}")
+            f"in {ev['reroute_s'] * 1000:.0f} ms"
+            + ("" if ev.get("flows_moved") is None else f", {ev['flows_moved']} flows moved"))
 
 
 def _conns(plans: list[JobPlan]) -> list[Connection]:
