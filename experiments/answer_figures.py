@@ -140,10 +140,12 @@ def link_distribution(rows: list[tuple[str, str, dict[str, dict[tuple[str, str],
         return None
     names = [r for _, _, d in rows for r in d]
     table = _table(names, routings)
-    tiers = list(dict.fromkeys(t for _, _, d in rows for v in d.values() for t in _by_tier(v)))
+    known = [f"{lower}-{upper}" for lower, upper in drawing.TIERS]
+    tiers = sorted({t for _, _, d in rows for v in d.values() for t in _by_tier(v)},
+                   key=known.index)
     if not tiers:
         return None
-    fig = drawing._figure((4.0 * len(tiers), 3.2 * len(rows)), legend_in=drawing.LEGEND_IN)
+    fig = drawing._figure((4.2 * len(tiers), 3.4 * len(rows) + 0.4), layout="constrained")
     axes = fig.subplots(len(rows), len(tiers), squeeze=False)
     for i, (what, label, data) in enumerate(rows):
         for j, tier in enumerate(tiers):

@@ -30,7 +30,8 @@ from .outdir import writing
 from .routes import ControllerRoutes
 from .routing_entry import NONBLOCKING
 from .results import (CONN_RATES_INLINE, SCHEMA_VERSION, add_nonblocking_fraction, fairness,
-                      host_link_flows, job_result, run_result, solve_block, spilled, table,
+                      host_link_flows, job_result, run_result, short_status, solve_block,
+                      spilled, table,
                       workload_times, write_json)
 
 
@@ -55,8 +56,8 @@ MAX_FCT_ROWS = 10_000_000
 def write_prediction_csvs(run_dir: Path, plans: list[JobPlan], pred: Prediction,
                           flows: dict | None = None) -> None:
     """Per transfer FCTs (fct.csv; per job, fct_jobs.csv, past MAX_FCT_ROWS transfers), per
-    directed link utilization and flows (links.csv; `flows`: (src, dst) -> flows of the plan
-    computed before the run, None when there is none) and, when the prediction was binned,
+    directed link utilization and flows (links.csv; `flows`: (src, dst) -> flows on the
+    link, a planner's most over its epochs; None when no plan says) and, when the prediction was binned,
     each used link's utilization over time (links_over_time.csv)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     if sum(len(p.transfers) for p in plans) > MAX_FCT_ROWS:
@@ -266,6 +267,8 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
             continue
         try:
             rp, routes = _routes(exp, entry, conns)
+            if routes.policy.places_flows:
+                routes.track_links()        # links.csv's flows: each link's most per epoch
             pred = predict(exp.fabric, plans, None, goodput_factor, util_bin_s=util_bin_s,
                            router=routes, semantics=exp.semantics, spray=entry.per_packet)
         except RoutingError as e:
@@ -284,15 +287,15 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
                          link_load_imbalance=link_load_imbalance(pred, exp.fabric, pairs),
                          predict_wall_s=pred.wall_s, predict_kernels=pred.stats["kernels"],
                          **_iteration(exp, jobs, ideal_pred))
-        write_prediction_csvs(out_dir / entry.run_dir, plans, pred, None if rp is None
-                              or entry.per_packet else link_flow_counts(exp.fabric, conns,
-                                                                        rp.path_of))
+        write_prediction_csvs(out_dir / entry.run_dir, plans, pred, routes.link_peak
+                              if routes.link_peak is not None else None if rp is None
+                              else link_flow_counts(exp.fabric, conns, rp.path_of))
         if rates_csv is not None:
             spilled(run, f"{entry.run_dir}/{rates_csv.name}")
         results["runs"].append(run)
         solve = run["solve"]
         log(f"[{name}] " + (f"solved {solve['count']} epochs in {solve['time_s']:.3f} s "
-                            f"(max {solve['time_s_max']:.3f} s, {solve['status']})"
+                            f"(max {solve['time_s_max']:.3f} s, {short_status(solve['status'])})"
                             if solve["scope"] == "epochs" else
                             f"one plan in {solve['time_s']:.3f} s ({solve['status']})")
             + f"; predicted in {pred.wall_s:.2f} s")

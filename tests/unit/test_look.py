@@ -183,3 +183,13 @@ def test_repeat_summary_is_min_median_max_per_routing():
     assert lines[("ilp", "predicted", "vs", "ECMP")] == ["2.00x", "3.00x", "3.00x", "3"]
     assert lines[("ecmp", "predicted", "efficiency", "0.167")] == ["0.250", "0.333", "3"]
     assert text.startswith("over 3 repetitions")
+
+
+def test_a_mixed_solve_status_is_one_short_phrase():
+    from experiments.results import short_status
+    gff = "mixed: " + ", ".join(["first-fit"] + [f"first-fit ({n} flows on ECMP)"
+                                                 for n in (1168, 192, 1680, 432)])
+    assert short_status(gff) == "mixed: first-fit, first-fit (192 to 1680 flows on ECMP)"
+    assert short_status("mixed: heuristic, heuristic-sticky") == \
+        "mixed: heuristic, heuristic-sticky"
+    assert short_status("optimal") == "optimal"
