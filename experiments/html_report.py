@@ -109,14 +109,21 @@ def headline(rows: list[dict]) -> str:
         return "No results."
     if len(groups) == 1:
         best = _contenders(groups[0][1])[0]
-        s = (f"<b>{_e(best['routing'])}</b> has the shortest completion times: efficiency "
-             f"{_num(best['efficiency_mean'], '.3f')} (1 = the non-blocking ideal)")
+        s = (f"<b>{_e(best['routing'])}</b> has the highest efficiency: "
+             f"{_num(best['efficiency_mean'], '.3f')} (the lowest job's ideal / mean CCT; 1 "
+             "is the non-blocking ideal)")
         up = number(best.get("speedup_over_ecmp_mean"))
         if up is not None and best["routing"] != "ecmp":
             s += f", <b>{up:.2f}x</b> faster than ECMP"
         hb = number(best.get("speedup_over_best_hashed_mean"))
         if hb is not None and hb != up and best["routing"] != "ecmp":
             s += f", {hb:.2f}x faster than the best hashed scheme"
+        fastest = max(_contenders(groups[0][1]),
+                      key=lambda r: number(r.get("speedup_over_ecmp_mean")) or 0.0)
+        fup = number(fastest.get("speedup_over_ecmp_mean"))
+        if fastest is not best and fup is not None and up is not None and fup > up:
+            s += (f"; the shortest mean CCT (slowest job per iteration) is "
+                  f"<b>{_e(fastest['routing'])}</b>'s, {fup:.2f}x faster than ECMP")
         return s + "."
     wins: dict[str, list[float]] = {}
     for _, g in groups:
@@ -251,6 +258,13 @@ def _bytes(n: Any) -> str:
     return f"{v:.0f} B"
 
 
+def _hosts(job: dict) -> int:
+    """A job's hosts: its `hosts` list, or the hosts of its `groups`."""
+    if job.get("hosts"):
+        return len(job["hosts"])
+    return len({h for g in job.get("groups") or [] for h in (g or [])})
+
+
 def _configuration(folder: Path, runs: list[Path], docs: list[dict]) -> str:
     """The question's setting: fabric, jobs and routings of the first run's config.yaml."""
     import yaml
@@ -263,12 +277,13 @@ def _configuration(folder: Path, runs: list[Path], docs: list[dict]) -> str:
         except (OSError, yaml.YAMLError):
             cfg = {}
         fabric = cfg.get("fabric") or {}
-        lines.append("<li>fabric: " + _e(", ".join(f"{k} {v}" for k, v in fabric.items()
+        first = " (the first run folder's; swept keys differ)" if len(runs) > 1 else ""
+        lines.append(f"<li>fabric{first}: " + _e(", ".join(f"{k} {v}" for k, v in fabric.items()
                                                    if v not in ([], None))) + "</li>")
         jobs = cfg.get("jobs") or []
-        lines.append(f"<li>{len(jobs)} job{'s' * (len(jobs) != 1)}: " + _e("; ".join(
+        lines.append(f"<li>{len(jobs)} job{'s' * (len(jobs) != 1)}{first}: " + _e("; ".join(
             f"{j.get('name')} ({j.get('collective', 'program')}, "
-            f"{len(j.get('hosts') or [])} hosts, {_bytes(j.get('size_bytes'))}, "
+            f"{_hosts(j)} hosts, {_bytes(j.get('size_bytes'))}, "
             f"{j.get('iterations', '-')} iterations)" for j in jobs[:12]))
             + (" ..." if len(jobs) > 12 else "") + "</li>")
     sweep = folder / "sweep.json"
