@@ -52,6 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mlfabric",
                 description="mlfabric: emulate and predict ML collectives "
                             "under different routings")
+    p.add_argument("--version", action="version", version=_version(),
+                   help="print mlfabric's version and the checkout's commit, and exit")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     r = sub.add_parser("run", help="run CONFIG on the emulated fabric (root)")
     r.add_argument("config", type=Path)
@@ -87,6 +89,9 @@ def _parser() -> argparse.ArgumentParser:
                          "the same folder, it skips the finished points")
     sw.add_argument("--force", action="store_true",
                     help="start over: remove the sweep's earlier results in --out")
+    sw.add_argument("--dry-run", action="store_true",
+                    help="list the points (name and values) and exit; nothing is run or "
+                         "written")
     _add_set(sw)
     sw.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
                     help="a running Dask scheduler (default: a local cluster)")
@@ -97,7 +102,11 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("dirs", type=Path, nargs="+", metavar="DIR")
     rp.add_argument("--out", type=str, required=True, help="report folder" + _OUT_HELP)
     rp.add_argument("--force", action="store_true", help=_FORCE_HELP)
-    v = sub.add_parser("validate", help="check CONFIG (and --set changes) without running it")
+    rp.add_argument("--html", action="store_true",
+                    help="also write REPORT/report.html: one self-contained page (the answer "
+                         "table, the figures, fidelity, the environment) that opens offline")
+    v = sub.add_parser("validate", help="check CONFIG or SWEEP.yaml (its base and every "
+                       "point, with --set changes) without running it")
     v.add_argument("config", type=Path)
     _add_set(v)
     c = sub.add_parser("calibrate", help="measure goodput and fairness on CONFIG's fabric (root)")
@@ -116,6 +125,26 @@ def _parser() -> argparse.ArgumentParser:
                         "ssh (root, OVS version, commit, VXLAN port, clock); builds nothing")
     pf.add_argument("config", type=Path)
     return p
+
+
+def _version() -> str:
+    """'mlfabric 0.9.0 (commit 2dd2fd38d700, uncommitted changes)': pyproject.toml's version
+    of this checkout and its git commit."""
+    import tomllib
+    root = Path(__file__).resolve().parents[1]
+    try:
+        version = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
+    except (OSError, ValueError, KeyError):
+        from importlib import metadata
+        try:
+            version = metadata.version("mlfabric")
+        except metadata.PackageNotFoundError:
+            version = "unknown"
+    from .tidy import git_state
+    git = git_state()
+    commit = (git["commit"] or "unknown")[:12]
+    return (f"mlfabric {version} (commit {commit}"
+            + (", uncommitted changes" if git["dirty"] else "") + ")")
 
 
 def _writes_results(fn, folder: Path):
@@ -163,6 +192,19 @@ def _repeated(exp, args, out: Path, one) -> None:
             from .report import merge_csvs
         _writes_results(lambda: merge_csvs([f / "results.csv" for f in folders],
                                            out / "results.csv"), out)
+        from .results import repeat_summary
+        print(repeat_summary([_read_json(f / "results.json") for f in folders]))
+
+
+def _read_json(path: Path) -> dict:
+    import json
+    return json.loads(path.read_text())
+
+
+def _page(folder: Path, rows=None) -> str:
+    """Write folder/report.html; the line that names it."""
+    from .html_report import write_html
+    return f"report: {_writes_results(lambda: write_html(folder, rows), folder)}"
 
 
 def _cmd_run(args) -> int:
@@ -190,6 +232,12 @@ def _cmd_run(args) -> int:
     out.clear()
     _repeated(exp, args, out.path, lambda folder, r, offset: run_experiment(
         exp, folder, repetition=r, port_offset=offset, cli=args.cli))
+    with deferred():             # matplotlib: C extensions, signals held (_dispatch)
+        from .report import draw_report
+    figures = _writes_results(lambda: draw_report([out.path], out.path / "plots",
+                                                  fmt=("png",)), out.path)
+    print(f"figures: {out.path / 'plots'} ({', '.join(figures)}; PNG, and SVG from `report`)")
+    print(_page(out.path))
     from .runner import flagged_runs
     if args.strict and flagged_runs(out.path):   # results kept; the exit code says flagged
         print(f"error: run: --strict: the emulator was the bottleneck in "
@@ -212,10 +260,11 @@ def _cmd_predict(args) -> int:
     out.clear()
     _repeated(exp, args, out.path, lambda folder, r, offset: predict_experiment(
         exp, folder, util_bin_s=args.util_bin_s, repetition=r, port_offset=offset))
-    if args.no_plots:
-        return 0
-    figures = _writes_results(lambda: _draw_predicted(out.path, args), out.path)
-    print(f"figures: {out.path / 'plots'} ({', '.join(figures)}; PNG, and SVG from `report`)")
+    if not args.no_plots:
+        figures = _writes_results(lambda: _draw_predicted(out.path, args), out.path)
+        print(f"figures: {out.path / 'plots'} ({', '.join(figures)}; PNG, and SVG from "
+              "`report`)")
+    print(_page(out.path))
     return 0
 
 
@@ -240,6 +289,10 @@ def _cmd_sweep(args) -> int:
     from .outdir import check_out, lock
     from .sweep import check_scheduler, check_workers, load_sweep, run_sweep
     sweep = load_sweep(args.sweep, args.set)   # every path and key checked: exit 2
+    if args.dry_run:
+        from .sweep import describe_points
+        print(describe_points(sweep))
+        return 0
     check_scheduler(args.scheduler, connect=True)   # bounded, before --out is touched
     check_workers(args.workers)
     default = Path("results") / args.sweep.stem
@@ -259,6 +312,14 @@ def _cmd_sweep(args) -> int:
     print(f"sweep: {summary['points']} points, {summary['skipped']} skipped (finished before), "
           f"{summary['ran']} ran, {summary['failed']} failed, in {summary['wall_s']:.1f} s; "
           f"results: {out.path / 'results.csv'}")
+    if summary["points"] > summary["failed"]:
+        with deferred():         # matplotlib: C extensions, signals held (_dispatch)
+            from .report import draw_report, efficiency_table, read_report
+        runs, table = read_report([out.path])
+        figures = _writes_results(lambda: draw_report([out.path], out.path / "plots", table,
+                                                      runs, fmt=("png",)), out.path)
+        print(f"figures: {out.path / 'plots'} ({', '.join(figures)})")
+        print(_page(out.path, efficiency_table(table).to_dict("records")))
     return 1 if summary["failed"] else 0
 
 
@@ -271,18 +332,25 @@ def _cmd_report(args) -> int:
     out = check_out(args.out, Path("results") / "report", args.force)
     lock(out, "report")
     out.clear()
-    summary = _writes_results(lambda: report(args.dirs, out.path, read), out.path)
+    summary = _writes_results(lambda: report(args.dirs, out.path, read, args.html), out.path)
     print(f"report: {summary['runs']} run folders, {summary['rows']} rows -> "
-          f"{out.path / 'results.csv'}; figures: {', '.join(summary['figures'])}")
+          f"{out.path / 'results.csv'}; figures: {', '.join(summary['figures'])}"
+          + (f"; page: {summary['html']}" if summary["html"] else ""))
     return 0
 
 
 def _cmd_validate(args) -> int:
     """Load CONFIG with its --set changes (every check `run` and `predict` make before
     building anything); exit 0 and one summary line, or the usual one-line error and 2."""
-    from .config import ConfigError
+    from .config import ConfigError, read_yaml
     from .overrides import load_with
     from .runner import check_emulable
+    doc = read_yaml(args.config)
+    if isinstance(doc, dict) and "base" in doc:       # a sweep file
+        from .sweep import check_points, load_sweep
+        sweep = load_sweep(args.config, args.set)
+        print(f"{args.config}: {check_points(sweep)}")
+        return 0
     exp = load_with(args.config, args.set)
     try:
         check_emulable(exp)

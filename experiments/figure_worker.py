@@ -106,7 +106,7 @@ def _answer(out: bytes, returncode: int) -> list[str]:
 #: The figures a second process draws beside the worker once the data came (forked from
 #: it: matplotlib already imported), when this machine gives the worker two cores: the
 #: heatmap (about as long as the three others together) and the utilization over time.
-FORKED = ("load_heatmap", "link_utilization")
+FORKED = ("load_heatmap", "link_distribution", "link_utilization")
 
 
 def _error(e: BaseException) -> dict:

@@ -27,10 +27,16 @@ from .config import Experiment
 from .controller import FlowReplanner
 from .measure import measured_conn_rates, write_transfers_csv
 from .progress import iteration_progress
-from .results import host_link_flows, job_result, slowest_per_iteration, workload_times
+from .results import (flag_reason, host_link_flows, job_result, slowest_per_iteration,
+                      workload_times)
 from .routing_run import (Driven, Installed, Measured, Step, after_events, conns_of,
                           emulated_semantics, learns, monitor_verdict, path_records,
                           predict_policy, unfired_events)
+
+
+#: Who forwards, as the run's log line names it (the monitor's `forwarding_by`).
+FORWARDER = {"vswitchd_thread": "ovs-vswitchd's forwarding thread",
+             "softirq": "the kernel's softirq on its busiest core"}
 
 
 def jobs_of(exp: Experiment) -> AgentJobs | ProgramJobs:
@@ -220,7 +226,8 @@ def log_run(step: Step, run: dict, controller) -> None:
     log(f"[{name}] mean CCT {run['cct_mean_s']:.3f} s (predicted "
         f"{run['predicted_cct_mean_s']:.3f} s), efficiency {run['efficiency']:.3f}, "
         f"max flows per link {run['max_link_flows']}, emulator "
-        f"{'ok' if fidelity['ok'] else 'SATURATED'} (ovs-vswitchd's forwarding thread max "
+        f"{'faithful' if fidelity['ok'] else 'flagged: ' + str(flag_reason(run))} "
+        f"({FORWARDER[fidelity.get('forwarding_by', 'vswitchd_thread')]} max "
         f"{fidelity['forwarding_max_pct'] or 0:.0f}% of a core"
         + (f", it dropped {fidelity['vswitchd_rx_drops']} packets"
            if fidelity.get("vswitchd_rx_drops") else "")
@@ -231,7 +238,8 @@ def log_run(step: Step, run: dict, controller) -> None:
         log(f"[{name}] {line}")
     for ev in controller.events:
         log(f"[{name}] {ev['kind']} {'/'.join(ev['target'])} at {ev['at_s']:.2f} s: rules "
-            f"in {ev['reroute_s'] * 1000:.0f} ms, flows moved {ev['flows_moved']}")
+            f"in {ev['reroute_s'] * 1000:.0f} ms"
+            + ("" if ev.get("flows_moved") is None else f", {ev['flows_moved']} flows moved"))
 
 
 def _progress(name: str, log, learner):

@@ -96,7 +96,8 @@ def install(step: Step, plans: list[JobPlan], port_offset: int) -> Installed:
                                 time_limit_s=exp.solver_time_limit_s)
     stats = controller.install_initial()
     step.log(f"[{entry.name}] {stats['rules']} rules on {stats['switches']} switches in "
-             f"{stats['install_s']:.2f} s; running {len(plans)} jobs")
+             f"{stats['install_s']:.2f} s; running {len(plans)} "
+             f"job{'s' * (len(plans) != 1)}")
     return Installed(controller, plans, stats)
 
 

@@ -46,7 +46,6 @@ from .routing_entry import ECMP, RoutingEntry
 from .routing_run import PathMismatchError, Step, install, measure, record
 
 __all__ = ["PathMismatchError", "check_emulable", "run_experiment", "run_one_routing"]
-from .plots import emulated_vs_predicted, timeline
 from .progress import open_cli
 from .results import SCHEMA_VERSION, add_nonblocking_fraction, environment, table, write_json
 
@@ -180,8 +179,6 @@ def run_experiment(exp: Experiment, out_dir: Path,
                                                run_id, settings, out_dir, log, port_offset))
     add_nonblocking_fraction(results)
     write_json(out_dir / "results.json", results)
-    emulated_vs_predicted(results, out_dir / "emulated_vs_predicted.png")
-    timeline(results, out_dir / "timeline.png")
     log(table(results))
     log(f"results: {out_dir / 'results.json'}")
     return results
