@@ -258,6 +258,10 @@ def _cmd_predict(args) -> int:
     out = check_out(args.out, Path("results") / f"{exp.name}-predicted", args.force)
     lock(out, "predict")
     out.clear()
+    from .warm import needs_compile
+    if needs_compile():
+        print("compiling the model's kernels (numba, once: cached on disk for later runs; "
+              "`make setup` builds them ahead)", flush=True)
     _repeated(exp, args, out.path, lambda folder, r, offset: predict_experiment(
         exp, folder, util_bin_s=args.util_bin_s, repetition=r, port_offset=offset))
     if not args.no_plots:
