@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 
-from testbed.signals import PENDING, Terminated, deferred, raise_interrupt, raise_terminated
+from testbed.signals import (ENDING, HELD, PENDING, Terminated, deferred, raise_interrupt,
+                             raise_terminated)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,6 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mlfabric",
                 description="mlfabric: emulate and predict ML collectives "
                             "under different routings")
+    p.add_argument("--version", action="version", version=_version(),
+                   help="print mlfabric's version and the checkout's commit, and exit")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     r = sub.add_parser("run", help="run CONFIG on the emulated fabric (root)")
     r.add_argument("config", type=Path)
@@ -86,6 +89,9 @@ def _parser() -> argparse.ArgumentParser:
                          "the same folder, it skips the finished points")
     sw.add_argument("--force", action="store_true",
                     help="start over: remove the sweep's earlier results in --out")
+    sw.add_argument("--dry-run", action="store_true",
+                    help="list the points (name and values) and exit; nothing is run or "
+                         "written")
     _add_set(sw)
     sw.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
                     help="a running Dask scheduler (default: a local cluster)")
@@ -96,7 +102,11 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("dirs", type=Path, nargs="+", metavar="DIR")
     rp.add_argument("--out", type=str, required=True, help="report folder" + _OUT_HELP)
     rp.add_argument("--force", action="store_true", help=_FORCE_HELP)
-    v = sub.add_parser("validate", help="check CONFIG (and --set changes) without running it")
+    rp.add_argument("--html", action="store_true",
+                    help="also write REPORT/report.html: one self-contained page (the answer "
+                         "table, the figures, fidelity, the environment) that opens offline")
+    v = sub.add_parser("validate", help="check CONFIG or SWEEP.yaml (its base and every "
+                       "point, with --set changes) without running it")
     v.add_argument("config", type=Path)
     _add_set(v)
     c = sub.add_parser("calibrate", help="measure goodput and fairness on CONFIG's fabric (root)")
@@ -115,6 +125,26 @@ def _parser() -> argparse.ArgumentParser:
                         "ssh (root, OVS version, commit, VXLAN port, clock); builds nothing")
     pf.add_argument("config", type=Path)
     return p
+
+
+def _version() -> str:
+    """'mlfabric 0.9.0 (commit 2dd2fd38d700, uncommitted changes)': pyproject.toml's version
+    of this checkout and its git commit."""
+    import tomllib
+    root = Path(__file__).resolve().parents[1]
+    try:
+        version = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
+    except (OSError, ValueError, KeyError):
+        from importlib import metadata
+        try:
+            version = metadata.version("mlfabric")
+        except metadata.PackageNotFoundError:
+            version = "unknown"
+    from .tidy import git_state
+    git = git_state()
+    commit = (git["commit"] or "unknown")[:12]
+    return (f"mlfabric {version} (commit {commit}"
+            + (", uncommitted changes" if git["dirty"] else "") + ")")
 
 
 def _writes_results(fn, folder: Path):
@@ -162,9 +192,23 @@ def _repeated(exp, args, out: Path, one) -> None:
             from .report import merge_csvs
         _writes_results(lambda: merge_csvs([f / "results.csv" for f in folders],
                                            out / "results.csv"), out)
+        from .results import repeat_summary
+        print(repeat_summary([_read_json(f / "results.json") for f in folders]))
+
+
+def _read_json(path: Path) -> dict:
+    import json
+    return json.loads(path.read_text())
+
+
+def _page(folder: Path, rows=None) -> str:
+    """Write folder/report.html; the line that names it."""
+    from .html_report import write_html
+    return f"report: {_writes_results(lambda: write_html(folder, rows), folder)}"
 
 
 def _cmd_run(args) -> int:
+    from .config import ConfigError
     from .outdir import check_out, lock
     from .overrides import load_with
     from .runner import check_emulable
@@ -176,11 +220,24 @@ def _cmd_run(args) -> int:
         print("error: run: emulation needs root; use `sudo make run` or "
               "`sudo .venv/bin/mlfabric run ...`", file=sys.stderr)
         return 2
+    from testbed.ovs import kernel_datapath_available
+    if exp.emulation.datapath == "kernel" and not kernel_datapath_available():
+        raise ConfigError("emulation.datapath: kernel, but this machine has no openvswitch "
+                          "kernel module loaded; use user (the default) or auto")
+    if exp.machines:         # reachable, ready, MTU: before --out is made or anything built
+        from .split_run import check_machines
+        check_machines(exp)
     from .runner import run_experiment
     lock(out, "run")
     out.clear()
     _repeated(exp, args, out.path, lambda folder, r, offset: run_experiment(
         exp, folder, repetition=r, port_offset=offset, cli=args.cli))
+    with deferred():             # matplotlib: C extensions, signals held (_dispatch)
+        from .report import draw_report
+    figures = _writes_results(lambda: draw_report([out.path], out.path / "plots",
+                                                  fmt=("png",)), out.path)
+    print(f"figures: {out.path / 'plots'} ({', '.join(figures)}; PNG, and SVG from `report`)")
+    print(_page(out.path))
     from .runner import flagged_runs
     if args.strict and flagged_runs(out.path):   # results kept; the exit code says flagged
         print(f"error: run: --strict: the emulator was the bottleneck in "
@@ -193,19 +250,25 @@ def _cmd_predict(args) -> int:
     from .config import check_util_bin_s
     from .outdir import check_out, lock
     from .overrides import load_with
-    from .predict import predict_experiment
+    from .predict import check_predictable, predict_experiment
     exp = load_with(args.config, args.set)
+    check_predictable(exp)
     check_util_bin_s(exp, args.util_bin_s)
     _check_repeat(args.repeat)
     out = check_out(args.out, Path("results") / f"{exp.name}-predicted", args.force)
     lock(out, "predict")
     out.clear()
+    from .warm import needs_compile
+    if needs_compile():
+        print("compiling the model's kernels (numba, once: cached on disk for later runs; "
+              "`make setup` builds them ahead)", flush=True)
     _repeated(exp, args, out.path, lambda folder, r, offset: predict_experiment(
         exp, folder, util_bin_s=args.util_bin_s, repetition=r, port_offset=offset))
-    if args.no_plots:
-        return 0
-    figures = _writes_results(lambda: _draw_predicted(out.path, args), out.path)
-    print(f"figures: {out.path / 'plots'} ({', '.join(figures)}; PNG, and SVG from `report`)")
+    if not args.no_plots:
+        figures = _writes_results(lambda: _draw_predicted(out.path, args), out.path)
+        print(f"figures: {out.path / 'plots'} ({', '.join(figures)}; PNG, and SVG from "
+              "`report`)")
+    print(_page(out.path))
     return 0
 
 
@@ -219,7 +282,7 @@ def _draw_predicted(folder: Path, args) -> list[str]:
             import pandas  # noqa: F401  (link utilization over time)
         worker = getattr(args, "figure_worker", None)
         if worker is None:
-            from .drawing import draw_figures
+            from .answer_figures import draw_figures
     data = predicted_figure_data(folder)
     if worker is None:
         return draw_figures(data, folder / "plots")
@@ -230,6 +293,10 @@ def _cmd_sweep(args) -> int:
     from .outdir import check_out, lock
     from .sweep import check_scheduler, check_workers, load_sweep, run_sweep
     sweep = load_sweep(args.sweep, args.set)   # every path and key checked: exit 2
+    if args.dry_run:
+        from .sweep import describe_points
+        print(describe_points(sweep))
+        return 0
     check_scheduler(args.scheduler, connect=True)   # bounded, before --out is touched
     check_workers(args.workers)
     default = Path("results") / args.sweep.stem
@@ -249,6 +316,14 @@ def _cmd_sweep(args) -> int:
     print(f"sweep: {summary['points']} points, {summary['skipped']} skipped (finished before), "
           f"{summary['ran']} ran, {summary['failed']} failed, in {summary['wall_s']:.1f} s; "
           f"results: {out.path / 'results.csv'}")
+    if summary["points"] > summary["failed"]:
+        with deferred():         # matplotlib: C extensions, signals held (_dispatch)
+            from .report import draw_report, efficiency_table, read_report
+        runs, table = read_report([out.path])
+        figures = _writes_results(lambda: draw_report([out.path], out.path / "plots", table,
+                                                      runs, fmt=("png",)), out.path)
+        print(f"figures: {out.path / 'plots'} ({', '.join(figures)})")
+        print(_page(out.path, efficiency_table(table).to_dict("records")))
     return 1 if summary["failed"] else 0
 
 
@@ -262,17 +337,30 @@ def _cmd_report(args) -> int:
     lock(out, "report")
     out.clear()
     summary = _writes_results(lambda: report(args.dirs, out.path, read), out.path)
+    page = None
+    if args.html:
+        from .html_report import write_html
+        page = _writes_results(lambda: write_html(out.path, summary["efficiency"],
+                                                  summary["run_folders"], out.path / "plots"),
+                               out.path)
     print(f"report: {summary['runs']} run folders, {summary['rows']} rows -> "
-          f"{out.path / 'results.csv'}; figures: {', '.join(summary['figures'])}")
+          f"{out.path / 'results.csv'}; figures: {', '.join(summary['figures'])}"
+          + (f"; page: {page}" if page else ""))
     return 0
 
 
 def _cmd_validate(args) -> int:
     """Load CONFIG with its --set changes (every check `run` and `predict` make before
     building anything); exit 0 and one summary line, or the usual one-line error and 2."""
-    from .config import ConfigError
+    from .config import ConfigError, read_yaml
     from .overrides import load_with
     from .runner import check_emulable
+    doc = read_yaml(args.config)
+    if isinstance(doc, dict) and "base" in doc:       # a sweep file
+        from .sweep import check_points, load_sweep
+        sweep = load_sweep(args.config, args.set)
+        print(f"{args.config}: {check_points(sweep)}")
+        return 0
     exp = load_with(args.config, args.set)
     try:
         check_emulable(exp)
@@ -352,12 +440,15 @@ def _clean_machines(machines) -> int:
         for m in machines:
             remote.close(m, control)
         shutil.rmtree(control, ignore_errors=True)
-    code = 0
     for m, (rc, text) in zip(machines, outs):
-        print(f"{m.name}: {text}" if rc == 0 else f"error: {m.name}: {text}",
-              file=sys.stdout if rc == 0 else sys.stderr)
-        code = max(code, 0 if rc == 0 else 1)
-    return code
+        if rc == 0:
+            print(f"{m.name}: {text}")
+    failed = [f"{m.name}: {text}" for m, (rc, text) in zip(machines, outs) if rc != 0]
+    if failed:                 # one line, as `run` folds them
+        more = (f" (and {len(failed) - 1} more: "
+                f"{', '.join(x.split(':')[0] for x in failed[1:])})" if len(failed) > 1 else "")
+        print(f"error: {failed[0]}{more}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _open_std_fds() -> None:
@@ -382,6 +473,9 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM handled from the first moment: a signal while the modules below import (a
     # second or more on a loaded machine) ends the command like one at any later moment
     signal.signal(signal.SIGTERM, raise_terminated)
+    for sig in (signal.SIGHUP, signal.SIGQUIT):     # a closed terminal or ssh, Ctrl-\
+        if signal.getsignal(sig) is signal.SIG_DFL:  # not when ignored (nohup)
+            signal.signal(sig, raise_terminated)
     PENDING.clear()                  # a command of its own (main() also runs in tests)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:   # not when ignored
         signal.signal(signal.SIGINT, raise_interrupt)
@@ -393,17 +487,17 @@ def main(argv: list[str] | None = None) -> int:
         code = _dispatch(args)
     except KeyboardInterrupt:
         code = -signal.SIGINT
-    except Terminated:
-        code = -signal.SIGTERM
+    except Terminated as e:
+        code = -e.signum
     if code >= 0 and PENDING:        # a handler's exception was lost in a finalizer
         code = -PENDING[0]
     PENDING.clear()
     if code == -signal.SIGINT:
         print(f"interrupted{_AFTER[args.command]}", file=sys.stderr)
         return 130
-    if code == -signal.SIGTERM:
-        print(f"terminated{_AFTER[args.command]}", file=sys.stderr)
-        return 143
+    if -code in ENDING:
+        print(f"{ENDING[-code]}{_AFTER[args.command]}", file=sys.stderr)
+        return 128 - code
     return code
 
 
@@ -505,14 +599,14 @@ def cli() -> None:
         code = main()
     except KeyboardInterrupt:   # a second Ctrl-C after main() had caught the first one
         code = 130
-    except Terminated:
-        code = 143
+    except Terminated as e:
+        code = 128 + e.signum
     finally:
         # the work is done: the interpreter's shutdown restores the default handlers, under
         # which a late SIGTERM killed the process (-15) after a clean run, and a KeyboardInterrupt
         # left uncaught makes Python end itself by SIGINT (-2, CI 2026-12-03, after it had
         # printed "interrupted: the fabric was torn down"); ignore them from here on
-        for held in (signal.SIGINT, signal.SIGTERM):
+        for held in HELD:
             signal.signal(held, signal.SIG_IGN)
     sys.exit(code)
 

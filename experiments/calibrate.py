@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -117,79 +118,116 @@ def _agents(emu, pairs: list[tuple[str, str]], size_bytes: int, tcp_cc: str, see
     return rates
 
 
+@dataclass
+class _Measured:
+    """calibrate's measurements (Mbit/s) and what they ran on."""
+    iperf_one: float
+    agent_one: float
+    iperf_k: list[float]
+    agent_k: list[float]
+    env: dict
+    fidelity: dict                    # the CPU monitor's verdict on the one-flow measurement
+
+
 def calibrate(exp: Experiment, out_dir: Path, duration_s: float = 8.0,
               log: Callable[[str], None] = print, store: bool = True,
               store_path: Path = CALIBRATION_FILE) -> dict:
     """Measure; with `store`, save the goodput factor for later runs on this machine (in
-    store_path). Raises CalibrationError, storing nothing, when the factor is implausible."""
+    store_path). Raises CalibrationError, storing nothing, when the factor is implausible or
+    the monitor flagged its measurement."""
     from .runner import check_emulable
     check_emulable(exp)
-    f = exp.fabric
-    if len(f.leaves) < 2:
+    if len(exp.fabric.leaves) < 2:
         raise TestbedError("calibrate: the fabric needs at least 2 leaves")
-    rate = min(f.spec.rates_mbps().values())
+    em = exp.emulation
+    rate = min(exp.fabric.spec.rates_mbps().values())
+    out_dir.mkdir(parents=True, exist_ok=True)
+    m = _measure(exp, out_dir, rate, duration_s, log)
+    factor = m.agent_one / rate
+    result = _record(rate, duration_s, m.env, m.iperf_one, m.agent_one, m.iperf_k, m.agent_k,
+                     em.mtu_bytes)
+    plausible = plausible_factor(factor, em.mtu_bytes)
+    result["fidelity"] = m.fidelity
+    result["stored"] = bool(store and plausible and m.fidelity["ok"])
+    write_json(out_dir / "calibration.json", result)
+    _refuse_unless_faithful(factor, rate, plausible, m, em.mtu_bytes, out_dir)
+    key = calibration_key(m.env["calibration_datapath"], em.mtu_bytes, em.tcp_cc,
+                          em.link_scheduler)
+    if store:
+        store_calibration(m.env["calibration_datapath"], em.mtu_bytes, em.tcp_cc,
+                          em.link_scheduler, {"goodput_factor": factor,
+                                              "measured_at": result["measured_at"],
+                                              "link_rate_mbps": rate}, path=store_path)
+    log(f"one flow: iperf3 {m.iperf_one:.2f} Mbit/s ({m.iperf_one / rate:.1%}), agent "
+        f"{m.agent_one:.2f} Mbit/s ({factor:.1%}); theory "
+        f"{theoretical_goodput_factor(em.mtu_bytes):.1%}")
+    log(f"{len(m.agent_k)} flows on one link: iperf3 Jain {jain_index(m.iperf_k):.3f} "
+        f"({', '.join(f'{x:.2f}' for x in m.iperf_k)} Mbit/s), agents Jain "
+        f"{jain_index(m.agent_k):.3f} ({', '.join(f'{x:.2f}' for x in m.agent_k)} Mbit/s)")
+    if store:
+        log(f"goodput factor {factor:.4f} stored for {key} in {store_path}")
+    return result
+
+
+def _measure(exp: Experiment, out_dir: Path, rate: float, duration_s: float,
+             log: Callable[[str], None]) -> _Measured:
+    """The four measurements on a fresh fabric, each on empty queues (a previous test's
+    backlog would share the link): one flow (iperf3, agents, the latter watched by the
+    monitor and measured again when implausible), then k flows sharing one link."""
+    f, em = exp.fabric, exp.emulation
     k = min(4, f.spec.hosts_per_leaf)
     leaf1 = [h for h in f.hosts if f.leaf_of(h) == "leaf1"][:k]
     leaf2 = [h for h in f.hosts if f.leaf_of(h) == "leaf2"][:k]
     spine = f.usable_spines("leaf1", "leaf2")[0]
     one, shared = [(leaf1[0], leaf2[0])], list(zip(leaf1, leaf2))
-    em = exp.emulation
-    out_dir.mkdir(parents=True, exist_ok=True)
     size = int(rate * 1e6 / 8 * duration_s)
-    with EmulatedFabric(f, f"cal-{os.getpid()}-{int(time.time())}",
-                        em.settings()) as emu:
+    with EmulatedFabric(f, f"cal-{os.getpid()}-{int(time.time())}", em.settings()) as emu:
         install(base_rules(f) + pair_rules(f, shared, spine), out_dir / "rules")
         log(f"one flow {one[0][0]}->{one[0][1]} via {spine} at {rate:g} Mbit/s, "
             f"{duration_s:g} s each")
-        # each test starts on empty queues: a previous test's backlog would share the link
         window = emu.settings.window_clamp_bytes
         _iperf(emu, one, WARMUP_S, em.tcp_cc, window)
         emu.wait_until_drained()
         iperf_one = _iperf(emu, one, duration_s, em.tcp_cc, window, test=1)
         emu.wait_until_drained()
-        agent_one = _agents(emu, one, size, em.tcp_cc, exp.seed, out_dir / "logs-one")
-        emu.wait_until_drained()
-        if not plausible_factor(agent_one[0] / rate, em.mtu_bytes):
-            log(f"one flow got {agent_one[0] / rate:.1%} of the link: measuring again")
-            agent_one = _agents(emu, one, size, em.tcp_cc, exp.seed, out_dir / "logs-one-again")
+        for attempt, logs in enumerate(("logs-one", "logs-one-again")):
+            with emu.cpu_monitor() as monitor:      # the factor's measurement, watched
+                agent_one = _agents(emu, one, size, em.tcp_cc, exp.seed, out_dir / logs)
             emu.wait_until_drained()
-        log(f"{k} flows sharing {'leaf1'}->{spine}")
+            if attempt or plausible_factor(agent_one[0] / rate, em.mtu_bytes):
+                break
+            log(f"one flow got {agent_one[0] / rate:.1%} of the link: measuring again")
+        fidelity = monitor.summary()
+        log(f"{k} flows sharing leaf1->{spine}")
         iperf_k = _iperf(emu, shared, duration_s, em.tcp_cc, window, test=2)
         emu.wait_until_drained()
         agent_k = _agents(emu, shared, size // k, em.tcp_cc, exp.seed, out_dir / "logs-shared")
         env = environment(emu.datapath, em.tcp_cc, exp.seed, em.mtu_bytes)
-        env["port_type"] = emu.port_type
-        env["calibration_datapath"] = emu.calibration_datapath
-        env["ovs_send_buffer_bytes"] = emu.send_buffer_bytes
-        env["ovs_vswitchd_malloc_tuned"] = emu.malloc_tuned
+        env.update(port_type=emu.port_type, calibration_datapath=emu.calibration_datapath,
+                   ovs_send_buffer_bytes=emu.send_buffer_bytes,
+                   ovs_vswitchd_malloc_tuned=emu.malloc_tuned)
         if emu.malloc_tuned is False:
             log(MALLOC_WARNING)
-    factor = agent_one[0] / rate
-    result = _record(rate, duration_s, env, iperf_one[0], agent_one[0], iperf_k, agent_k,
-                     em.mtu_bytes)
-    plausible = plausible_factor(factor, em.mtu_bytes)
-    result["stored"] = bool(store and plausible)
-    write_json(out_dir / "calibration.json", result)
+    return _Measured(iperf_one[0], agent_one[0], iperf_k, agent_k, env, fidelity)
+
+
+def _refuse_unless_faithful(factor: float, rate: float, plausible: bool, m: _Measured,
+                            mtu_bytes: int, out_dir: Path) -> None:
+    """CalibrationError (nothing stored) for a factor TCP cannot give, or a measurement the
+    CPU monitor flagged."""
     if not plausible:
         raise CalibrationError(
             f"calibrate: one flow got {factor:.1%} of {rate:g} Mbit/s twice, below "
-            f"{MIN_SHARE_OF_THEORY:.0%} of the theory's {theoretical_goodput_factor(em.mtu_bytes):.1%}"
-            f": the emulator did not keep up (load average {os.getloadavg()[0]:.1f}); nothing "
-            f"stored; run again on an idle machine or at a lower rate")
-    if store:
-        store_calibration(env["calibration_datapath"], em.mtu_bytes, em.tcp_cc, em.link_scheduler,
-                          {"goodput_factor": factor, "measured_at": result["measured_at"],
-                           "link_rate_mbps": rate}, path=store_path)
-    key = calibration_key(env["calibration_datapath"], em.mtu_bytes, em.tcp_cc, em.link_scheduler)
-    log(f"one flow: iperf3 {iperf_one[0]:.2f} Mbit/s ({iperf_one[0] / rate:.1%}), agent "
-        f"{agent_one[0]:.2f} Mbit/s ({factor:.1%}); theory "
-        f"{theoretical_goodput_factor(em.mtu_bytes):.1%}")
-    log(f"{k} flows on one link: iperf3 Jain {jain_index(iperf_k):.3f} "
-        f"({', '.join(f'{x:.2f}' for x in iperf_k)} Mbit/s), agents Jain "
-        f"{jain_index(agent_k):.3f} ({', '.join(f'{x:.2f}' for x in agent_k)} Mbit/s)")
-    if store:
-        log(f"goodput factor {factor:.4f} stored for {key} in {store_path}")
-    return result
+            f"{MIN_SHARE_OF_THEORY:.0%} of the theory's "
+            f"{theoretical_goodput_factor(mtu_bytes):.1%}: the emulator did not keep up (load "
+            f"average {os.getloadavg()[0]:.1f}); nothing stored; run again on an idle machine "
+            "or at a lower rate")
+    if not m.fidelity["ok"]:
+        raise CalibrationError(
+            f"calibrate: the emulator was flagged while one flow measured the factor on the "
+            f"{m.env['calibration_datapath']} datapath (cause: {m.fidelity['cause']}; see "
+            f"{out_dir / 'calibration.json'}, fidelity); nothing stored; run again on an idle "
+            "machine or at a lower rate")
 
 
 def _record(rate: float, duration_s: float, env: dict, iperf_one: float, agent_one: float,

@@ -19,6 +19,8 @@ from matplotlib import image
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from .look import config_key, look_of, looks
+
 #: Series drawn in one CDF, bars in one efficiency figure, heatmap panels.
 MAX_SERIES = 40
 FORMATS = ("png", "svg")
@@ -110,13 +112,16 @@ def _cdf_axes(ax, xlabel: str, ylabel: str, title: str) -> None:
 
 
 def cct_cdf(series: list[tuple[str, list[float]]], ideals: list[float], out: Path,
-            title: str, fmt: tuple[str, ...] = FORMATS) -> str:
-    """Per routing (label, every job iteration's CCT), the CDF; ideal CCTs as dashed lines."""
+            title: str, fmt: tuple[str, ...] = FORMATS, routings: list[str] | None = None
+            ) -> str:
+    """Per routing (label, every job iteration's CCT), the CDF; ideal CCTs as dashed lines.
+    `routings`: the order the looks are dealt in (experiments/look.py)."""
+    table = looks([*(routings or []), *(s for s, _ in series)])
     fig = _figure((6.5, 4.2))
     ax = fig.subplots()
-    for i, (label, values) in enumerate(series[:MAX_SERIES]):
+    for label, values in series[:MAX_SERIES]:
         _ecdf(ax, values, f"{label} (n={len(values)})", lw=1.6,
-              ls=["-", "--", "-.", ":"][i % 4])
+              **look_of(label, table).line())
     _ideal_lines(ax, ideals)
     _cdf_axes(ax, "iteration CCT (s)", "fraction of iterations",
               f"{title}: CDF of iteration CCT per routing")
@@ -124,15 +129,16 @@ def cct_cdf(series: list[tuple[str, list[float]]], ideals: list[float], out: Pat
 
 
 def fct_cdf(by_routing: dict[str, Any], out: Path, title: str,
-            fmt: tuple[str, ...] = FORMATS) -> str | None:
+            fmt: tuple[str, ...] = FORMATS, routings: list[str] | None = None) -> str | None:
     """Per routing, the CDF of predicted transfer FCTs (s, fct.csv's mean over iterations)."""
     if not by_routing:
         return None
+    table = looks([*(routings or []), *by_routing])
     fig = _figure((6.5, 4.2))
     ax = fig.subplots()
-    for i, (routing, values) in enumerate(list(by_routing.items())[:MAX_SERIES]):
-        _ecdf(ax, values, f"{routing} (n={len(values)})", lw=1.6,
-              ls=["-", "--", "-.", ":"][i % 4])
+    for routing in [r for r in table if r in by_routing][:MAX_SERIES]:
+        values = by_routing[routing]
+        _ecdf(ax, values, f"{routing} (n={len(values)})", lw=1.6, **table[routing].line())
     _cdf_axes(ax, "predicted flow completion time, mean over iterations (s)",
               "fraction of transfers", f"{title}: CDF of predicted FCT per routing")
     return _save(fig, out, fmt, "fct_cdf")
@@ -151,17 +157,35 @@ def _config_label(row: dict, keys: list[str]) -> str:
     return ", ".join(parts)
 
 
+def _wrapped(label: str, width: int = 22) -> str:
+    """A tick label on lines of about `width` characters, broken after commas (no cut)."""
+    lines, line = [], ""
+    for part in label.split(", "):
+        if line and len(line) + len(part) + 2 > width:
+            lines.append(line + ",")
+            line = part
+        else:
+            line = f"{line}, {part}" if line else part
+    return "\n".join(lines + [line])
+
+
 def efficiency_bars(eff: list[dict], keys: list[str], out: Path, title: str,
-                    fmt: tuple[str, ...] = FORMATS) -> str:
-    """Mean efficiency per routing (bars) and configuration (groups), 95% CIs as whiskers.
-    eff: efficiency_table's rows; keys: its configuration columns."""
+                    fmt: tuple[str, ...] = FORMATS, routings: list[str] | None = None
+                    ) -> str:
+    """Mean efficiency per routing (bars, in their looks' colours) and configuration
+    (groups, in numeric order of their swept values), 95% CIs as whiskers. eff:
+    efficiency_table's rows; keys: its configuration columns (`name` is left out of the
+    labels when every row has the same)."""
     two_modes = len({r["mode"] for r in eff}) > 1
+    shown = [k for k in keys if k != "name" or len({r.get("name") for r in eff}) > 1]
     cells: dict[tuple[str, str], dict] = {}
-    for r in eff:
+    for r in sorted(eff, key=lambda r: config_key(r, keys)):
         series = f"{r['routing']} ({r['mode']})" if two_modes else str(r["routing"])
-        cells.setdefault((series, _config_label(r, keys)), r)
+        cells.setdefault((series, _config_label(r, shown) or str(r.get("name"))), r)
     configs = list(dict.fromkeys(c for _, c in cells))[:MAX_SERIES]
-    series_names = list(dict.fromkeys(s for s, _ in cells))[:MAX_SERIES]
+    table = looks([*(routings or []), *(s for s, _ in cells)])
+    series_names = sorted(dict.fromkeys(s for s, _ in cells),
+                          key=lambda s: list(table).index(s.split(" (", 1)[0]))[:MAX_SERIES]
     width = 0.8 / len(series_names)
     fig = _figure((max(6.0, 1.0 + 0.9 * len(configs) * max(1, len(series_names)) / 2), 4.4),
                   legend_in=LEGEND_IN)
@@ -174,12 +198,14 @@ def efficiency_bars(eff: list[dict], keys: list[str], out: Path, title: str,
         xs = [k + (i - (len(series_names) - 1) / 2) * width for k in range(len(configs))]
         err = [[r["efficiency_mean"] - r["efficiency_ci95_low"] for r in g],
                [r["efficiency_ci95_high"] - r["efficiency_mean"] for r in g]]
-        ax.bar(xs, mean, width, yerr=err, capsize=3, label=s)
+        bars = ax.bar(xs, mean, width, yerr=err, capsize=3, label=s,
+                      color=look_of(s, table).color)
+        if len(configs) * len(series_names) <= 24:      # the value on each bar
+            ax.bar_label(bars, labels=[f"{m:.2f}" if m == m else "" for m in mean],
+                         fontsize=7, label_type="center", color="white")
     ax.axhline(1.0, color="black", ls="--", lw=1, label="ideal (efficiency 1)")
     ax.set_xticks(range(len(configs)))
-    ax.set_xticklabels([c if len(c) <= 40 else c[:37] + "..." for c in configs],
-                       rotation=20 if len(configs) > 3 else 0, ha="right" if
-                       len(configs) > 3 else "center", fontsize=7)
+    ax.set_xticklabels([_wrapped(c) for c in configs], fontsize=7)
     ax.set_ylabel("efficiency (ideal CCT / mean CCT, 1 = ideal)")
     ax.set_ylim(0, 1.15)
     n = int(max(r["runs"] for r in eff))
@@ -227,9 +253,11 @@ def _named_ticks(names: list[str]) -> tuple[list[int], list[str]]:
 
 
 def heatmap(loads: dict[str, dict[tuple[str, str], float]], out: Path, fmt: tuple[str, ...],
-            stem: str, title: str, label: str, vmax: float | None) -> str | None:
-    """Per routing (rows of panels) and tier pair (columns): lower x upper switch values."""
-    panels = _panels(loads)
+            stem: str, title: str, label: str, vmax: float | None,
+            routings: list[str] | None = None) -> str | None:
+    """Per routing (rows of panels, in the looks' order) and tier pair (columns): lower x
+    upper switch values."""
+    panels = _panels({r: loads[r] for r in looks([*(routings or []), *loads]) if r in loads})
     if not panels:
         return None
     vmax = vmax or max(max(c.values()) for *_, c in panels) or 1.0
@@ -260,12 +288,14 @@ def heatmap(loads: dict[str, dict[tuple[str, str], float]], out: Path, fmt: tupl
 
 
 def load_heatmap(loads: dict[str, dict[tuple[str, str], float]], counted: int, out: Path,
-                 title: str, fmt: tuple[str, ...] = FORMATS) -> str | None:
+                 title: str, fmt: tuple[str, ...] = FORMATS,
+                 routings: list[str] | None = None) -> str | None:
     """Predicted runs: each link's mean utilization (links.csv), busier direction, over
     `counted` run folders."""
     return heatmap(loads, out, fmt, "load_heatmap",
                    f"{title}: predicted link load, mean over {counted} run folder(s)",
-                   "mean utilization of the busier direction\n(fraction of capacity)", 1.0)
+                   "mean utilization of the busier direction\n(fraction of capacity)", 1.0,
+                   routings)
 
 
 #: A line pair of link_utilization: (routing, bin starts (s), mean utilization, bin starts,
@@ -274,47 +304,21 @@ UtilizationLines = tuple[str, Any, Any, Any, Any]
 
 
 def link_utilization(lines: list[UtilizationLines], run_name: str, out: Path, title: str,
-                     fmt: tuple[str, ...] = FORMATS) -> str:
-    """Per routing: the mean and the busiest used link's utilization per time bin."""
+                     fmt: tuple[str, ...] = FORMATS, routings: list[str] | None = None
+                     ) -> str:
+    """Per routing (in its look's colour): the mean (solid) and the busiest used link's
+    utilization (dashed) per time bin."""
+    table = looks([*(routings or []), *(x[0] for x in lines)])
     fig = _figure((7, 4), legend_in=LEGEND_IN)
     ax = fig.subplots()
-    for name, mean_x, mean_y, max_x, max_y in lines[:MAX_SERIES]:
-        line, = ax.plot(mean_x, mean_y, lw=1.5, label=f"{name}: mean link")
-        ax.plot(max_x, max_y, lw=1, ls="--", color=line.get_color(),
-                label=f"{name}: busiest link")
+    for name, mean_x, mean_y, max_x, max_y in sorted(
+            lines, key=lambda x: list(table).index(x[0]))[:MAX_SERIES]:
+        color = table[name].color
+        ax.plot(mean_x, mean_y, lw=1.5, color=color, label=f"{name}: mean link")
+        ax.plot(max_x, max_y, lw=1, ls="--", color=color, label=f"{name}: busiest link")
     ax.set_xlabel("time since the jobs started (s)")
     ax.set_ylabel("utilization (fraction of link capacity)")
     ax.set_ylim(0, 1.05)
     ax.set_title(f"{title}: link utilization over time ({run_name})", fontsize=9)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     return _save(fig, out, fmt, "link_utilization")
-
-
-#: `predict`'s figures, in the order it lists them (draw_figures).
-FIGURES = ("cct_cdf", "fct_cdf", "efficiency", "load_heatmap", "link_utilization")
-
-
-def draw_figure(name: str, data: dict, plots: Path, fmt: tuple[str, ...] = ("png",)
-                ) -> str | None:
-    """One of FIGURES from experiments/report.py's `predicted_figure_data` into `plots`;
-    its stem, or None when the data has nothing to draw."""
-    title = data["title"]
-    if name == "cct_cdf":
-        return cct_cdf(data["cct_series"], data["ideals"], plots, title, fmt)
-    if name == "fct_cdf":
-        return fct_cdf(data["fct"], plots, title, fmt)
-    if name == "efficiency":
-        return efficiency_bars(data["efficiency"], ["name"], plots, title, fmt) \
-            if data["efficiency"] else None
-    if name == "load_heatmap":
-        return load_heatmap(data["loads"], data["load_runs"], plots, title, fmt)
-    return link_utilization(data["utilization"], data["utilization_run"], plots, title,
-                            fmt) if data["utilization"] else None
-
-
-def draw_figures(data: dict, plots: Path, fmt: tuple[str, ...] = ("png",),
-                 names: tuple[str, ...] = FIGURES) -> list[str]:
-    """`predict`'s figures (`names` of FIGURES) from experiments/report.py's
-    `predicted_figure_data` into `plots` (as each of `fmt`); returns their stems."""
-    plots.mkdir(parents=True, exist_ok=True)
-    return [s for s in (draw_figure(n, data, plots, fmt) for n in names) if s]

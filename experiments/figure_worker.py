@@ -106,7 +106,7 @@ def _answer(out: bytes, returncode: int) -> list[str]:
 #: The figures a second process draws beside the worker once the data came (forked from
 #: it: matplotlib already imported), when this machine gives the worker two cores: the
 #: heatmap (about as long as the three others together) and the utilization over time.
-FORKED = ("load_heatmap", "link_utilization")
+FORKED = ("load_heatmap", "link_distribution", "link_utilization")
 
 
 def _error(e: BaseException) -> dict:
@@ -119,7 +119,7 @@ def _error(e: BaseException) -> dict:
     return answer
 
 
-def _draw(drawing, data: dict, plots: Path) -> dict:
+def _draw(answer_figures, data: dict, plots: Path) -> dict:
     """Every figure, FORKED ones in a forked process on a second core; the answer."""
     from_fork = None
     if len(os.sched_getaffinity(0)) > 1:
@@ -128,7 +128,7 @@ def _draw(drawing, data: dict, plots: Path) -> dict:
         if pid == 0:                 # the forked process: its figures, its answer, gone
             os.close(read)
             try:
-                answer = {"figures": drawing.draw_figures(data, plots, names=FORKED)}
+                answer = {"figures": answer_figures.draw_figures(data, plots, names=FORKED)}
             except BaseException as e:   # noqa: BLE001 (one line to the worker)
                 answer = _error(e)
             try:
@@ -137,9 +137,9 @@ def _draw(drawing, data: dict, plots: Path) -> dict:
                 os._exit(0)
         os.close(write)
         from_fork = (pid, read)
-    names = tuple(n for n in drawing.FIGURES if from_fork is None or n not in FORKED)
+    names = tuple(n for n in answer_figures.FIGURES if from_fork is None or n not in FORKED)
     try:
-        answer = {"figures": drawing.draw_figures(data, plots, names=names)}
+        answer = {"figures": answer_figures.draw_figures(data, plots, names=names)}
     except BaseException as e:       # noqa: BLE001 (one line to the command)
         answer = _error(e)
     if from_fork is not None:
@@ -156,7 +156,7 @@ def _draw(drawing, data: dict, plots: Path) -> dict:
             return forked if "figures" in answer else answer
         if "figures" in answer:
             drawn = set(answer["figures"]) | set(forked["figures"])
-            answer["figures"] = [n for n in drawing.FIGURES if n in drawn]
+            answer["figures"] = [n for n in answer_figures.FIGURES if n in drawn]
     return answer
 
 
@@ -166,14 +166,15 @@ def serve() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command ends it, not the terminal
     failed = None
     try:
-        from experiments import drawing
+        from experiments import answer_figures     # and drawing, matplotlib
     except BaseException as e:      # noqa: BLE001 (reported once the data comes)
         failed = e
     try:
         plots, data = pickle.load(sys.stdin.buffer)
     except (EOFError, pickle.UnpicklingError, OSError):
         os._exit(0)                  # the command ended without handing over data
-    answer = _error(failed) if failed is not None else _draw(drawing, data, Path(plots))
+    answer = (_error(failed) if failed is not None
+              else _draw(answer_figures, data, Path(plots)))
     sys.stdout.write(json.dumps(answer) + "\n")
     sys.stdout.flush()
     os._exit(0)

@@ -29,7 +29,7 @@ from .config import ConfigError, quote, run_dir_name
 #: Files mlfabric writes at the top of --out (runner.py, predict.py, calibrate.py).
 RESULT_FILES = ("results.json", "config.yaml", "environment.json", "fabric.txt",
                 "emulated_vs_predicted.png", "timeline.png", "calibration.json",
-                "results.csv", "sweep.json", "efficiency.csv")
+                "results.csv", "sweep.json", "efficiency.csv", "report.html")
 #: Folders it writes there: each routing's (also `<strategy>-at-host`), and calibrate's.
 RESULT_DIRS = tuple(sorted({run_dir_name(s) for s in STRATEGIES}
                            | {run_dir_name(f"{s}@host") for s in STRATEGIES if s != "ecmp"}

@@ -37,11 +37,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 from testbed.installer import OFCTL, run_parallel
 from testbed.instances import OvsInstance
@@ -54,6 +56,14 @@ PING_INTERVAL_S = 2.0
 HEARTBEAT_TIMEOUT_S = 20.0
 HOSTS_FILE = "hosts.json"
 AGENTS_FILE = "agents.pids"
+#: A part's run id (SplitEmulation.part_run: coordinator PID, start time, machine index) and
+#: a host name, checked before either is joined into a path.
+PART_RUN = re.compile(r"[0-9]{1,10}-[0-9]{1,12}m[0-9]{1,4}")
+HOST_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}")
+#: A bundle file's label (its name's prefix).
+LABEL = re.compile(r"[A-Za-z0-9_-]{1,32}")
+#: The longest plan line an agent reads (bytes): a job's DAG for one host.
+MAX_PLAN_BYTES = 1 << 28
 
 
 class Part:
@@ -69,6 +79,8 @@ class Part:
 
     # -- requests ------------------------------------------------------------------------
     def handle(self, req: dict) -> dict:
+        if not isinstance(req, dict):
+            raise TestbedError("a request is a JSON object with an op")
         op = req.get("op")
         if op == "ping":
             return {}
@@ -82,10 +94,16 @@ class Part:
             raise TestbedError(f"{op}: nothing is built on this machine")
         inst = self.emu.instances[0]
         if op == "bundles":
+            texts, label = req.get("texts"), req.get("label", "b")
+            if not isinstance(texts, dict) or not isinstance(label, str) \
+                    or not LABEL.fullmatch(label):
+                raise TestbedError("bundles: expected texts (switch -> rules) and a label")
+            for sw in texts:
+                self._switch(sw)
             d = inst.rundir / "bundles"
             d.mkdir(exist_ok=True)
             cmds = []
-            for sw, text in sorted(req["texts"].items()):
+            for sw, text in sorted(texts.items()):
                 path = d / f"{req.get('label', 'b')}-{sw}.bundle"
                 path.write_text(text)
                 cmds.append([*OFCTL, "bundle", inst.mgmt(sw), str(path)])
@@ -93,7 +111,8 @@ class Part:
             run([*inst.appctl(), "revalidator/purge"])
             return {}
         if op == "dump":
-            return {"text": run([*OFCTL, "dump-flows", inst.mgmt(req["switch"])]).stdout}
+            sw = self._switch(req.get("switch"))
+            return {"text": run([*OFCTL, "dump-flows", inst.mgmt(sw)]).stdout}
         if op == "settle":
             run([*inst.appctl(), "revalidator/wait"])
             return {}
@@ -101,8 +120,7 @@ class Part:
             self.emu.set_link(req["u"], req["v"], bool(req["up"]))
             return {}
         if op == "monitor_start":
-            from testbed.monitor import CpuMonitor
-            self.monitor = CpuMonitor(others=self.emu.other_vswitchds)
+            self.monitor = self.emu.cpu_monitor()
             self.monitor.__enter__()
             return {}
         if op == "monitor_stop":
@@ -116,6 +134,12 @@ class Part:
                     "csv": path.read_text()}
         raise TestbedError(f"unknown request {op!r}")
 
+    def _switch(self, name) -> str:
+        """`name` if it is a switch of this part, else TestbedError (before any path)."""
+        if not isinstance(name, str) or name not in self.emu.switches:
+            raise TestbedError(f"no switch {str(name)[:40]!r} in this machine's part")
+        return name
+
     def build(self, req: dict) -> dict:
         from testbed.net import EmulatedFabric
         from testbed.net import Part as NetPart
@@ -124,6 +148,8 @@ class Part:
         from .config import parse
         if self.emu is not None:
             raise TestbedError("build: this machine's part is built already")
+        if not isinstance(req.get("run_id"), str) or not PART_RUN.fullmatch(req["run_id"]):
+            raise TestbedError("build: run_id is not a part's run id (PID-TIMEmINDEX)")
         exp = parse(req["config"])
         split = split_fabric(exp.fabric, len(req["ips"]), list(req["ips"]),
                              int(req["underlay_mtu"]))
@@ -234,19 +260,57 @@ def serve() -> int:
         part.teardown()
 
 
-def agent(part_run: str, host: str) -> int:
-    """Read the plan (stdin's first line, byte by byte: the rest is the agent's), record
-    this PID, become the agent in `host`'s namespace."""
+class AgentInputError(ValueError):
+    """`agent`'s arguments or plan line are not what the coordinator sends."""
+
+
+def _agent_target(part_run: str, host: str) -> tuple[Path, int]:
+    """The part's run directory and the PID of `host`'s namespace, from the part's record;
+    AgentInputError for names the record does not hold."""
+    if not PART_RUN.fullmatch(part_run):
+        raise AgentInputError(f"{part_run!r} is not a part's run id (PID-TIMEmINDEX)")
+    if not HOST_NAME.fullmatch(host):
+        raise AgentInputError(f"{host!r} is not a host name")
     rundir = OvsInstance(part_run, 1, STATE_DIR).rundir      # the part's one process
+    try:
+        hosts = json.loads((rundir / HOSTS_FILE).read_text())
+    except (OSError, ValueError):
+        raise AgentInputError(f"no part {part_run} runs on this machine") from None
+    if not isinstance(hosts, dict) or not isinstance(hosts.get(host), int):
+        raise AgentInputError(f"part {part_run} has no host {host}")
+    return rundir, hosts[host]
+
+
+def _plan_line(read: Callable[[], bytes] = lambda: os.read(0, 1)) -> dict:
+    """The plan: stdin's first line, read byte by byte (the rest is the agent's)."""
     line = b""
     while not line.endswith(b"\n"):
-        ch = os.read(0, 1)
+        ch = read()
         if not ch:
-            print(f"agent {host}: no plan on stdin", file=sys.stderr)
-            return 2
+            raise AgentInputError("no plan on stdin")
         line += ch
-    plan = json.loads(line)
-    pid = json.loads((rundir / HOSTS_FILE).read_text())[host]
+        if len(line) > MAX_PLAN_BYTES:
+            raise AgentInputError(f"a plan line over {MAX_PLAN_BYTES} bytes")
+    try:
+        plan = json.loads(line)
+    except ValueError:
+        raise AgentInputError("the plan line is not JSON") from None
+    index = plan.get("job_index") if isinstance(plan, dict) else None
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < 10**6:
+        raise AgentInputError("the plan has no job_index")
+    return plan
+
+
+def agent(part_run: str, host: str) -> int:
+    """Check the names against the part's record, read the plan, record this PID, become
+    the agent in `host`'s namespace. Bad input: one line on stderr, exit 2, nothing
+    written."""
+    try:
+        rundir, pid = _agent_target(part_run, host)
+        plan = _plan_line()
+    except AgentInputError as e:
+        print(f"agent {host[:40]!r}: {e}", file=sys.stderr)
+        return 2
     path = rundir / f"plan-{plan['job_index']}-{host}.json"
     path.write_text(json.dumps(plan))
     me = identity(os.getpid())

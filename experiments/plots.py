@@ -1,4 +1,5 @@
-"""Plots of a run folder (matplotlib, no display needed)."""
+"""The timeline of an emulated run folder (matplotlib, no display needed); its other
+figures are experiments/report.py's."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,30 +12,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 # signals while modules import: a Ctrl-C during its initialisation failed it (ImportError,
 # exit 1; CI, a SIGINT in the teardown test landing as the run drew its plots)
 import matplotlib.backends.backend_agg  # noqa: E402,F401
-
-
-def emulated_vs_predicted(results: dict, path: Path) -> None:
-    """Per iteration and routing: emulated CCT (y) against predicted CCT (x), with y = x."""
-    fig, ax = plt.subplots(figsize=(5.5, 5))
-    hi = 0.0
-    for run in results["runs"]:
-        pred = run.get("predicted_cct_s")
-        if not pred:
-            continue
-        ax.scatter(pred, run["cct_s"], label=f"{run['routing']} "
-                   f"(error {run['prediction_error_fraction']:+.1%})", s=28)
-        hi = max(hi, *pred, *run["cct_s"])
-    hi = hi * 1.08 or 1.0          # no predicted run (programs with no model): an empty frame
-    ax.plot([0, hi], [0, hi], color="grey", lw=1, ls="--", label="y = x")
-    ax.set_xlim(0, hi)
-    ax.set_ylim(0, hi)
-    ax.set_xlabel("predicted CCT (s)")
-    ax.set_ylabel("emulated CCT (s)")
-    ax.set_title(f"{results['name']}: CCT per iteration (slowest job)")
-    ax.legend(loc="upper left", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 #: Markers and sizes per job: jobs with identical CCTs (the quickstart's four rings) draw
@@ -52,7 +29,8 @@ def timeline(results: dict, path: Path) -> None:
     (dotted), failure events (red) and the ideal CCT (dashed) marked. The panels share their
     axes, so heights compare across routings; jobs with equal CCTs show as concentric open
     markers of different shapes."""
-    runs = [r for r in results["runs"] if r["mode"] == "emulated"]
+    runs = [r for r in results["runs"] if r["mode"] == "emulated"
+            and any(j.get("iteration_end_s") for j in r["jobs"])]
     if not runs:
         return
     fig, axes = plt.subplots(len(runs), 1, figsize=(8, 2.6 * len(runs)), squeeze=False,
@@ -61,6 +39,8 @@ def timeline(results: dict, path: Path) -> None:
     top = max([top, 1e-6] + [r["ideal_cct_s"] for r in runs if r["ideal_cct_s"] is not None])
     for ax, run in zip(axes[:, 0], runs):
         for i, j in enumerate(run["jobs"]):
+            if not j.get("iteration_end_s"):
+                continue
             ax.plot(j["iteration_end_s"], j["cct_s"], lw=1, label=j["name"], **_marker(i))
         if run["ideal_cct_s"] is not None:      # programs whose traffic the model knows
             ax.axhline(run["ideal_cct_s"], color="black", ls="--", lw=1, label="ideal CCT")

@@ -19,7 +19,7 @@ from typing import Callable
 import yaml
 
 from routing import route
-from routing.base import RoutingError, max_link_flows
+from routing.base import RoutingError, link_flow_counts, max_link_flows
 from routing.replay import read_flow_log, route_replay
 from traffic.collectives import JobPlan, Transfers, unique_connections, with_port_offset
 from traffic.predictor import Prediction, ideal, predict
@@ -30,7 +30,8 @@ from .outdir import writing
 from .routes import ControllerRoutes
 from .routing_entry import NONBLOCKING
 from .results import (CONN_RATES_INLINE, SCHEMA_VERSION, add_nonblocking_fraction, fairness,
-                      host_link_flows, job_result, run_result, solve_block, spilled, table,
+                      host_link_flows, job_result, run_result, short_status, solve_block,
+                      spilled, table,
                       workload_times, write_json)
 
 
@@ -52,16 +53,18 @@ def _tid_step_conn(plan: JobPlan):
 MAX_FCT_ROWS = 10_000_000
 
 
-def write_prediction_csvs(run_dir: Path, plans: list[JobPlan], pred: Prediction) -> None:
+def write_prediction_csvs(run_dir: Path, plans: list[JobPlan], pred: Prediction,
+                          flows: dict | None = None) -> None:
     """Per transfer FCTs (fct.csv; per job, fct_jobs.csv, past MAX_FCT_ROWS transfers), per
-    directed link utilization (links.csv) and, when the prediction was binned, each used
-    link's utilization over time (links_over_time.csv)."""
+    directed link utilization and flows (links.csv; `flows`: (src, dst) -> flows on the
+    link, a planner's most over its epochs; None when no plan says) and, when the prediction was binned,
+    each used link's utilization over time (links_over_time.csv)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     if sum(len(p.transfers) for p in plans) > MAX_FCT_ROWS:
         _write_job_fcts(run_dir / "fct_jobs.csv", plans, pred)
     else:
         _write_fcts(run_dir / "fct.csv", plans, pred)
-    _write_links(run_dir, pred)
+    _write_links(run_dir, pred, flows)
 
 
 def _write_fcts(path: Path, plans: list[JobPlan], pred: Prediction) -> None:
@@ -92,15 +95,18 @@ def _write_job_fcts(path: Path, plans: list[JobPlan], pred: Prediction) -> None:
                         *(f"{x:.9f}" for x in stats)])
 
 
-def _write_links(run_dir: Path, pred: Prediction) -> None:
-    """links.csv, and links_over_time.csv when the prediction was binned."""
+def _write_links(run_dir: Path, pred: Prediction, flows: dict | None = None) -> None:
+    """links.csv (`flows` empty where no plan says), and links_over_time.csv when the
+    prediction was binned."""
     with writing(run_dir / "links.csv"), (run_dir / "links.csv").open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["src", "dst", "capacity_mbps", "mean_utilization", "max_utilization"])
+        w.writerow(["src", "dst", "capacity_mbps", "mean_utilization", "max_utilization",
+                    "flows"])
         for i, (u, v) in enumerate(pred.links):
             if pred.link_max_util[i] > 0:
                 w.writerow([u, v, f"{pred.link_capacity_mbps[i]:g}",
-                            f"{pred.link_mean_util[i]:.6f}", f"{pred.link_max_util[i]:.6f}"])
+                            f"{pred.link_mean_util[i]:.6f}", f"{pred.link_max_util[i]:.6f}",
+                            "" if flows is None else flows.get((u, v), 0)])
     if pred.link_util_series is not None:
         used = [i for i in range(len(pred.links)) if pred.link_max_util[i] > 0]
         path = run_dir / "links_over_time.csv"
@@ -228,6 +234,13 @@ def sprayed_link_flows(fabric, conns: list) -> int:
     return max(count.values(), default=0)
 
 
+def check_predictable(exp: Experiment) -> None:
+    """ConfigError unless `exp` has jobs to model (program jobs model their `traffic`)."""
+    if not exp.jobs:
+        raise ConfigError("jobs: the program jobs declare no traffic, so `predict` has nothing "
+                          "to model; give them traffic: sections, or `run` them")
+
+
 def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1.0,
                        log: Callable[[str], None] = print,
                        util_bin_s: float | None = None, repetition: int = 1,
@@ -236,9 +249,7 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
     write each used link's utilization per time bin of that many seconds. `port_offset`
     shifts every source port (ECMP hashes them: each repetition its own outcome). `out_dir` is
     checked by the CLI (experiments/outdir.py); an OSError while writing names its file."""
-    if not exp.jobs:
-        raise ConfigError("jobs: the program jobs declare no traffic, so `predict` has nothing "
-                          "to model; give them traffic: sections, or `run` them")
+    check_predictable(exp)
     out_dir.mkdir(parents=True, exist_ok=True)
     with writing(out_dir / "config.yaml"):
         (out_dir / "config.yaml").write_text(yaml.safe_dump(exp.resolved(), sort_keys=False))
@@ -261,6 +272,8 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
             continue
         try:
             rp, routes = _routes(exp, entry, conns)
+            if routes.policy.places_flows:
+                routes.track_links()        # links.csv's flows: each link's most per epoch
             pred = predict(exp.fabric, plans, None, goodput_factor, util_bin_s=util_bin_s,
                            router=routes, semantics=exp.semantics, spray=entry.per_packet)
         except RoutingError as e:
@@ -279,13 +292,15 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
                          link_load_imbalance=link_load_imbalance(pred, exp.fabric, pairs),
                          predict_wall_s=pred.wall_s, predict_kernels=pred.stats["kernels"],
                          **_iteration(exp, jobs, ideal_pred))
-        write_prediction_csvs(out_dir / entry.run_dir, plans, pred)
+        write_prediction_csvs(out_dir / entry.run_dir, plans, pred, routes.link_peak
+                              if routes.link_peak is not None else None if rp is None
+                              else link_flow_counts(exp.fabric, conns, rp.path_of))
         if rates_csv is not None:
             spilled(run, f"{entry.run_dir}/{rates_csv.name}")
         results["runs"].append(run)
         solve = run["solve"]
         log(f"[{name}] " + (f"solved {solve['count']} epochs in {solve['time_s']:.3f} s "
-                            f"(max {solve['time_s_max']:.3f} s, {solve['status']})"
+                            f"(max {solve['time_s_max']:.3f} s, {short_status(solve['status'])})"
                             if solve["scope"] == "epochs" else
                             f"one plan in {solve['time_s']:.3f} s ({solve['status']})")
             + f"; predicted in {pred.wall_s:.2f} s")

@@ -29,7 +29,7 @@ from traffic import files
 
 from .config import ConfigError, quote
 from .results import SCHEMA_VERSION
-from .tidy import BASE_COLUMNS, rows
+from .tidy import BASE_COLUMNS, REQUIRED_COLUMNS, RUN_COLUMNS, run_columns, rows
 
 
 class _Pandas:
@@ -174,10 +174,14 @@ def run_table(folder: Path) -> pd.DataFrame:
     csv = folder / "results.csv"
     if csv.is_file():
         t = _read_csv(csv)
-        missing = [c for c in BASE_COLUMNS if c not in t.columns]
+        missing = [c for c in REQUIRED_COLUMNS if c not in t.columns]
         if missing:
             raise ConfigError(f"report: {_shown(csv)}: no column {missing[0]!r} (not a "
                               "results table of mlfabric); re-run the command that wrote it")
+        if any(c not in t.columns for c in RUN_COLUMNS):     # written before they were
+            per_run = run_columns(doc)
+            for c in RUN_COLUMNS:
+                t[c] = [per_run.get((r, m), {}).get(c) for r, m in zip(t["routing"], t["mode"])]
     else:
         t = pd.DataFrame(rows(doc), columns=BASE_COLUMNS)
     t["run_dir"] = str(folder)
@@ -221,11 +225,22 @@ def efficiency_table(t: pd.DataFrame) -> pd.DataFrame:
     per_run = per_job.groupby(["run_dir", "routing", "mode"]).eff.min().reset_index()
     conf = t.drop_duplicates("run_dir").set_index("run_dir")[keys]
     per_run = per_run.join(conf, on="run_dir")
+    extra = [c for c in ("speedup_over_ecmp", "speedup_over_best_hashed", "flagged")
+             if c in t.columns]
+    if extra:
+        per_run = per_run.join(t.drop_duplicates(["run_dir", "routing", "mode"]).set_index(
+            ["run_dir", "routing", "mode"])[extra], on=["run_dir", "routing", "mode"])
     out = []
     for key, g in per_run.groupby([*keys, "routing", "mode"], dropna=False, sort=False):
         m, lo, hi = ci95(list(g.eff))
-        out.append({**dict(zip([*keys, "routing", "mode"], key)), "efficiency_mean": m,
-                    "efficiency_ci95_low": lo, "efficiency_ci95_high": hi, "runs": len(g)})
+        row = {**dict(zip([*keys, "routing", "mode"], key)), "efficiency_mean": m,
+               "efficiency_ci95_low": lo, "efficiency_ci95_high": hi, "runs": len(g)}
+        for c in ("speedup_over_ecmp", "speedup_over_best_hashed"):
+            v = [float(x) for x in g[c] if x == x and x is not None] if c in g else []
+            row[f"{c}_mean"] = statistics.fmean(v) if v else math.nan
+        row["flagged_runs"] = int(sum(bool(x) and x == x for x in g["flagged"])) \
+            if "flagged" in g else 0
+        out.append(row)
     return pd.DataFrame(out)
 
 
@@ -288,30 +303,59 @@ def fct_values(runs: list[Path], read: Reader = _pandas_columns) -> dict[str, li
 
 #: efficiency_table's columns that are not the configuration's keys
 EFFICIENCY_COLUMNS = ("routing", "mode", "efficiency_mean", "efficiency_ci95_low",
-                      "efficiency_ci95_high", "runs")
+                      "efficiency_ci95_high", "runs", "speedup_over_ecmp_mean",
+                      "speedup_over_best_hashed_mean", "flagged_runs")
 
 
-def emulated_vs_predicted(t: pd.DataFrame, out: Path, title: str,
-                          fmt: tuple[str, ...] = FORMATS) -> str | None:
-    """Emulated iteration CCT against the model's, per routing, with y = x."""
-    em = t[(t["mode"] == "emulated") & t["predicted_cct_s"].notna()]
-    if em.empty:
-        return None
-    from .drawing import _figure
-    fig = _figure((5.5, 5))
-    ax = fig.subplots()
-    for routing, g in list(em.groupby("routing", sort=False))[:MAX_SERIES]:
-        err = g["cct_s"].mean() / g["predicted_cct_s"].mean() - 1
-        ax.scatter(g["predicted_cct_s"], g["cct_s"], s=24, label=f"{routing} ({err:+.1%})")
-    hi = 1.08 * float(max(em["cct_s"].max(), em["predicted_cct_s"].max()))
-    ax.plot([0, hi], [0, hi], color="grey", ls="--", lw=1, label="y = x")
-    ax.set_xlim(0, hi)
-    ax.set_ylim(0, hi)
-    ax.set_xlabel("predicted iteration CCT (s)")
-    ax.set_ylabel("emulated iteration CCT (s)")
-    ax.set_title(f"{title}: emulated vs predicted CCT (error of the means)", fontsize=9)
-    ax.legend(fontsize=8, loc="upper left")
-    return _save(fig, out, fmt, "emulated_vs_predicted")
+def job_points(runs: list[Path]) -> list[dict]:
+    """Per emulated run and job: its mean CCT against the model's of the same routing, and
+    why the CPU monitor flagged the run (None when it did not): answer_figures'
+    emulated_vs_predicted points."""
+    from .results import flag_reason
+    points = []
+    for run in runs:
+        for r in read_results(run)["runs"]:
+            if r.get("mode") != "emulated":
+                continue
+            for j in r["jobs"]:
+                pred = j.get("predicted_cct_s") or []
+                if pred and j.get("cct_s"):
+                    points.append({"routing": r["routing"], "job": j["name"],
+                                   "predicted_s": statistics.fmean(pred),
+                                   "emulated_s": statistics.fmean(j["cct_s"]),
+                                   "flag_reason": flag_reason(r)})
+    return points
+
+
+def slowdowns(t: pd.DataFrame) -> list[tuple[str, list[float]]]:
+    """Per routing (and mode): every job iteration's CCT / its job's ideal CCT."""
+    out = []
+    for label, g in _series(t):
+        ok = g["ideal_cct_s"].notna() & (g["ideal_cct_s"] > 0)
+        out.append((label, (g["cct_s"][ok] / g["ideal_cct_s"][ok]).tolist()))
+    return out
+
+
+def link_flows(runs: list[Path], read: Reader = _pandas_columns
+               ) -> dict[str, dict[tuple[str, str], float]]:
+    """Per routing: each directed link's flows in the plan computed before the run (links.csv's
+    `flows`, mean over the runs; predicted runs whose table has the column and a plan)."""
+    parts: dict[str, list[dict]] = {}
+    for run in runs:
+        for path in sorted(run.glob("*/links.csv")):
+            with path.open(encoding="utf-8") as f:
+                if "flows" not in f.readline().strip().split(","):
+                    continue
+            src, dst, flows = read(path, [("src", str), ("dst", str), ("flows", str)])
+            got = {(a, b): float(n) for a, b, n in zip(src, dst, flows)
+                   if n not in ("", "nan")}
+            if got:
+                parts.setdefault(path.parent.name.replace("-at-", "@"), []).append(got)
+    out = {}
+    for routing, ps in parts.items():
+        keys = set().union(*ps)
+        out[routing] = {k: sum(p.get(k, 0.0) for p in ps) / len(ps) for k in keys}
+    return out
 
 
 def link_loads(runs: list[Path], read: Reader = _pandas_columns
@@ -356,7 +400,8 @@ def emulated_flows(runs: list[Path]) -> dict[str, dict[tuple[str, str], float]]:
 
 
 def flow_heatmap(runs: list[Path], out: Path, title: str,
-                 fmt: tuple[str, ...] = FORMATS) -> str | None:
+                 fmt: tuple[str, ...] = FORMATS, routings: list[str] | None = None
+                 ) -> str | None:
     """Emulated runs: flows per link on the paths the switch counters saw."""
     flows = emulated_flows(runs)
     if not flows:
@@ -364,7 +409,7 @@ def flow_heatmap(runs: list[Path], out: Path, title: str,
     from .drawing import heatmap
     return heatmap(flows, out, fmt, "flow_heatmap",
                    f"{title}: emulated flows per link (observed paths), mean over runs",
-                   "flows on the link (mean over runs)", None)
+                   "flows on the link (mean over runs)", None, routings)
 
 
 def utilization_lines(runs: list[Path]) -> tuple[list[tuple], str]:
@@ -387,11 +432,19 @@ def utilization_lines(runs: list[Path]) -> tuple[list[tuple], str]:
     return lines, run.name
 
 
+def routing_order(t: pd.DataFrame) -> list[str]:
+    """The routings in the looks' order (experiments/look.py): ECMP first, then as the runs
+    list them (config order)."""
+    from .look import order
+    return order(t["routing"].astype(str).tolist())
+
+
 def draw_report(dirs: list[Path], plots: Path, table: pd.DataFrame | None = None,
                 runs: list[Path] | None = None,
                 fmt: tuple[str, ...] = FORMATS) -> list[str]:
-    """Draw every figure the data allows into `plots` (as each of `fmt`); returns their
-    stems."""
+    """Draw every figure the data allows into `plots` (as each of `fmt`), the answer first;
+    returns their stems."""
+    from . import answer_figures as af
     from . import drawing
     runs = runs if runs is not None else find_runs(dirs)
     if table is None:
@@ -399,31 +452,59 @@ def draw_report(dirs: list[Path], plots: Path, table: pd.DataFrame | None = None
     plots.mkdir(parents=True, exist_ok=True)
     names = sorted(set(table["name"].astype(str)))
     title = names[0] if len(names) == 1 else f"{len(names)} experiments"
+    order = routing_order(table)
     eff = efficiency_table(table)
+    keys = [c for c in eff.columns if c not in EFFICIENCY_COLUMNS]
+    swept = [k for k in keys if k != "name"]
     lines, lines_run = utilization_lines(runs)
-    figures = [drawing.cct_cdf([(label, g["cct_s"].tolist()) for label, g in _series(table)],
-                               table["ideal_cct_s"].dropna().tolist(), plots, title, fmt),
-               drawing.fct_cdf(fct_values(runs), plots, title, fmt),
-               drawing.efficiency_bars(eff.to_dict("records"),
-                                       [c for c in eff.columns if c not in EFFICIENCY_COLUMNS],
-                                       plots, title, fmt),
-               emulated_vs_predicted(table, plots, title, fmt),
-               drawing.load_heatmap(link_loads(runs), load_runs(runs), plots, title, fmt),
-               flow_heatmap(runs, plots, title, fmt),
-               drawing.link_utilization(lines, lines_run, plots, title, fmt) if lines
-               else None]
+    loads, flows = link_loads(runs), {**link_flows(runs), **emulated_flows(runs)}
+    big = af.wants_distribution({**loads, **flows})
+    figures = [af.efficiency_sweep(eff.to_dict("records"), keys, plots, title, fmt, order)
+               if swept else None,
+               drawing.efficiency_bars(eff.to_dict("records"), keys, plots, title, fmt, order),
+               af.slowdown_cdf(slowdowns(table), plots, title, fmt, order),
+               None if swept else drawing.cct_cdf(
+                   [(label, g["cct_s"].tolist()) for label, g in _series(table)],
+                   table["ideal_cct_s"].dropna().tolist(), plots, title, fmt, order),
+               drawing.fct_cdf(fct_values(runs), plots, title, fmt, order),
+               af.emulated_vs_predicted(job_points(runs), plots, title, fmt, order),
+               af.link_distribution(
+                   [("flows per link", "flows on the link", flows),
+                    ("load per link", "mean utilization (fraction of capacity)", loads)],
+                   plots, title, fmt, order) if big else None,
+               None if big else drawing.load_heatmap(loads, load_runs(runs), plots, title,
+                                                     fmt, order),
+               None if big else flow_heatmap(runs, plots, title, fmt, order),
+               drawing.link_utilization(lines, lines_run, plots, title, fmt, order) if lines
+               else None,
+               _timeline(runs, plots, fmt)]
     return [f for f in figures if f]
+
+
+def _timeline(runs: list[Path], plots: Path, fmt: tuple[str, ...]) -> str | None:
+    """The first emulated run folder's iteration CCT over time (experiments/plots.py)."""
+    from .plots import timeline
+    for run in runs:
+        doc = read_results(run)
+        if any(r["mode"] == "emulated" and any(j.get("iteration_end_s") for j in r["jobs"])
+               for r in doc["runs"]):
+            for ext in fmt:
+                timeline(doc, plots / f"timeline.{ext}")
+            return "timeline"
+    return None
 
 
 def predicted_figure_data(folder: Path) -> dict:
     """The data of draw_report's figures of the folder `predict` just wrote (a run folder,
     or its rep-N folders), read with the json and csv modules (no pandas, ~0.3 s of CPU,
     except for the utilization over time of --util-bin-s) and no matplotlib: the argument
-    of drawing.draw_figures, which a figure worker draws (experiments/figure_worker.py)."""
+    of answer_figures.draw_figures, which a figure worker draws (experiments/figure_worker.py)."""
+    from .look import order
     runs = find_runs([folder])
     docs = [json.loads(files.read_text(r / "results.json")) for r in runs]
     series: dict[str, list[float]] = {}
-    ideals, per_run = [], {}
+    slow: dict[str, list[float]] = {}
+    ideals: list[float] = []
     two_modes = len({r["mode"] for d in docs for r in d["runs"]}) > 1
     for run, doc in zip(runs, docs):
         for row in rows(doc):
@@ -431,32 +512,59 @@ def predicted_figure_data(folder: Path) -> dict:
             series.setdefault(label, []).append(row["cct_s"])
             if row["ideal_cct_s"] is not None and not math.isnan(row["ideal_cct_s"]):
                 ideals.append(row["ideal_cct_s"])
-            job = per_run.setdefault((doc["name"], row["routing"], row["mode"], run),
-                                     {}).setdefault(row["job"], ([], row["ideal_cct_s"]))
-            job[0].append(row["cct_s"])
-    efficiency: dict[tuple, list[float]] = {}
-    for (name, routing, mode, _), jobs in per_run.items():
-        efficiency.setdefault((name, routing, mode), []).append(
-            min(ideal / statistics.fmean(ccts) for ccts, ideal in jobs.values()))
-    eff = []
-    for (name, routing, mode), values in efficiency.items():
-        m, lo, hi = ci95(values)
-        eff.append({"name": name, "routing": routing, "mode": mode, "efficiency_mean": m,
-                    "efficiency_ci95_low": lo, "efficiency_ci95_high": hi,
-                    "runs": len(values)})
+                if row["ideal_cct_s"] > 0:
+                    slow.setdefault(label, []).append(row["cct_s"] / row["ideal_cct_s"])
+    eff = answer_rows(docs)
     names = sorted({str(d["name"]) for d in docs})
     lines, lines_run = utilization_lines(runs)
     return {"title": names[0] if len(names) == 1 else f"{len(names)} experiments",
+            "routings": order(r["routing"] for d in docs for r in d["runs"]),
+            "slowdowns": list(slow.items())[:MAX_SERIES], "flows": link_flows(runs, _csv_columns),
             "cct_series": list(series.items())[:MAX_SERIES], "ideals": ideals,
             "fct": fct_values(runs, _csv_columns), "efficiency": eff,
             "loads": link_loads(runs, _csv_columns), "load_runs": load_runs(runs),
             "utilization": lines, "utilization_run": lines_run}
 
 
+def answer_rows(docs: list[dict]) -> list[dict]:
+    """efficiency_table's rows from results.json documents of one configuration (a run
+    folder or its rep-N folders), without pandas: per (name, routing, mode) the efficiency
+    of each run (the lowest job's ideal / mean CCT) with its 95% interval, the mean
+    speed-ups over ECMP and the best hashed scheme, and the flagged runs."""
+    from .results import flag_reason, speedups
+    per: dict[tuple, dict[str, list]] = {}
+    for doc in docs:
+        fast = speedups(doc)
+        for r in doc["runs"]:
+            jobs = [(j["ideal_cct_s"], statistics.fmean(j["cct_s"])) for j in r["jobs"]
+                    if j.get("cct_s") and j.get("ideal_cct_s") is not None]
+            cell = per.setdefault((doc["name"], r["routing"], r["mode"]),
+                                  {"eff": [], "ecmp": [], "hashed": [], "flagged": 0})
+            if jobs:
+                cell["eff"].append(min(ideal / mean for ideal, mean in jobs))
+            up = fast[(r["routing"], r["mode"])]
+            if up["speedup_over_ecmp"] is not None:
+                cell["ecmp"].append(up["speedup_over_ecmp"])
+            if up["speedup_over_best_hashed"] is not None:
+                cell["hashed"].append(up["speedup_over_best_hashed"])
+            cell["flagged"] += flag_reason(r) is not None
+    out = []
+    for (name, routing, mode), c in per.items():
+        m, lo, hi = ci95(c["eff"]) if c["eff"] else (math.nan,) * 3
+        out.append({"name": name, "routing": routing, "mode": mode, "efficiency_mean": m,
+                    "efficiency_ci95_low": lo, "efficiency_ci95_high": hi,
+                    "runs": len(c["eff"]),
+                    "speedup_over_ecmp_mean": statistics.fmean(c["ecmp"]) if c["ecmp"]
+                    else math.nan,
+                    "speedup_over_best_hashed_mean": statistics.fmean(c["hashed"])
+                    if c["hashed"] else math.nan, "flagged_runs": c["flagged"]})
+    return out
+
+
 def draw_predicted(folder: Path, plots: Path, fmt: tuple[str, ...] = ("png",)) -> list[str]:
     """draw_report's figures of the folder `predict` just wrote, drawn in this process
-    (predicted_figure_data, then drawing.draw_figures). Returns the figures' stems."""
-    from .drawing import draw_figures
+    (predicted_figure_data, then answer_figures.draw_figures). Returns the figures' stems."""
+    from .answer_figures import draw_figures
     return draw_figures(predicted_figure_data(folder), plots, fmt)
 
 
@@ -470,11 +578,14 @@ def read_report(dirs: list[Path]) -> tuple[list[Path], pd.DataFrame]:
 def report(dirs: list[Path], out: Path,
            read: tuple[list[Path], pd.DataFrame] | None = None) -> dict:
     """Merge every run folder under `dirs` into out/results.csv and out/efficiency.csv, and
-    draw out/plots/; returns {'runs', 'rows', 'figures'}. `read`: read_report(dirs), when
-    the caller checked the inputs before clearing `out`."""
+    draw out/plots/; returns {'runs', 'rows', 'figures', 'efficiency' (efficiency.csv's
+    rows), 'run_folders'}. `read`: read_report(dirs), when the caller checked the inputs
+    before clearing `out`. report.html is experiments/html_report.py's, over the same."""
     runs, table = read or read_report(dirs)
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "results.csv", index=False, float_format="%.9g")
-    efficiency_table(table).to_csv(out / "efficiency.csv", index=False, float_format="%.6g")
+    eff = efficiency_table(table)
+    eff.to_csv(out / "efficiency.csv", index=False, float_format="%.6g")
     figures = draw_report(dirs, out / "plots", table, runs)
-    return {"runs": len(runs), "rows": len(table), "figures": figures}
+    return {"runs": len(runs), "rows": len(table), "figures": figures,
+            "efficiency": eff.to_dict("records"), "run_folders": runs}

@@ -21,8 +21,10 @@ Pure code; emulated and predicted runs go through the same functions. Units live
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -92,14 +94,21 @@ def slowest_per_iteration(per_job: list[list[float]]) -> list[float]:
 
 def run_result(routing: str, mode: str, jobs: list[dict], max_link_flows: int,
                solve: dict, **extra) -> dict:
-    """Aggregate per-job results into one run (one routing) of the results schema."""
+    """Aggregate per-job results into one run (one routing) of the results schema. Jobs whose
+    ideal the model does not know (a program without declared traffic: efficiency None) take
+    no part in the efficiencies, which are None when no job is known; the throughput is None
+    unless every job counted its bytes (programs do not)."""
     cct = slowest_per_iteration([j["cct_s"] for j in jobs])
-    worst = min(jobs, key=lambda j: (j["efficiency"], j["name"]))
+    known = [j for j in jobs if j.get("efficiency") is not None]
+    worst = min(known, key=lambda j: (j["efficiency"], j["name"])) if known else None
+    counted = all(j.get("throughput_mbps") is not None for j in jobs)
     return {"routing": routing, "mode": mode, "cct_s": cct, "cct_mean_s": statistics.fmean(cct),
-            "ideal_cct_s": max(j["ideal_cct_s"] for j in jobs),
-            "efficiency": worst["efficiency"], "efficiency_job": worst["name"],
-            "network_efficiency": statistics.fmean(j["efficiency"] for j in jobs),
-            "throughput_mbps": sum(j["throughput_mbps"] for j in jobs),
+            "ideal_cct_s": max(j["ideal_cct_s"] for j in known) if known else None,
+            "efficiency": worst and worst["efficiency"],
+            "efficiency_job": worst and worst["name"],
+            "network_efficiency": (statistics.fmean(j["efficiency"] for j in known)
+                                   if known else None),
+            "throughput_mbps": sum(j["throughput_mbps"] for j in jobs) if counted else None,
             "max_link_flows": max_link_flows, "solve": solve, **extra, "jobs": jobs}
 
 
@@ -115,9 +124,10 @@ def host_link_flows(plans: list[JobPlan]) -> int:
 def add_nonblocking_fraction(results: dict, reference: str = "nonblocking") -> None:
     """Hedera's metric: each run's aggregate throughput / that of the non-blocking reference
     run of the same mode (`nonblocking_fraction`), when the results hold one."""
-    ref = {r["mode"]: r["throughput_mbps"] for r in results["runs"] if r["routing"] == reference}
+    ref = {r["mode"]: r["throughput_mbps"] for r in results["runs"]
+           if r["routing"] == reference and r.get("throughput_mbps")}
     for r in results["runs"]:
-        if r["mode"] in ref:
+        if r["mode"] in ref and r.get("throughput_mbps") is not None:
             r["nonblocking_fraction"] = r["throughput_mbps"] / ref[r["mode"]]
 
 
@@ -197,6 +207,70 @@ def seconds(x: float) -> str:
     return f"{x * 1e6:.4g} us"
 
 
+def _decimals(top: float) -> int:
+    """Decimals that show `top` to 4 significant digits (at least 0)."""
+    return max(0, 3 - math.floor(math.log10(top))) if top > 0 else 3
+
+
+def seconds_column(values: list[float | None]) -> list[str]:
+    """A column of times in one unit (that of the largest: s, ms or us) and fixed decimals
+    (4 significant digits of the largest): "7.200 s" beside "6.187 s"; None as "-"."""
+    present = [abs(v) for v in values if v is not None]
+    top = max(present, default=0.0)
+    scale, unit = (1, "s") if top >= 1 or top == 0 else (1e3, "ms") if top >= 1e-3 \
+        else (1e6, "us")
+    d = _decimals(top * scale)
+    return ["-" if v is None else f"{v * scale:.{d}f} {unit}" for v in values]
+
+
+def rate_column(values_mbps: list[float | None]) -> tuple[str, list[str]]:
+    """(unit, cells) of a column of rates: Gbit/s when the largest passes 10,000 Mbit/s,
+    else Mbit/s; two decimals; None as "-"."""
+    top = max((v for v in values_mbps if v is not None), default=0.0)
+    scale, unit = (1e-3, "Gbit/s") if top > 10_000 else (1.0, "Mbit/s")
+    return unit, ["-" if v is None else f"{v * scale:.2f}" for v in values_mbps]
+
+
+#: The CPU monitor's causes (testbed/monitor.py) as a reader's words.
+FLAG_REASONS = {"forwarding_thread": "forwarding thread at its limit",
+                "starved": "starved by other work", "dropped": "ovs-vswitchd dropped packets"}
+#: Routing strategies that choose no path by plan: ECMP's hash and spraying.
+HASHED_STRATEGIES = ("ecmp", "spray")
+
+
+def flag_reason(run: dict) -> str | None:
+    """Why the CPU monitor flagged an emulated run (FLAG_REASONS), None when it did not."""
+    f = run.get("fidelity")
+    if not f or f.get("ok", True):
+        return None
+    return FLAG_REASONS.get(f.get("cause"), str(f.get("cause") or "flagged"))
+
+
+def hashed(routing: str) -> bool:
+    """ECMP (with any subflows) or spraying: the schemes a plan is compared against."""
+    return routing.partition("@")[0] in HASHED_STRATEGIES
+
+
+def speedups(results: dict) -> dict[tuple[str, str], dict[str, float | None]]:
+    """Per (routing, mode): `speedup_over_ecmp` (ECMP's mean CCT / this one's, same mode;
+    above 1 is faster) and `speedup_over_best_hashed` (over the hashed scheme of the lowest
+    mean CCT); None where the run has no such scheme."""
+    def mean(r: dict) -> float | None:
+        if r.get("cct_mean_s") is not None:
+            return r["cct_mean_s"]
+        return statistics.fmean(r["cct_s"]) if r.get("cct_s") else None
+    out = {}
+    for r in results["runs"]:
+        same = [x for x in results["runs"] if x["mode"] == r["mode"] and mean(x)]
+        ecmp = next((mean(x) for x in same if x["routing"] == "ecmp"), None)
+        best = min((mean(x) for x in same if hashed(x["routing"])), default=None)
+        mine = mean(r)
+        out[(r["routing"], r["mode"])] = {
+            "speedup_over_ecmp": ecmp / mine if ecmp and mine else None,
+            "speedup_over_best_hashed": best / mine if best and mine else None}
+    return out
+
+
 def write_json(path: Path, doc: dict) -> None:
     path.write_text(json.dumps(doc, indent=2) + "\n")
 
@@ -208,29 +282,57 @@ def _maybe(x, fmt) -> str:
 
 
 def table(results: dict) -> str:
-    """The table printed after a run: one row per routing."""
-    emulated = any(r["mode"] == "emulated" for r in results["runs"])
-    head = (f"{'routing':<14}{'mode':<10}{'mean CCT':>13}{'ideal CCT':>14}"
-            f"{'efficiency':>11}{'max flows/link':>15}{'algbw Mbps':>11}{'busbw Mbps':>11}")
+    """The table printed after a run: one row per routing; times in one unit per column
+    with fixed decimals, rates in Gbit/s past 10,000 Mbit/s."""
+    runs = results["runs"]
+    emulated = any(r["mode"] == "emulated" for r in runs)
+    fast = speedups(results)
+    over_best = any(hashed(r["routing"]) and r["routing"] != "ecmp" for r in runs)
+    bw = [[(j["algbw_mbps"], j["busbw_mbps"]) for j in r["jobs"] if "algbw_mbps" in j]
+          for r in runs]
+    unit, cells = rate_column([statistics.fmean(a for a, _ in b) if b else None for b in bw]
+                              + [statistics.fmean(x for _, x in b) if b else None for b in bw])
+    algbw, busbw = cells[:len(runs)], cells[len(runs):]
+    cols = {"routing": [r["routing"] for r in runs], "mode": [r["mode"] for r in runs],
+            "mean CCT": seconds_column([r["cct_mean_s"] for r in runs]),
+            "ideal CCT": seconds_column([r["ideal_cct_s"] for r in runs]),
+            "efficiency": [_maybe(r["efficiency"], lambda x: f"{x:.3f}") for r in runs],
+            "vs ECMP": [_maybe(fast[(r["routing"], r["mode"])]["speedup_over_ecmp"],
+                               lambda x: f"{x:.2f}x") for r in runs]}
+    if over_best:
+        cols["vs best hashed"] = [_maybe(fast[(r["routing"], r["mode"])]
+                                         ["speedup_over_best_hashed"], lambda x: f"{x:.2f}x")
+                                  for r in runs]
+    cols["max flows/link"] = [str(r["max_link_flows"]) for r in runs]
+    cols[f"algbw {unit}"], cols[f"busbw {unit}"] = algbw, busbw
     if emulated:
-        head += f"{'pred CCT (s)':>13}{'pred err':>9}  emulator"
-    rows = [head, "-" * len(head)]
-    for r in results["runs"]:
-        bw = [(j["algbw_mbps"], j["busbw_mbps"]) for j in r["jobs"] if "algbw_mbps" in j]
-        algbw = f"{statistics.fmean(a for a, _ in bw):.2f}" if bw else "-"
-        busbw = f"{statistics.fmean(b for _, b in bw):.2f}" if bw else "-"
-        row = (f"{r['routing']:<14}{r['mode']:<10}{seconds(r['cct_mean_s']):>13}"
-               f"{_maybe(r['ideal_cct_s'], seconds):>14}"
-               f"{_maybe(r['efficiency'], lambda x: f'{x:.3f}'):>11}"
-               f"{r['max_link_flows']:>15d}{algbw:>11}{busbw:>11}")
-        if emulated:
-            ok = r.get("fidelity", {}).get("ok", True)
-            row += (f"{_maybe(r.get('predicted_cct_mean_s'), seconds):>13}"
-                    f"{_maybe(r.get('prediction_error_fraction'), lambda x: f'{x:+.1%}'):>9}  "
-                    f"{'ok' if ok else 'SATURATED: emulator was the bottleneck'}")
-        rows.append(row)
-    rows.append("CCT: slowest job per iteration; ideal: the largest job's ideal; efficiency: the "
-                "lowest job's ideal / mean CCT; algbw/busbw: mean over jobs (nccl-tests).")
+        cols["pred CCT"] = seconds_column([r.get("predicted_cct_mean_s") for r in runs])
+        cols["pred err"] = [_maybe(r.get("prediction_error_fraction"), lambda x: f"{x:+.1%}")
+                            for r in runs]
+        cols["emulator"] = ["-" if r["mode"] != "emulated" else
+                            f"flagged: {flag_reason(r)}" if flag_reason(r) else "faithful"
+                            for r in runs]
+    return "\n".join(_aligned(cols) + _notes(results, emulated, over_best))
+
+
+def _aligned(cols: dict[str, list[str]]) -> list[str]:
+    """A header, a rule and the rows: text columns left-aligned, figures right-aligned."""
+    text = {"routing", "mode", "emulator"}
+    width = {k: max(len(k), *(len(v) for v in vs)) for k, vs in cols.items()}
+    def cell(k: str, v: str) -> str:
+        return f"{v:<{width[k]}}" if k in text else f"{v:>{width[k]}}"
+    head = "  ".join(cell(k, k) for k in cols).rstrip()
+    rows = ["  ".join(cell(k, vs[i]) for k, vs in cols.items()).rstrip()
+            for i in range(len(cols["routing"]))]
+    return [head, "-" * len(head), *rows]
+
+
+def _notes(results: dict, emulated: bool, over_best: bool) -> list[str]:
+    rows = ["CCT: slowest job per iteration; ideal: the largest job's ideal; efficiency: the "
+            "lowest job's ideal / mean CCT; vs ECMP: ECMP's mean CCT / this one's (above 1: "
+            "faster)" + ("; vs best hashed: over the hashed scheme (ECMP, spray) of the "
+                         "lowest mean CCT" if over_best else "")
+            + "; algbw/busbw: mean over jobs (nccl-tests)."]
     its = [r for r in results["runs"] if "iteration_time_s" in r]
     if its:
         rows.append("iteration (first compute to last comm): " + "; ".join(
@@ -240,5 +342,63 @@ def table(results: dict) -> str:
     if emulated:
         rows.append("pred: the flow-level model of the same routing (the controller's epochs and "
                     "events replayed; ECMP: the spines its hash chose) and the goodput factor; "
-                    "err = emulated / predicted - 1.")
-    return "\n".join(rows)
+                    "err = emulated / predicted - 1; emulator: the CPU monitor's verdict "
+                    "(flagged: the emulator, not the fabric, may have set the time).")
+    return rows
+
+
+#: The metrics `--repeat`'s summary gives per routing: (label, function of a run and its
+#: speed-ups, format).
+REPEAT_METRICS = (("mean CCT (s)", lambda r, f: r["cct_mean_s"], "{:.4f}"),
+                  ("efficiency", lambda r, f: r["efficiency"], "{:.3f}"),
+                  ("vs ECMP", lambda r, f: f["speedup_over_ecmp"], "{:.2f}x"))
+
+
+def repeat_summary(docs: list[dict]) -> str:
+    """`--repeat N`'s summary: per routing (and mode) and metric, the min, median and max
+    over the N repetitions' results.json documents."""
+    values: dict[tuple[str, str, str], list[float]] = {}
+    for doc in docs:
+        fast = speedups(doc)
+        for r in doc["runs"]:
+            for label, get, _ in REPEAT_METRICS:
+                v = get(r, fast[(r["routing"], r["mode"])])
+                if v is not None:
+                    values.setdefault((r["routing"], r["mode"], label), []).append(v)
+    fmt = {label: f for label, _, f in REPEAT_METRICS}
+    cols: dict[str, list[str]] = {"routing": [], "mode": [], "metric": [], "min": [],
+                                  "median": [], "max": [], "n": []}
+    for (routing, mode, label), vs in values.items():
+        for k, v in (("routing", routing), ("mode", mode), ("metric", label),
+                     ("min", fmt[label].format(min(vs))),
+                     ("median", fmt[label].format(statistics.median(vs))),
+                     ("max", fmt[label].format(max(vs))), ("n", str(len(vs)))):
+            cols[k].append(v)
+    text = {"routing", "mode", "metric"}
+    width = {k: max([len(k), *map(len, vs)]) for k, vs in cols.items()}
+    lines = ["  ".join(f"{k:<{width[k]}}" if k in text else f"{k:>{width[k]}}"
+                       for k in cols).rstrip()]
+    lines.append("-" * len(lines[0]))
+    for i in range(len(cols["routing"])):
+        lines.append("  ".join(f"{cols[k][i]:<{width[k]}}" if k in text
+                               else f"{cols[k][i]:>{width[k]}}" for k in cols).rstrip())
+    return f"over {len(docs)} repetitions (min / median / max):\n" + "\n".join(lines)
+
+
+def short_status(status: str) -> str:
+    """A solve's status as one short phrase: the statuses of a run's epochs that differ only
+    in their numbers become one, with the numbers' range ("mixed: first-fit, first-fit (192
+    to 1680 flows on ECMP)" for ten epochs of gff)."""
+    head, sep, rest = status.partition("mixed: ")
+    if not sep:
+        return status
+    groups: dict[str, list[int]] = {}
+    for part in rest.split(", "):
+        numbers = [int(n) for n in re.findall(r"\d+", part)]
+        groups.setdefault(re.sub(r"\d+", "#", part), []).append(numbers[0] if numbers else 0)
+    parts = []
+    for shape, ns in groups.items():
+        lo, hi = min(ns), max(ns)
+        parts.append(shape.replace("#", str(lo) if lo == hi else f"{lo} to {hi}", 1)
+                     .replace("#", ""))
+    return "mixed: " + ", ".join(parts)

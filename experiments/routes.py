@@ -12,7 +12,10 @@ and the prediction beside every `run` model what the controller does, not a sing
 """
 from __future__ import annotations
 
+from collections import Counter
+
 from routing import route
+from routing.base import link_flow_counts
 from routing.paths import Path
 from routing.policy import EpochPolicy
 from routing.rules import ECMP
@@ -42,6 +45,13 @@ class ControllerRoutes:
         #: ECMP: the switches' hash (or the paths it was seen to take), not the policy's
         self.hashed = strategy == ECMP
         self._hashed = self._ecmp(hashed) if self.hashed else {}
+        #: (src, dst) -> the most flows the policy put on the link in any epoch, once
+        #: `track_links` was called (links.csv's `flows` of a planner)
+        self.link_peak: Counter | None = None
+
+    def track_links(self) -> None:
+        """From now on, keep each link's most flows over the policy's epochs (`link_peak`)."""
+        self.link_peak = Counter()
 
     def _ecmp(self, hashed: dict[int, Path | None] | None = None) -> dict[int, Path | None]:
         """The hash on the current fabric (`hashed`, or computed), then the observed paths."""
@@ -56,6 +66,11 @@ class ControllerRoutes:
     def _routes(self) -> dict[int, Path | None]:
         if self.hashed:
             return self._hashed
+        if self.link_peak is not None:
+            for link, n in link_flow_counts(self.policy.fabric, self.conns,
+                                            self.policy.assignment).items():
+                if n > self.link_peak[link]:
+                    self.link_peak[link] = n
         return dict(self.policy.assignment)
 
     # -- traffic.predictor.Router -------------------------------------------------------------

@@ -7,20 +7,20 @@ The steps, each in its own module:
     measure (paths from OVS counters, experiments/measure.py; the record, experiments/results.py)
     -> teardown (testbed/net.py)
 
-Each routing's run (`run_one_routing`) is five steps, one function each: install (controller
-and rules) -> drive (traffic under the controller) -> measure (counters, observed paths,
-verification) -> predict_policy (the model of the same policy) -> assemble (the results record).
+Each routing's run (`run_one_routing`) is five steps, one function each, the same for
+mlfabric's agents and for unmodified programs (experiments/routing_run.py; what differs
+between the two kinds is experiments/job_kinds.py): install (controller and rules) -> drive
+(traffic under the controller) -> measure (counters, observed paths, verification) ->
+predict (the model of the same policy) -> record (results.run_result and its extras).
 
 Everything that can be checked without root (config, routes, rules) is computed before the
 fabric is built, so bad input changes nothing on the machine.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import ipaddress
 import os
-import statistics
 import time
 from pathlib import Path
 from typing import Callable
@@ -28,46 +28,36 @@ from typing import Callable
 import yaml
 
 from routing import route
-from routing.base import RoutingError, link_flow_counts, max_link_flows
+from routing.base import RoutingError
 from routing.host_enforced import check_port_plan, with_source_ports
-from routing.paths import Path as SwitchPath
 from testbed import topologies
 from testbed.fabric import Fabric, FabricError
-from testbed.installer import settle_flow_stats
-from testbed.monitor import CpuMonitor, advice
 from testbed.net import EmulatedFabric, EmulationSettings
 from testbed.ovs import MALLOC_WARNING
 from testbed.shaping import BUCKETS, Shaping
-from traffic.collectives import Connection, JobPlan, plan_jobs, with_port_offset
-from traffic.driver import JobRecord, TrafficDriver
+from traffic.collectives import JobPlan, plan_jobs, with_port_offset
 from traffic.goodput import goodput_factor
-from traffic.predictor import Prediction, Semantics, ideal, predict
+from traffic.predictor import ideal
 
 from .config import ConfigError, Experiment, iteration_timeout_s
 from .config.jobs import check_source_ports
-from .controller import EMULATED_REPLAN_INTERVAL_S, Controller, FlowReplanner
-from .measure import (measured_conn_rates, observed_paths, phase_paths, switch_counts,
-                      write_transfers_csv)
-from .routes import ControllerRoutes
+from .job_kinds import jobs_of
 from .routing_entry import ECMP, RoutingEntry
-from .plots import emulated_vs_predicted, timeline
-from .progress import iteration_progress, open_cli
-from .results import (SCHEMA_VERSION, add_nonblocking_fraction, environment, fairness,
-                      host_link_flows, job_result, run_result, slowest_per_iteration,
-                      solve_block, table, workload_times, write_json)
+from .routing_run import PathMismatchError, Step, install, measure, record
+
+__all__ = ["PathMismatchError", "check_emulable", "run_experiment", "run_one_routing"]
+from .progress import open_cli
+from .results import SCHEMA_VERSION, add_nonblocking_fraction, environment, table, write_json
 
 
-class PathMismatchError(RuntimeError):
-    """A statically routed flow crossed a switch that none of its given paths holds."""
-
+#: Said when a run uses Open vSwitch's kernel datapath (docs/emulation.md, "Datapaths").
+KERNEL_DATAPATH_NOTE = ("datapath kernel: mlfabric's fidelity figures were measured on the "
+                        "userspace datapath only; this run's monitor watches the kernel's "
+                        "softirq, and its calibration is its own (`mlfabric calibrate`)")
 
 #: The fastest link `run` accepts: the whole emulator carried about 1.3 Gbit/s of host traffic
 #: on 2 cores (fidelity benchmark), so one link faster than this could never be honoured.
 MAX_EMULATED_MBPS = 1000.0
-
-
-def _listed(path: tuple[str, ...] | None) -> list[str] | None:
-    return None if path is None else list(path)
 
 
 def check_emulable(exp: Experiment) -> None:
@@ -189,8 +179,6 @@ def run_experiment(exp: Experiment, out_dir: Path,
                                                run_id, settings, out_dir, log, port_offset))
     add_nonblocking_fraction(results)
     write_json(out_dir / "results.json", results)
-    emulated_vs_predicted(results, out_dir / "emulated_vs_predicted.png")
-    timeline(results, out_dir / "timeline.png")
     log(table(results))
     log(f"results: {out_dir / 'results.json'}")
     return results
@@ -229,6 +217,8 @@ def emulation_environment(exp: Experiment, emu, load: dict,
     env["ovs_vswitchd_malloc_tuned"] = emu.malloc_tuned
     if emu.malloc_tuned is False:
         log(MALLOC_WARNING)
+    if emu.datapath == "kernel":
+        log(KERNEL_DATAPATH_NOTE)
     env["queue_packets"] = em.queue_packets
     env["link_scheduler"] = em.link_scheduler
     env["tcp_window_clamp_bytes"] = em.settings().window_clamp_bytes
@@ -296,352 +286,15 @@ def run_nonblocking(exp: Experiment, twin: Fabric, plans: list[JobPlan], ideal_p
 def run_one_routing(exp: Experiment, emu, entry: RoutingEntry, rp, plans: list[JobPlan],
                     ideal_pred, goodput: float, timeout_s: float, run_dir: Path,
                     log: Callable[[str], None], port_offset: int = 0) -> dict:
-    """One routing on the live fabric, step by step: install its rules, drive the jobs under
-    the controller, measure where their bytes went, predict the same policy, assemble the
-    results record."""
-    if exp.programs:
-        from .program_run import run_program_routing
-        return run_program_routing(exp, emu, entry, rp, plans, ideal_pred, goodput, run_dir,
-                                   log, port_offset)
-    inst = install(exp, emu, entry, rp, plans, run_dir, log, port_offset)
-    driven = drive(exp, emu, entry, inst, timeout_s, run_dir, log)
-    measured = measure(entry, inst, driven, run_dir)
-    if driven.learner is not None:      # the plan it learned, in its steady state
-        from .learner import agents_learned, agents_prediction
-        pred = agents_prediction(exp, inst.plans, driven.learner, goodput)
-    else:
-        pred = predict_policy(exp, entry, rp, inst, goodput, measured)
-    jobs = job_results(inst.plans, driven, pred, ideal_pred)
-    run = assemble(exp, entry, rp, inst, jobs, driven, measured, goodput)
-    if driven.learner is not None:
-        agents_learned(run, inst.plans, driven, driven.learner)
-    log_run(entry.name, run, inst.controller, log)
+    """One routing on the live fabric, in experiments/routing_run.py's steps, for the kind
+    of jobs `exp` runs (experiments/job_kinds.py)."""
+    step = Step(exp, emu, entry, rp, run_dir, log)
+    jobs = jobs_of(exp)
+    inst = install(step, plans, port_offset)
+    driven = jobs.drive(step, inst, timeout_s)
+    measured = measure(step, inst, driven)
+    pred = jobs.prediction(step, inst, driven, goodput, measured)
+    rows = jobs.rows(step, inst, driven, pred, ideal_pred, goodput)
+    run = record(step, inst, rows, driven, measured)
+    jobs.finish(run, step, inst, driven, measured, goodput)
     return run
-
-
-@dataclasses.dataclass(frozen=True)
-class Installed:
-    """The controller with its first rules in, and the plans as run."""
-    controller: Controller
-    plans: list[JobPlan]      # @host: with the source ports that carry each flow's path
-    stats: dict               # rules, switches, install_s (testbed/installer.py)
-
-
-@dataclasses.dataclass(frozen=True)
-class Driven:
-    """What driving the jobs left behind."""
-    records: dict[str, JobRecord]   # per job: its iterations
-    t0: float                       # time.monotonic() when the jobs' clock started
-    fidelity: dict                  # the CPU monitor's verdict and advice
-    capture: object | None          # testbed/capture.py SpineCapture, when capturing
-    learner: object | None = None   # demand: measured, experiments/learner.py
-
-
-@dataclasses.dataclass(frozen=True)
-class Measured:
-    """The switch counters after the run, and the path each flow's bytes took."""
-    every: Fabric                           # every switch, failed or not
-    counts: dict[str, dict[int, int]]       # switch -> cookie -> bytes
-    flows: dict[int, dict]                  # conn_id -> observed_paths' record
-    observed: dict[int, SwitchPath | None]  # conn_id -> the path its bytes took
-
-
-def install(exp: Experiment, emu, entry: RoutingEntry, rp, plans: list[JobPlan],
-            run_dir: Path, log: Callable[[str], None], port_offset: int) -> Installed:
-    """The controller, and its first rules written on every switch (no job active yet); for
-    @host, the plans' source ports chosen to carry the fixed plan `rp`."""
-    if entry.host_enforced:
-        plans = with_source_ports(exp.fabric, plans, rp.path_of, port_offset)
-        controller = Controller(emu, exp.fabric, entry, plans, exp.seed, run_dir / "rules",
-                                static_paths=rp.path_of)
-    elif learns(exp, entry):   # the pairs it learns are placed; the jobs' own, only counted
-        from .learner import candidate_pairs
-        owners = {h: p.name for p in exp.programs for h in p.hosts}
-        owners.update({h: p.name for p in plans for h in p.spec.hosts})
-        controller = Controller(emu, exp.fabric, entry, [] if exp.programs else plans,
-                                exp.seed, run_dir / "rules",
-                                time_limit_s=exp.solver_time_limit_s,
-                                routed=candidate_pairs(owners))
-    else:
-        controller = Controller(emu, exp.fabric, entry, plans, exp.seed, run_dir / "rules",
-                                time_limit_s=exp.solver_time_limit_s)
-    stats = controller.install_initial()
-    log(f"[{entry.name}] {stats['rules']} rules on {stats['switches']} switches in "
-        f"{stats['install_s']:.2f} s; running {len(plans)} jobs")
-    return Installed(controller, plans, stats)
-
-
-def learns(exp: Experiment, entry: RoutingEntry) -> bool:
-    """demand: measured, for a routing that places flows (ECMP and fixed plans learn nothing
-    they could use)."""
-    return exp.demand[0] == "measured" and entry.places_flows
-
-
-def drive(exp: Experiment, emu, entry: RoutingEntry, inst: Installed, timeout_s: float,
-          run_dir: Path, log: Callable[[str], None]) -> Driven:
-    """The jobs' traffic under the controller (its epochs and the config's events), watched
-    by the CPU monitor and, when asked, a capture; writes cpu_samples.csv."""
-    controller = inst.controller
-    progress = iteration_progress(entry.name, inst.plans, log)
-    on_start, on_finish, on_iteration, watch = (controller.jobs_started,
-                                                controller.job_finished, progress, None)
-    if learns(exp, entry):
-        from .learner import DemandLearner
-        watch = DemandLearner(controller, exp, log)
-        on_start, on_finish = watch.jobs_started, watch.job_finished
-        on_iteration = lambda job, rec: (watch.iteration_done(job, rec), progress(job, rec))
-    elif exp.semantics.recompute == "flows" and entry.places_flows:
-        watch = FlowReplanner(controller, inst.plans,
-                              emulated_semantics(exp).replan_min_interval_s)
-    driver = TrafficDriver(emu, inst.plans, exp.seed, exp.emulation.tcp_cc, timeout_s,
-                           run_dir / "logs", watch=watch)
-    timers = [(e.at_s, lambda t, e=e: controller.fire(e, t)) for e in exp.events]
-    capture = _capture(exp, run_dir)
-    try:
-        driver.start_agents()
-        driver.connect()
-        with ((emu.cpu_monitor() if exp.machines
-               else CpuMonitor(emu.taps, others=emu.other_vswitchds)) as monitor,
-              (capture or contextlib.nullcontext())):
-            records = driver.run_jobs(on_start=on_start, on_finish=on_finish, timers=timers,
-                                      on_iteration=on_iteration)
-    finally:
-        driver.stop_agents()
-    return Driven(records, driver.t0, monitor_verdict(exp, monitor, run_dir), capture,
-                  watch if learns(exp, entry) else None)
-
-
-def monitor_verdict(exp: Experiment, monitor: CpuMonitor, run_dir: Path) -> dict:
-    """The CPU monitor's summary with its advice; its samples in cpu_samples.csv."""
-    fidelity = monitor.summary()
-    monitor.write_csv(run_dir / "cpu_samples.csv")
-    fidelity["advice"] = advice(fidelity, exp.fabric.spec.host_link_mbps * len(exp.fabric.hosts),
-                                exp.emulation.mtu_bytes, len(exp.fabric.hosts),
-                                os.getloadavg()[0], os.cpu_count())
-    return fidelity
-
-
-def _capture(exp: Experiment, run_dir: Path):
-    """emulation.capture: a pcap of one switch port (given, or leaf1's first live uplink's
-    far end), else None."""
-    c = exp.emulation.capture
-    if not c:
-        return None
-    from testbed.capture import SpineCapture  # scapy: imported only when capturing
-    if c is True:
-        up = next(s for s in exp.fabric.uplinks("leaf1") if exp.fabric.is_live(s, "leaf1"))
-        c = (up, "leaf1")
-    switch, nbr = c
-    return SpineCapture(exp.fabric.intf(switch, nbr), run_dir / f"capture-{switch}-{nbr}.pcap")
-
-
-def measure(entry: RoutingEntry, inst: Installed, driven: Driven, run_dir: Path) -> Measured:
-    """transfers.csv, then every switch's counters and the path each flow's bytes took;
-    a flow given its paths (placed or fixed) must have crossed only their switches."""
-    write_transfers_csv(run_dir / "transfers.csv", inst.plans, driven.records)
-    settle_flow_stats()
-    every = inst.controller.fabric_all  # candidates and counters of every switch, failed or not
-    counts = switch_counts(every)
-    flows = observed_paths(every, _conns(inst.plans), counts)
-    if entry.paths_given and driven.learner is None:   # learned: pinned per pair, not flow
-        verify_paths(entry.name, inst.controller, flows)
-    return Measured(every, counts, flows, {cid: o["path"] for cid, o in flows.items()})
-
-
-def verify_paths(name: str, controller: Controller, flows: dict[int, dict]) -> None:
-    """Raise PathMismatchError when a flow's bytes crossed a switch none of its paths holds."""
-    given = {cid: {sw for p in paths for sw in p[1:-1]}
-             for cid, paths in controller.history.items()}
-    wrong = [(cid, sorted(given.get(cid, ())), _nonzero(o["bytes"]))
-             for cid, o in flows.items()
-             if not set(o["switches_with_bytes"]) <= given.get(cid, set())]
-    if wrong:
-        raise PathMismatchError(
-            f"[{name}] {len(wrong)} flows crossed a switch none of their paths holds, e.g. "
-            f"conn {wrong[0][0]} given {wrong[0][1]}, bytes per switch {wrong[0][2]}")
-
-
-def predict_policy(exp: Experiment, entry: RoutingEntry, rp, inst: Installed, goodput: float,
-                   measured: Measured) -> Prediction:
-    """The model of the same policy: the controller's epochs and events replayed in model
-    time (static paths verified by `measure`), for ECMP the paths its hash really chose, per
-    phase between events, so that both sides compare like with like."""
-    conns = _conns(inst.plans)
-    readings = [{}, *inst.controller.counters_at_events, measured.counts]  # start, events, end
-    routes = ControllerRoutes(
-        entry.routed_by, exp.fabric, conns, exp.seed, exp.events,
-        static=rp.path_of if entry.host_enforced else None,
-        observed_phases=(phase_paths(measured.every, conns, readings)
-                         if not entry.paths_given else None),
-        time_limit_s=exp.solver_time_limit_s)
-    return predict(exp.fabric, inst.plans, None, goodput, router=routes,
-                   semantics=emulated_semantics(exp))
-
-
-def emulated_semantics(exp: Experiment) -> Semantics:
-    """The semantics the emulator runs (check_emulable refuses others): ours, with the
-    config's recompute policy; recompute="flows" holds the emulator's interval unless the
-    config gives one."""
-    sem = exp.semantics
-    if sem.recompute == "flows" and sem.replan_min_interval_s is None:
-        return dataclasses.replace(sem, replan_min_interval_s=EMULATED_REPLAN_INTERVAL_S)
-    return sem
-
-
-def job_results(plans: list[JobPlan], driven: Driven, pred: Prediction, ideal_pred) -> list[dict]:
-    """Each job's record: its measured iterations beside the prediction of the same policy."""
-    jobs = []
-    for p in plans:
-        rec = driven.records[p.name]
-        j = job_result(p.spec, [it.cct_s for it in rec.iterations],
-                       ideal_pred.jobs[p.name].mean_cct_s, rec.verified,
-                       measured_conn_rates(p, rec))
-        j["tcp_retrans_segments"] = rec.iterations[-1].retrans_segments if rec.iterations else 0
-        j["iteration_start_s"] = [it.start_s - driven.t0 for it in rec.iterations]
-        j["iteration_end_s"] = [it.end_s - driven.t0 for it in rec.iterations]
-        j["predicted_cct_s"] = pred.jobs[p.name].cct_s
-        j["predicted_iteration_end_s"] = pred.jobs[p.name].iteration_end_s
-        j["predicted_cct_mean_s"] = pred.jobs[p.name].mean_cct_s
-        j["prediction_error_fraction"] = j["cct_mean_s"] / j["predicted_cct_mean_s"] - 1
-        jobs.append(j)
-    return jobs
-
-
-def assemble(exp: Experiment, entry: RoutingEntry, rp, inst: Installed, jobs: list[dict],
-             driven: Driven, measured: Measured, goodput: float) -> dict:
-    """The run's results record (experiments/results.py run_result) and its extras."""
-    controller, plans, conns = inst.controller, inst.plans, _conns(inst.plans)
-    fidelity = driven.fidelity
-    predicted_cct = slowest_per_iteration([j["predicted_cct_s"] for j in jobs])
-    fidelity["tcp_retrans_segments"] = sum(j["tcp_retrans_segments"] for j in jobs)
-    tcp = {cid: c for rec in driven.records.values() if rec.iterations
-           for cid, c in rec.iterations[-1].tcp.items()}
-    for key in ("out_of_order_packets", "reordering_seen"):
-        counts = [c[key] for c in tcp.values() if c.get(key) is not None]
-        fidelity[f"tcp_{key}"] = sum(counts) if counts else None
-    loads = link_flow_counts(exp.fabric, conns, measured.observed)
-    run = run_result(
-        entry.name, "emulated", jobs,
-        # the busiest link: over the controller's epochs (its paths verified by `measure`),
-        # or for ECMP and fixed plans over the paths the switch counters saw
-        (controller.policy.peak_link_flows if controller.policy.places_flows
-         else max_link_flows(exp.fabric, conns, measured.observed)),
-        solve_block(rp.stats.as_dict(), controller.policy.solves),
-        enforcement=entry.enforced_by,
-        fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),
-        fidelity=fidelity,
-        predicted_cct_s=predicted_cct,
-        predicted_cct_mean_s=statistics.fmean(predicted_cct),
-        rules={"switches": inst.stats["switches"], "rules": inst.stats["rules"],
-               "install_s": inst.stats["install_s"],
-               "peak_per_switch": controller.peak_rules_per_switch},
-        epochs=controller.epochs, events=controller.events,
-        unfired_events=unfired_events(exp, controller),
-        paths=path_records(entry, controller, conns, measured, tcp),
-        link_flows=[{"link": list(k), "flows": v} for k, v in sorted(loads.items())])
-    run["prediction_error_fraction"] = run["cct_mean_s"] / run["predicted_cct_mean_s"] - 1
-    if exp.workload is not None:          # an imported workload: its iteration, both ways
-        run.update(workload_times(exp.workload, jobs))
-        run["predicted_iteration_time_s"] = workload_times(
-            exp.workload, jobs, key="predicted_iteration_end_s")["iteration_time_s"]
-    if entry.reference:           # no switch-to-switch links: the busiest is a host link
-        run["max_link_flows"] = host_link_flows(plans)
-    if controller.events:
-        run["after_events"] = after_events(exp, controller, plans, jobs, goodput, measured.counts)
-    if driven.capture is not None:
-        c = driven.capture
-        run["capture"] = {"interface": c.interface, "path": str(c.path), "packets": c.packets,
-                          "snap_bytes": c.snap_bytes, "error": c.error}
-    return run
-
-
-def unfired_events(exp: Experiment, controller: Controller) -> list[dict]:
-    """The config's events the run ended before."""
-    return [e.as_dict() for e in exp.events
-            if not any(f["scheduled_at_s"] == e.at_s and f["kind"] == e.kind
-                       and f["target"] == list(e.target) for f in controller.events)]
-
-
-def path_records(entry: RoutingEntry, controller: Controller, conns: list[Connection],
-                 measured: Measured, tcp: dict[int, dict]) -> list[dict]:
-    """Per connection: its 5-tuple, the paths it was given, the path its bytes took, and its
-    TCP counters over the run (the agents' TCP_INFO: the cost of reordering and loss)."""
-    return [{"conn_id": c.conn_id, "job": c.job, "src": c.src, "dst": c.dst,
-             "src_port": c.src_port, "dst_port": c.dst_port,
-             "planned_paths": [list(p) for p in sorted(controller.history.get(c.conn_id, ()))],
-             "final_path": _listed(controller.final_path(c.conn_id)
-                                   if entry.paths_given else None),
-             "observed_path": _listed(measured.observed.get(c.conn_id)),
-             "switch_bytes": _nonzero(measured.flows.get(c.conn_id, {}).get("bytes", {})) or None,
-             **{f"tcp_{k}": v for k, v in tcp.get(c.conn_id, {}).items()}}
-            for c in conns]
-
-
-def log_run(name: str, run: dict, controller: Controller, log: Callable[[str], None]) -> None:
-    """The run in a few lines: CCT against the prediction, the emulator's health, events."""
-    fidelity = run["fidelity"]
-    log(f"[{name}] mean CCT {run['cct_mean_s']:.3f} s (predicted "
-        f"{run['predicted_cct_mean_s']:.3f} s), efficiency {run['efficiency']:.3f}, "
-        f"max flows per link {run['max_link_flows']}, emulator "
-        f"{'ok' if fidelity['ok'] else 'SATURATED'} (ovs-vswitchd's forwarding thread max "
-        f"{fidelity['forwarding_max_pct'] or 0:.0f}% of a core"
-        + (f", it dropped {fidelity['vswitchd_rx_drops']} packets"
-           if fidelity.get("vswitchd_rx_drops") else "")
-        + f"), {fidelity['tcp_retrans_segments']} TCP segments retransmitted"
-        + (f", {fidelity['tcp_out_of_order_packets']} received out of order"
-           if fidelity.get("tcp_out_of_order_packets") else ""))
-    for line in fidelity["advice"]:
-        log(f"[{name}] {line}")
-    for ev in controller.events:
-        log(f"[{name}] {ev['kind']} {'/'.join(ev['target'])} at {ev['at_s']:.2f} s: rules "
-            f"in {ev['reroute_s'] * 1000:.0f} ms, flows moved {ev['flows_moved']}")
-
-
-def _conns(plans: list[JobPlan]) -> list[Connection]:
-    return [c for p in plans for c in p.connections]
-
-
-def _nonzero(per_switch: dict[str, int]) -> dict[str, int]:
-    return {s: n for s, n in per_switch.items() if n}
-
-
-def after_events(exp: Experiment, controller: Controller, plans: list[JobPlan],
-                 jobs: list[dict], goodput: float, final_counts: dict) -> dict:
-    """Iterations that started after the last event, against the model of the degraded
-    fabric: the optimizer's final paths, or for ECMP the model's hash over what is left."""
-    last = max(e["at_s"] + e["links_set_s"] + e["reroute_s"] for e in controller.events)
-    degraded = controller.fabric
-    conns = [c for p in plans for c in p.connections]
-    if not controller.entry.paths_given:
-        # the path each flow's bytes took after the last event (OVS's own hash), else the
-        # model's hash over what is left
-        seen = observed_paths(degraded, conns, final_counts, controller.counters_at_last_event)
-        hashed = route(ECMP, degraded, conns, seed=exp.seed).path_of
-        paths = {c.conn_id: (seen.get(c.conn_id, {}).get("path") or hashed[c.conn_id])
-                 for c in conns}
-        basis = "the paths OVS's hash used after the last event (switch counters)"
-    else:
-        paths = {c.conn_id: controller.final_path(c.conn_id) for c in conns}
-        basis = "the controller's paths after the last event"
-    # the post-event phase as its own scenario: every job that ran iterations after the
-    # last event, from the same offset, for as many iterations, on the degraded fabric
-    phase = []
-    for p, j in zip(plans, jobs):
-        starts = [t for t in j["iteration_start_s"] if t >= last]
-        if starts:
-            spec = dataclasses.replace(p.spec, iterations=len(starts),
-                                       start_s=min(starts) - last)
-            phase.append(dataclasses.replace(p, spec=spec))
-    out = {"last_event_s": last, "prediction_basis": basis, "jobs": []}
-    if not phase:
-        return out
-    pred = predict(degraded, phase, paths, goodput)
-    for p, j in zip(plans, jobs):
-        after = [c for c, t in zip(j["cct_s"], j["iteration_start_s"]) if t >= last]
-        if after:
-            emu_s = statistics.fmean(after)
-            pred_s = pred.jobs[j["name"]].mean_cct_s
-            out["jobs"].append({"name": j["name"], "iterations": len(after),
-                                "cct_mean_s": emu_s, "predicted_cct_mean_s": pred_s,
-                                "prediction_error_fraction": emu_s / pred_s - 1})
-    return out

@@ -29,6 +29,7 @@ import ctypes
 import json
 import logging
 import os
+import re
 import select
 import shlex
 import shutil
@@ -49,6 +50,9 @@ from testbed.split import SplitError, check_mtu, split_fabric
 
 from .config import ConfigError
 from .part import PING_INTERVAL_S
+
+#: A network device's name as `ip` prints it (checked before it is joined into a path).
+IFNAME = re.compile(r"[A-Za-z0-9_.-]{1,15}")
 
 log = logging.getLogger(__name__)
 
@@ -171,6 +175,63 @@ class Channel:
         self.err.close()
 
 
+def fold(problems: list[str]) -> str:
+    """Several machines' problems as one line: the first, and how many more."""
+    more = f" (and {len(problems) - 1} more: `mlfabric preflight`)" if len(problems) > 1 else ""
+    return problems[0] + more
+
+
+def machine_problems(machines: tuple[MachineSpec, ...], control: Path) -> list[str]:
+    """Every machine's pre-flight problems (remote.preflight_all), their ssh connections
+    closed after: the run's own start afresh."""
+    try:
+        return remote.preflight_all(machines, str(CHECKOUT), control)
+    finally:
+        with deferred():
+            for m in machines:
+                remote.close(m, control)
+
+
+def underlay_mtu(m: MachineSpec, control: Path) -> int | str:
+    """The MTU of the device that holds `m`'s address there, or the problem, one line."""
+    rc, line = remote.run_remote(m, control, ["ip", "-o", "addr", "show", "to", m.address], "/")
+    fields = line.split()
+    dev = fields[1].split("@")[0] if len(fields) >= 2 else ""
+    if rc or not IFNAME.fullmatch(dev):
+        return (f"machines.{m.name}.address: no device holds {m.address} on that machine; "
+                "give its underlay address")
+    rc, line = remote.run_remote(m, control, ["cat", f"/sys/class/net/{dev}/mtu"], "/")
+    return int(line) if rc == 0 and line.isdigit() else f"machines.{m.name}: {line}"
+
+
+def check_machines(exp) -> None:
+    """ConfigError, one line, unless every machine of `exp` is ready (preflight) and the
+    fabric's MTU fits a VXLAN tunnel over their underlays: what `run` checks before it
+    writes anything or builds."""
+    control = Path(tempfile.mkdtemp(prefix="mlf-ssh-"))     # short: a unix socket's path
+    try:
+        problems = machine_problems(exp.machines, control)
+        if problems:
+            raise ConfigError(fold(problems))
+        try:
+            mtus = [underlay_mtu(m, control) for m in exp.machines]
+        finally:
+            with deferred():
+                for m in exp.machines:
+                    remote.close(m, control)
+    finally:
+        shutil.rmtree(control, ignore_errors=True)
+    problems = [x for x in mtus if isinstance(x, str)]
+    if problems:
+        raise ConfigError(fold(problems))
+    try:
+        check_mtu(split_fabric(exp.fabric, len(exp.machines),
+                               [m.address for m in exp.machines], min(mtus)),
+                  exp.emulation.mtu_bytes)
+    except SplitError as e:
+        raise ConfigError(str(e)) from None
+
+
 class SplitEmulation:
     """A fabric built over the config's machines; use as `with SplitEmulation(...) as emu:`.
     It offers what the runner uses of EmulatedFabric."""
@@ -207,15 +268,9 @@ class SplitEmulation:
         return self
 
     def _preflight(self) -> None:
-        try:
-            problems = remote.preflight_all(self.machines, str(CHECKOUT), self.control)
-        finally:
-            with deferred():
-                for m in self.machines:      # the run's own connections start afresh below
-                    remote.close(m, self.control)
+        problems = machine_problems(self.machines, self.control)
         if problems:
-            more = f" (and {len(problems) - 1} more: `mlfabric preflight`)" if len(problems) > 1 else ""
-            raise ConfigError(problems[0] + more)
+            raise ConfigError(fold(problems))
 
     def _parallel(self, fn, items) -> list:
         with ThreadPoolExecutor(max_workers=min(16, len(items))) as pool:

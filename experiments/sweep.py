@@ -206,11 +206,16 @@ def load_sweep(path: str | Path, cli_sets: list[str] | None = None) -> Sweep:
             for k, v in _mapping(d.get("set") or {}, _where(path, "set")).items()]
     for p, v in sets:
         set_path(base_doc, p, v, _where(path, f"set.{shown(p)}"))
-    for text in cli_sets or []:
-        p, v = parse_set(text)
-        set_path(base_doc, p, v)
     combos = _combos(d, path)
     seeds = _seeds(d, path)
+    swept = {shown(parse_path(k)) for _, values in combos for k in values}
+    swept |= {"seed"} if seeds is not None else set()
+    for text in cli_sets or []:
+        p, v = parse_set(text)
+        if shown(p) in swept:
+            raise ConfigError(f"--set {shown(p)}: {path.name} sweeps this key, so every point "
+                              "sets its own value; change it in the sweep file")
+        set_path(base_doc, p, v)
     repeat = _int_key(d, "repeat", path, 1, MAX_REPEAT)
     total = len(combos) * len(seeds or [0]) * repeat
     if total > MAX_POINTS:
@@ -261,6 +266,44 @@ def _expand(base_doc: dict, combos: list[tuple[str, dict[str, Any]]], seeds: lis
                 names[name] = i
                 points.append(Point(name, values, seed, rep, pdoc))
     return points
+
+
+def check_points(sweep: Sweep) -> str:
+    """Parse every point's config as `run`/`predict` would (the base was checked by
+    load_sweep): a summary line, or ConfigError naming the first point that fails and how
+    many do."""
+    bad = []
+    for p in sweep.points:
+        try:
+            parse(p.doc, sweep.base.parent)
+        except ConfigError as e:
+            bad.append((p.name, e))
+    if bad:
+        name, e = bad[0]
+        raise ConfigError(f"{sweep.path.name}: point {name}: {e}"
+                          + (f" ({len(bad) - 1} more points fail)" if len(bad) > 1 else ""))
+    keys = list(dict.fromkeys(k for p in sweep.points for k in p.values))
+    return (f"ok: a sweep of {len(sweep.points)} point{'s' * (len(sweep.points) != 1)} "
+            f"(mode {sweep.mode}) over {sweep.base.name}, every point valid; swept: "
+            f"{', '.join(keys) or 'seeds and repetitions only'}")
+
+
+def describe_points(sweep: Sweep) -> str:
+    """`sweep --dry-run`: one line per point (its name, values, seed, repetition)."""
+    lines = [f"{sweep.path.name}: {len(sweep.points)} point"
+             f"{'s' * (len(sweep.points) != 1)}, mode {sweep.mode}, base {sweep.base.name} "
+             "(dry run: nothing run or written)"]
+    for p in sweep.points:
+        values = ", ".join(f"{k}={shown_value(v)}" for k, v in p.values.items())
+        lines.append(f"  {p.name}: {values + ', ' if values else ''}seed {p.seed}, "
+                     f"repetition {p.repetition}")
+    return "\n".join(lines)
+
+
+def shown_value(v: Any) -> str:
+    """A swept value as YAML flow ([ecmp, ilp]); scalars as they are."""
+    from .tidy import cell
+    return str(cell(v))
 
 
 # -- one point, on a worker ------------------------------------------------------------------

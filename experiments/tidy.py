@@ -3,9 +3,15 @@
 `results.csv` has one row per (routing, job, iteration), units in the column names:
 
     point, name, mode, routing, job, iteration, cct_s, ideal_cct_s, predicted_cct_s,
-    iteration_end_s, seed, repetition, source_port_offset, <swept or --set keys...>
+    iteration_end_s, seed, repetition, source_port_offset, speedup_over_ecmp,
+    speedup_over_best_hashed, prediction_error_fraction, flagged, flag_reason,
+    <swept or --set keys...>
 
-`predicted_cct_s` and `iteration_end_s` are empty for predicted runs. Swept values are columns
+`predicted_cct_s` and `iteration_end_s` are empty for predicted runs. The run columns
+(experiments/results.py) repeat on each row of a routing: `speedup_over_ecmp` (ECMP's mean CCT
+/ this routing's, same mode), `speedup_over_best_hashed` (over the hashed scheme of the lowest
+mean CCT), `prediction_error_fraction` (emulated / predicted mean CCT - 1), `flagged` (the CPU
+monitor flagged the emulated run; False for predicted runs) and `flag_reason`. Swept values are columns
 named by their dotted key (`fabric.spine_link_mbps`); list values are written as YAML flow
 (`[ecmp, ilp]`); a swept key that is also a base column is `config.<key>`. pandas builds
 and merges the tables (experiments/report.py).
@@ -32,9 +38,15 @@ import yaml
 
 from .outdir import writing
 
-BASE_COLUMNS = ["point", "name", "mode", "routing", "job", "iteration", "cct_s", "ideal_cct_s",
-                "predicted_cct_s", "iteration_end_s", "seed", "repetition",
-                "source_port_offset"]
+#: The columns every results.csv has had (`report` refuses a table without them).
+REQUIRED_COLUMNS = ["point", "name", "mode", "routing", "job", "iteration", "cct_s",
+                    "ideal_cct_s", "predicted_cct_s", "iteration_end_s", "seed", "repetition",
+                    "source_port_offset"]
+#: Per run (routing and mode), repeated on its rows; `report` computes them from
+#: results.json for a table written before they were.
+RUN_COLUMNS = ["speedup_over_ecmp", "speedup_over_best_hashed", "prediction_error_fraction",
+               "flagged", "flag_reason"]
+BASE_COLUMNS = REQUIRED_COLUMNS + RUN_COLUMNS
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -54,8 +66,10 @@ def column(key: str) -> str:
 def rows(results: dict, extra: dict[str, Any] | None = None, point: str = "") -> list[dict]:
     """The tidy rows of one results.json document."""
     extra = {column(k): cell(v) for k, v in (extra or {}).items()}
+    per_run = run_columns(results)
     out = []
     for run in results["runs"]:
+        at_run = per_run[(run["routing"], run["mode"])]
         for j in run["jobs"]:
             pred = j.get("predicted_cct_s") or []
             ends = j.get("iteration_end_s") or []
@@ -67,7 +81,22 @@ def rows(results: dict, extra: dict[str, Any] | None = None, point: str = "") ->
                     "predicted_cct_s": pred[i] if i < len(pred) else None,
                     "iteration_end_s": ends[i] if i < len(ends) else None,
                     "seed": results["seed"], "repetition": results.get("repetition", 1),
-                    "source_port_offset": results.get("source_port_offset", 0), **extra})
+                    "source_port_offset": results.get("source_port_offset", 0), **at_run,
+                    **extra})
+    return out
+
+
+def run_columns(results: dict) -> dict[tuple[str, str], dict[str, Any]]:
+    """RUN_COLUMNS per (routing, mode) of one results.json document."""
+    from .results import flag_reason, speedups
+    fast = speedups(results)
+    out = {}
+    for run in results["runs"]:
+        reason = flag_reason(run)
+        out[(run["routing"], run["mode"])] = {
+            **fast[(run["routing"], run["mode"])],
+            "prediction_error_fraction": run.get("prediction_error_fraction"),
+            "flagged": reason is not None, "flag_reason": reason}
     return out
 
 

@@ -83,4 +83,10 @@ else
   fi
 fi
 ovs-vsctl --timeout=10 show >/dev/null || { echo "bootstrap: Open vSwitch did not start" >&2; exit 1; }
+# the model's compiled kernels, built once per change of their sources (experiments/warm.py):
+# no `predict` waits for numba
+if ! .venv/bin/python -c 'import sys; from experiments.warm import needs_compile; sys.exit(needs_compile())'; then
+  echo "bootstrap: building the model's compiled kernels (numba; about 30 s, once)"
+  .venv/bin/python -m experiments.warm
+fi
 echo "bootstrap: ready ($(ovs-vsctl --version | head -1), $(.venv/bin/python --version))"

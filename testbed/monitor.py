@@ -32,6 +32,15 @@ traffic: 15% of samples, +1.3% against the model; 640 Mbit/s: 10-35%, +2.3% to +
 stays there where the emulation drifts (1,280 Mbit/s: 84-92%, +4.4% to +7.0%; 64 hosts at
 128 Mbit/s: 69%, +12.0%). One quiet machine, 14 runs (docs/emulation.md, "Fidelity guard").
 
+On Open vSwitch's kernel datapath (emulation.datapath: kernel) no thread forwards: the
+kernel switches every packet in softirq context on the core that received it, deferring to
+that core's ksoftirqd thread under load. There the "forwarding" figures are the busiest
+core's softirq share of the interval (/proc/stat) and the wait of that core's ksoftirqd
+thread; the emulator's own losses are the packets the cores' input backlogs dropped
+(/proc/net/softnet_stat, second column). The same thresholds apply: a core that does nothing
+but switch packets is as saturated as a forwarding thread that never sleeps. This mode is
+tested on recorded counters only: no machine mlfabric was measured on has the module.
+
 Why not the whole cores' mean alone (as before): on a machine where another user's niced job
 held one core, a quickstart whose forwarding thread never passed 62% of a core was flagged
 with 14.25 of 15.0 s "saturated", the cores at 99% (see docs/emulation.md, "Fidelity guard").
@@ -210,6 +219,57 @@ class Sample:
         return self.forwarding_full or self.cores_full
 
 
+def parse_softnet_drops(text: str) -> int:
+    """Packets every core's input backlog dropped so far: /proc/net/softnet_stat's second
+    column (hexadecimal), summed over its one line per core."""
+    return sum(int(f[1], 16) for line in text.splitlines() if len(f := line.split()) >= 2)
+
+
+def softnet_drops() -> int:
+    try:
+        with open("/proc/net/softnet_stat") as f:
+            return parse_softnet_drops(f.read())
+    except OSError:
+        return 0
+
+
+def softirq_pcts(prev, cur) -> list[float]:
+    """Each core's softirq share (%) between two psutil.cpu_times(percpu=True) readings."""
+    out = []
+    for a, b in zip(prev, cur):
+        total = sum(b) - sum(a)
+        out.append(100.0 * max(0.0, b.softirq - a.softirq) / total if total > 0 else 0.0)
+    return out
+
+
+def ksoftirqd_pids() -> dict[int, int]:
+    """{core: PID of its ksoftirqd thread} (read only)."""
+    out = {}
+    for p in psutil.process_iter(["name"]):
+        name = p.info["name"] or ""
+        if name.startswith("ksoftirqd/") and name[10:].isdigit():
+            out[int(name[10:])] = p.pid
+    return out
+
+
+class _Softirq:
+    """The kernel datapath's forwarding figures: the busiest core's softirq % and the wait %
+    of that core's ksoftirqd thread, per interval."""
+
+    def __init__(self) -> None:
+        self.threads = ksoftirqd_pids()
+        self.waits = {c: _read_thread(p, p) for c, p in self.threads.items()}
+
+    def step(self, prev, cur, dt_ns: float) -> tuple[float, float]:
+        shares = softirq_pcts(prev, cur)
+        busiest = max(range(len(shares)), key=shares.__getitem__) if shares else 0
+        waits = {c: _read_thread(p, p) for c, p in self.threads.items()}
+        a, b = self.waits.get(busiest), waits.get(busiest)
+        self.waits = waits
+        wait = 100 * (b[1] - a[1]) / dt_ns if a and b else 0.0
+        return (shares[busiest] if shares else 0.0), max(0.0, wait)
+
+
 def _cpu_s(pid: int) -> float:
     """A process's CPU seconds so far (0 when it is gone)."""
     try:
@@ -265,7 +325,9 @@ class CpuMonitor:
     and their sockets' drops count too (their queued bytes and arrivals are not sampled)."""
 
     def __init__(self, taps: list[str] | tuple[str, ...] = (), interval_s: float = 0.25,
-                 others: list[tuple[int, str]] | tuple = ()):
+                 others: list[tuple[int, str]] | tuple = (), datapath: str = "user"):
+        self.datapath = datapath          # user: a forwarding thread; kernel: softirq
+        self.backlog_drops = 0
         self.others = list(others)
         self.others_before: list[PacketSocket] = []
         self.others_after: list[PacketSocket] = []
@@ -308,6 +370,8 @@ class CpuMonitor:
                 proc.cpu_percent()
         except psutil.Error:
             proc = None
+        softirq = _Softirq() if self.datapath == "kernel" else None
+        backlog0 = softnet_drops() if softirq else 0
         t = time.monotonic()
         while True:   # the last sample covers the time since the one before: a run
             stopped = self._stop.wait(self.interval_s)   # shorter than one interval has one
@@ -328,6 +392,8 @@ class CpuMonitor:
                 w2 = _wait_ns(pid)
                 all_wait = 100 * max(0.0, w2 - waits) / dt_ns
                 fwd, waits = f2, w2
+            if softirq is not None:     # the kernel forwards: its softirq, not a thread
+                f_run, f_wait = softirq.step(cores, cur, dt_ns)
             if others:
                 others, extra = _others_step(others, dt_ns)
                 for o_run, o_wait, o_all_wait, o_pct in extra:
@@ -349,6 +415,7 @@ class CpuMonitor:
                 self.others_after = [s for p, ns in self.others
                                      for s in netns_packet_sockets(p, ns)]
                 self.tap_drops = tap_drops(self.taps) - drops0 if self.taps else 0
+                self.backlog_drops = softnet_drops() - backlog0 if softirq else 0
                 return
 
     def _ports(self) -> list[PacketSocket]:
@@ -360,7 +427,9 @@ class CpuMonitor:
         return summarize(self.samples, self.interval_s, max(self._t1 - self._t0, 0.0),
                          socket_drops(self.sockets_before, self.sockets_after)
                          + socket_drops(self.others_before, self.others_after)
-                         + self.tap_drops, min(rcvbufs) if rcvbufs else None,
+                         + self.tap_drops + self.backlog_drops,
+                         min(rcvbufs) if rcvbufs else None,
+                         "kernel" if self.datapath == "kernel" else
                          "tap" if self.taps else "system")
 
     def write_csv(self, path) -> None:
@@ -398,11 +467,14 @@ def summarize(samples: list[Sample], interval_s: float, monitored_s: float,
     the time a packet waited for the forwarding thread at each switch it crossed; an upper
     bound, the queue being counted in the kernel's buffer sizes), "cause"} (CPU in %).
     `rx_drops`: packets ovs-vswitchd's port sockets (or taps' rings) dropped; any flags the
-    run. `port_type` tap: the queues are not seen, so the queued bytes and the wait are None."""
+    run. `port_type` tap: the queues are not seen, so the queued bytes and the wait are None;
+    kernel (the kernel datapath): neither, the forwarding figures are softirq's and the drops
+    the cores' input backlogs'. "forwarding_by" says which: vswitchd_thread or softirq."""
     n = len(samples)
     queues_seen = port_type == "system"
     base = {"vswitchd_rx_drops": rx_drops, "vswitchd_rcvbuf_bytes": rcvbuf_bytes,
-            "vswitchd_port_type": port_type}
+            "vswitchd_port_type": port_type,
+            "forwarding_by": "softirq" if port_type == "kernel" else "vswitchd_thread"}
     if n == 0:
         return {"ok": rx_drops == 0, "saturated_s": 0.0, "monitored_s": monitored_s,
                 "samples": 0, "forwarding_full_s": 0.0, "cores_full_s": 0.0,
@@ -426,7 +498,8 @@ def summarize(samples: list[Sample], interval_s: float, monitored_s: float,
     ok = not (thread_over or starved_over or rx_drops)
     # a full machine makes the thread wait too: then the machine is the cause
     cause = ("dropped" if rx_drops else "starved" if starved_over
-             else "forwarding_thread" if thread_over else None)
+             else ("softirq" if port_type == "kernel" else "forwarding_thread") if thread_over
+             else None)
     return {
         "ok": ok, "saturated_s": len(sat) * interval_s, "monitored_s": monitored_s,
         "samples": n,
@@ -462,6 +535,7 @@ def advice(summary: dict, host_traffic_mbps: float, mtu_bytes: int, hosts: int,
         return []
     p90 = summary.get("forwarding_p90_pct") or 0.0
     wait = summary.get("forwarding_wait_mean_pct") or 0.0
+    kernel = summary.get("forwarding_by") == "softirq"
     out = []
     if summary.get("cause") == "dropped":
         rb = summary.get("vswitchd_rcvbuf_bytes")
@@ -471,13 +545,21 @@ def advice(summary: dict, host_traffic_mbps: float, mtu_bytes: int, hosts: int,
         where = (("tap ports", "a tap's ring (its txqueuelen)")
                  if summary.get("vswitchd_port_type") == "tap"
                  else ("port sockets", f"a socket's receive buffer{size}"))
-        out.append(f"ovs-vswitchd's {where[0]} dropped {summary.get('vswitchd_rx_drops')} "
-                   f"packets: {where[1]} filled while the forwarding thread served the other "
-                   f"ports, so the emulator, not the fabric, lost them{fix}")
-    if summary.get("cause") in ("forwarding_thread", "dropped"):
+        if kernel:
+            out.append(f"the cores' input backlogs dropped {summary.get('vswitchd_rx_drops')} "
+                       "packets (/proc/net/softnet_stat; net.core.netdev_max_backlog): the "
+                       "kernel did not switch them in time, so the emulator, not the fabric, "
+                       "lost them")
+        else:
+            out.append(f"ovs-vswitchd's {where[0]} dropped {summary.get('vswitchd_rx_drops')}"
+                       f" packets: {where[1]} filled while the forwarding thread served the "
+                       f"other ports, so the emulator, not the fabric, lost them{fix}")
+    if summary.get("cause") in ("forwarding_thread", "softirq", "dropped"):
         f = max(p90 + wait, FORWARDING_SATURATED_PCT) / TARGET_FORWARDING_PCT
         mtu = min(MAX_MTU_BYTES, int(math.ceil(mtu_bytes * f / 1000.0)) * 1000)
-        out.append(f"ovs-vswitchd's forwarding thread was at {p90:.0f}% of a core (90th "
+        who = ("the kernel's packet switching (softirq) on its busiest core" if kernel
+               else "ovs-vswitchd's forwarding thread")
+        out.append(f"{who} was at {p90:.0f}% of a core (90th "
                    f"percentile; waiting for a CPU {wait:.0f}% more) at {host_traffic_mbps:g} "
                    f"Mbit/s of host traffic, MTU {mtu_bytes}: it forwards per packet, so cut "
                    f"the packet rate by {f:.2f}x to reach {TARGET_FORWARDING_PCT:.0f}%:")
@@ -492,9 +574,10 @@ def advice(summary: dict, host_traffic_mbps: float, mtu_bytes: int, hosts: int,
         load = (f" (load average {load_avg_1min:.2f} on {cpus} cores before the run)"
                 if load_avg_1min is not None and cpus else "")
         cores = summary.get("cpu_mean_pct") or 0.0
+        forwarder = "softirq on the busiest core" if kernel else "its forwarding thread"
         vs_wait = summary.get("vswitchd_wait_mean_pct") or 0.0
         out.append(f"the cores were {cores:.0f}% busy on average and ovs-vswitchd waited for "
-                   f"a CPU {vs_wait:.0f}% of the time, while its forwarding thread ran only "
+                   f"a CPU {vs_wait:.0f}% of the time, while {forwarder} ran only "
                    f"{p90:.0f}% of a core (90th percentile): other work on this machine "
                    f"starved the emulator{load}. Run again when the machine is idle (load "
                    "average below 1), or lower the host traffic so that the agents need "

@@ -22,6 +22,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import instances, taps
 from .fabric import TIER, Fabric
@@ -33,6 +34,9 @@ from .settings import EmulationSettings  # noqa: F401  (runs build it; tests imp
 from .shaping import Shaping, tc_batch
 from .signals import deferred
 from .split import Split, tunnel_commands
+
+if TYPE_CHECKING:
+    from .monitor import CpuMonitor
 
 log = logging.getLogger(__name__)
 
@@ -383,6 +387,12 @@ class EmulatedFabric:
             f"link set dev {t} addrgenmode none mtu {mtu}\nlink set dev {t} up\n"
             for t in self.taps))
         taps.install(self.record.nft_tables[0], list(zip(f.switch_interfaces, self.taps)))
+
+    def cpu_monitor(self) -> "CpuMonitor":
+        """The monitor of this emulator's forwarding: ovs-vswitchd's threads (userspace
+        datapath, every process of the run) or the kernel's softirq (kernel datapath)."""
+        from .monitor import CpuMonitor
+        return CpuMonitor(self.taps, others=self.other_vswitchds, datapath=self.datapath)
 
     @property
     def calibration_datapath(self) -> str:

@@ -13,7 +13,7 @@ MIN_SUBFLOW_WINDOW_FRAMES = 4
 
 @dataclass
 class EmulationSettings:
-    datapath: str = "auto"          # auto | kernel | user
+    datapath: str = "user"          # user (measured) | kernel | auto: kernel where loaded
     mtu_bytes: int = 9000           # on every interface of the fabric, hosts and switch ports
     queue_packets: int = 100        # drop-tail queue of each HTB leaf class (packets)
     scheduler: str = "fair"         # testbed/shaping.py: fair (per-flow round robin) | fifo

@@ -1,6 +1,7 @@
 """Signals during setup and teardown: held while a step that must not be cut runs, then acted on.
 
-A run is stopped by SIGINT (Ctrl-C, exit 130) or SIGTERM (exit 143), turned into exceptions
+A run is stopped by SIGINT (Ctrl-C, exit 130), SIGTERM (exit 143), SIGHUP (its terminal or
+ssh session closed, 129) or SIGQUIT (Ctrl-\\, 131), turned into exceptions
 (`KeyboardInterrupt`, `Terminated`) so that every `with`/`finally` tears down. Blocking the
 signals with `pthread_sigmask` is not enough: it blocks them for the calling thread only, the
 kernel delivers them to any other thread of the process, and Python then raises them in the main
@@ -15,11 +16,18 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
-HELD = (signal.SIGINT, signal.SIGTERM)
+HELD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+#: Signals that end a command like SIGTERM (Terminated), with their words for the last line.
+ENDING = {signal.SIGTERM: "terminated", signal.SIGHUP: "hung up", signal.SIGQUIT: "quit"}
 
 
 class Terminated(BaseException):
-    """SIGTERM arrived: unwind like Ctrl-C so that every `with`/`finally` tears down."""
+    """SIGTERM, SIGHUP or SIGQUIT arrived (`signum`): unwind like Ctrl-C so that every
+    `with`/`finally` tears down."""
+
+    def __init__(self, signum: int = signal.SIGTERM):
+        super().__init__(signum)
+        self.signum = signum
 
 
 #: Signals turned into exceptions and not yet caught at the top (experiments/__main__.py).
@@ -31,7 +39,7 @@ PENDING: list[int] = []
 
 def raise_terminated(signum, frame) -> None:  # noqa: ARG001 - signal handler signature
     PENDING.append(signum)
-    raise Terminated()
+    raise Terminated(signum)
 
 
 def raise_interrupt(signum, frame) -> None:  # noqa: ARG001 - signal handler signature
@@ -42,7 +50,7 @@ def raise_interrupt(signum, frame) -> None:  # noqa: ARG001 - signal handler sig
 
 @contextmanager
 def deferred() -> Iterator[list[int]]:
-    """Hold SIGINT and SIGTERM for the duration of the block (main thread only; elsewhere a
+    """Hold SIGINT, SIGTERM, SIGHUP and SIGQUIT for the duration of the block (main thread only; elsewhere a
     no-op). Yields the list of signals received so far. If the block raises, its exception
     goes on and the held signals are dropped (the run is already unwinding)."""
     if threading.current_thread() is not threading.main_thread():

@@ -242,21 +242,11 @@ class Agent:
             except Exception as e:  # noqa: BLE001 - any failure ends the iteration, reported
                 fail(f"send on conn {conn_id}: {type(e).__name__}: {e}")
 
-        threads = []
-        for conn_id in self.in_socks:
-            exp = [r for r in p.recvs if r["conn_id"] == conn_id]
-            threads.append(threading.Thread(target=receiver, args=(conn_id, exp), daemon=True))
-        for conn_id in self.out_socks:
-            sends = [s for s in p.sends if s["conn_id"] == conn_id]
-            threads.append(threading.Thread(target=sender, args=(conn_id, sends), daemon=True))
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=max(0.0, p.timeout_s - (time.monotonic() - start_s)) + 1.0)
-        if any(t.is_alive() for t in threads) and not errors:
-            errors.append(f"iteration {iteration} exceeded {p.timeout_s:g} s")
-        if errors:
-            raise AgentError("; ".join(errors))
+        _run_all([(receiver, conn_id, [r for r in p.recvs if r["conn_id"] == conn_id])
+                  for conn_id in self.in_socks]
+                 + [(sender, conn_id, [s for s in p.sends if s["conn_id"] == conn_id])
+                    for conn_id in self.out_socks], start_s + p.timeout_s, errors,
+                 f"iteration {iteration} exceeded {p.timeout_s:g} s")
         tcp = self.tcp_counters()
         return {"event": "done", "iteration": iteration, "start_s": start_s,
                 "recv": [[tid, a, b, n] for tid, (a, b, n) in sorted(recv_times.items())],
@@ -402,5 +392,21 @@ def main(argv: list[str]) -> int:
         return 1
 
 
+def _run_all(work: list[tuple], deadline: float, errors: list[str], late: str) -> None:
+    """Run each (function, conn_id, transfers) in a thread of its own until `deadline`
+    (time.monotonic()); AgentError with every error, or `late` if one ran past it."""
+    threads = [threading.Thread(target=fn, args=(conn_id, items), daemon=True)
+               for fn, conn_id, items in work]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=max(0.0, deadline - time.monotonic()) + 1.0)
+    if any(t.is_alive() for t in threads) and not errors:
+        errors.append(late)
+    if errors:
+        raise AgentError("; ".join(errors))
+
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv))
+

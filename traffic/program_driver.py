@@ -1,26 +1,30 @@
 """Runner side of program jobs: start every rank in its host, read its step records, end it.
 
-Step 5 of a run for configs of program jobs (traffic/programs.py). Each rank runs
-`unshare --uts --mount` + testbed/rankns.py in its Mininet host (its own hostname, which
-resolves to its fabric address), with the rendezvous variables and the job's `env`, in its
-own session (the run records its PID and ends its whole process group on every exit path).
-Its standard output goes to `<job>-rank<r>.out` (step records read as they arrive), its
-standard error to `<job>-rank<r>.err`. A job starts at its start_s, has finished when every
-rank has exited 0, and fails (ProgramError, one line) when a rank exits otherwise or outlives
-timeout_s; the runner's teardown then ends the other ranks.
+Step 5 of a run for configs of program jobs (traffic/programs.py). Each rank runs in its
+Mininet host as the child of testbed/rankns.py, the init of the rank's own PID, UTS and
+mount namespaces (its own hostname, which resolves to its fabric address), with the
+rendezvous variables and the job's `env` (`<job>-rank<r>.env.json`), in its own session. The
+run records its PID and ends its process group on every exit path; whatever the rank forked
+lives in its PID namespace and ends with it, whatever session or group it moved to. Its
+standard output goes to `<job>-rank<r>.out` (step records read as they arrive), its standard
+error to `<job>-rank<r>.err`. A rank is done when it exits (its children may still hold its
+output for a moment: they are being ended). A job starts at its start_s, has finished when
+every rank has exited 0, and fails (ProgramError, one line) when a rank exits otherwise or
+outlives timeout_s; the runner's teardown then ends the other ranks.
 """
 from __future__ import annotations
 
+import json
 import os
 import selectors
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from testbed.fabric import Fabric
+from testbed.rankns import namespace_command
 
 from .driver import TrafficError
 from .programs import ProgramSpec, StepLog, job_steps, rank_env, rank_path
@@ -28,8 +32,49 @@ from .programs import ProgramSpec, StepLog, job_steps, rank_env, rank_path
 PROGRAMS_DIR = Path(__file__).resolve().parent.parent / "experiments" / "programs"
 
 
+#: A line of a rank's output longer than this cannot be a step record: it is copied to the
+#: rank's .out file but not kept whole in memory (bytes).
+MAX_STEP_LINE_BYTES = 65536
+#: Bytes read from a rank's output at a time.
+READ_BYTES = 65536
+#: How long a rank whose output ended is given to exit before it is followed by its PID (s).
+EXIT_WAIT_S = 0.5
+
+
 class ProgramError(TrafficError):
     """A rank exited non-zero, or ran past its job's timeout_s."""
+
+
+class LineReader:
+    """Splits a byte stream into lines in time linear in its length; a line longer than
+    `limit` bytes is dropped (reported as None once, at its end)."""
+
+    def __init__(self, limit: int = MAX_STEP_LINE_BYTES):
+        self.limit, self.part, self.overlong = limit, bytearray(), False
+
+    def feed(self, chunk: bytes) -> list[bytes | None]:
+        """The lines `chunk` completes (None for an overlong one), without their newline."""
+        lines: list[bytes | None] = []
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            lines.append(None if self.overlong else bytes(self.part + chunk[start:end]))
+            self.part.clear()
+            self.overlong = False
+            start = end + 1
+        if not self.overlong:
+            self.part += chunk[start:]
+            if len(self.part) > self.limit:
+                self.part.clear()
+                self.overlong = True
+        return lines
+
+    def end(self) -> bytes | None:
+        """At the end of the stream: the last line if it had no newline (None if overlong
+        or empty)."""
+        last = None if self.overlong or not self.part else bytes(self.part)
+        self.part.clear()
+        self.overlong = False
+        return last
 
 
 @dataclass
@@ -41,8 +86,9 @@ class _Rank:
     out: object                       # the .out file the rank's stdout is copied to
     err_path: Path
     log: StepLog = field(default_factory=StepLog)
-    buffer: bytes = b""
+    lines: LineReader = field(default_factory=LineReader)
     exit_code: int | None = None
+    closed: bool = False
 
 
 @dataclass
@@ -60,12 +106,12 @@ class ProgramRecord:
         return None if self.ended_s is None else self.ended_s - self.started_s
 
 
-def rank_command(spec: ProgramSpec, host: str, hosts_file: Path) -> list[str]:
-    """The argument list that starts rank `host` of `spec` in its own UTS and mount
-    namespaces (testbed/rankns.py)."""
-    return ["unshare", "--uts", "--mount", "--propagation", "private", "--",
-            sys.executable, "-m", "testbed.rankns", "--hostname", host,
-            "--hosts", str(hosts_file), "--", *spec.argv]
+def rank_command(spec: ProgramSpec, host: str, hosts_file: Path, env_file: Path
+                 ) -> list[str]:
+    """The argument list that starts rank `host` of `spec` in its own PID, UTS and mount
+    namespaces, with the environment of `env_file` (testbed/rankns.py)."""
+    return namespace_command(host, str(hosts_file.resolve()), str(env_file.resolve()),
+                             list(spec.argv))
 
 
 class ProgramDriver:
@@ -97,11 +143,15 @@ class ProgramDriver:
         ranks = []
         for r, host in enumerate(spec.hosts):
             base = self.log_dir / f"{spec.name}-rank{r}"
+            env_file = base.with_suffix(".env.json")
+            fd = os.open(env_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(self._env(spec, index, r), f)
             out = open(base.with_suffix(".out"), "wb")
             with open(base.with_suffix(".err"), "wb") as err:
-                proc = self.emu.popen(host, rank_command(spec, host, self.hosts_file),
+                proc = self.emu.popen(host, rank_command(spec, host, self.hosts_file, env_file),
                                       group=True, stdout=subprocess.PIPE, stderr=err,
-                                      env=self._env(spec, index, r), cwd=spec.cwd)
+                                      cwd=spec.cwd)
             os.set_blocking(proc.stdout.fileno(), False)
             rank = _Rank(spec.name, r, host, proc, out, base.with_suffix(".err"))
             self.sel.register(proc.stdout, selectors.EVENT_READ, rank)
@@ -113,9 +163,12 @@ class ProgramDriver:
         """Copy a rank's output to its file; on_step(job, step, t) once every rank of the
         job has recorded that step."""
         rank.out.write(chunk)
-        rank.buffer += chunk
-        while b"\n" in rank.buffer:
-            line, rank.buffer = rank.buffer.split(b"\n", 1)
+        self._lines(rank, rank.lines.feed(chunk), now_s, on_step)
+
+    def _lines(self, rank: _Rank, lines: list[bytes | None], now_s: float, on_step) -> None:
+        for line in lines:
+            if line is None:
+                continue
             step = rank.log.feed(line.decode(errors="replace"), now_s, self.t0)
             if step is None or on_step is None:
                 continue
@@ -123,35 +176,62 @@ class ProgramDriver:
             if all(step in r.log.steps for r in ranks):
                 on_step(rank.job, step, max(r.log.steps[step][1] for r in ranks))
 
+    def _close(self, rank: _Rank) -> None:
+        """Stop reading a rank whose output ended (EOF) or whose process exited."""
+        if not rank.closed:
+            rank.closed = True
+            self.sel.unregister(rank.proc.stdout)
+            rank.out.close()
+
+    def _drain(self, rank: _Rank, now_s: float, on_step) -> None:
+        """Read what an exited rank left in its pipe (a child it forked may hold the pipe
+        open until its namespace is gone: stop at the first empty read)."""
+        for _ in range(256):            # at most 16 MiB after the exit
+            try:
+                chunk = os.read(rank.proc.stdout.fileno(), READ_BYTES)
+            except BlockingIOError:
+                return
+            if not chunk:
+                return
+            self._read(rank, chunk, now_s, on_step)
+
     def _exited(self, rank: _Rank) -> None:
-        self.sel.unregister(rank.proc.stdout)
-        try:
-            rank.exit_code = rank.proc.wait(timeout=5.0)
-        except subprocess.TimeoutExpired:
-            rank.exit_code = None
-        rank.out.close()
+        """The rank's process has exited: record its code; a non-zero code fails the job."""
+        self._close(rank)
+        rank.exit_code = rank.proc.returncode
         if rank.exit_code != 0:
-            raise ProgramError(
-                f"jobs.{rank.job}: rank {rank.rank} ({rank.host}) exited with "
-                f"{'no code (closed its output but runs on)' if rank.exit_code is None else rank.exit_code}"
-                f"; see {rank.err_path}")
+            raise ProgramError(f"jobs.{rank.job}: rank {rank.rank} ({rank.host}) exited "
+                               f"with {rank.exit_code}; see {rank.err_path}")
 
     def poll(self, timeout_s: float, on_step=None) -> list[str]:
-        """Read what the ranks wrote within timeout_s; returns the jobs that finished now."""
-        now_s = time.monotonic() - self.t0
-        done = []
+        """Read what the ranks wrote within timeout_s; returns the jobs that finished now.
+        A rank is done when its process has exited, whoever still holds its output."""
         for key, _ in self.sel.select(timeout=max(0.0, timeout_s)):
             rank: _Rank = key.data
-            chunk = os.read(key.fileobj.fileno(), 65536)
-            now_s = time.monotonic() - self.t0
+            chunk = os.read(key.fileobj.fileno(), READ_BYTES)
             if chunk:
-                self._read(rank, chunk, now_s, on_step)
+                self._read(rank, chunk, time.monotonic() - self.t0, on_step)
+            else:
+                # EOF: its last line needs no newline
+                self._lines(rank, [rank.lines.end()], time.monotonic() - self.t0, on_step)
+                try:                    # the rank is exiting, or closed its output
+                    rank.proc.wait(timeout=EXIT_WAIT_S)
+                except subprocess.TimeoutExpired:
+                    pass                # runs on: its exit, seen below, ends it
+                self._close(rank)
+        done = []
+        for name, ranks in self.ranks.items():
+            if self.records[name].ended_s is not None:
                 continue
-            self._exited(rank)
-            job = self.ranks[rank.job]
-            if all(r.exit_code == 0 for r in job):
-                self._finish(rank.job, now_s)
-                done.append(rank.job)
+            now_s = time.monotonic() - self.t0
+            for rank in ranks:
+                if rank.exit_code is None and rank.proc.poll() is not None:
+                    if not rank.closed:
+                        self._drain(rank, now_s, on_step)
+                    self._exited(rank)
+            if all(r.exit_code == 0 for r in ranks):
+                self._finish(name, now_s)
+                done.append(name)
         return done
 
     def _finish(self, name: str, now_s: float) -> None:

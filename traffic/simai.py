@@ -191,6 +191,9 @@ def _header(line: str, where: str) -> Header:
 
 
 def _parallelism(h: Header, all_gpus: int | None, dim0: int, where: str) -> Parallelism:
+    if h.ints.get("gpus", 1) < 1:
+        raise SimaiError(f"{where}: all_gpus {h.ints['gpus']} in the header; give 1 to "
+                         f"{MAX_GPUS:,} GPUs there, or drop it and give jobs_from.all_gpus")
     gpus = h.ints.get("gpus") or all_gpus
     if gpus is None or not 1 <= gpus <= MAX_GPUS:
         raise SimaiError(f"{where}: the header has no all_gpus: give jobs_from.all_gpus "

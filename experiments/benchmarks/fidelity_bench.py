@@ -78,7 +78,8 @@ from experiments.runner import run_experiment  # noqa: E402
 IDEAL_CCT_S = 2.4
 
 
-def config(rate_mbps: float, scheduler: str = "fair", port_type: str = "system") -> dict:
+def config(rate_mbps: float, scheduler: str = "fair", port_type: str = "system",
+           datapath: str = "user") -> dict:
     size = int(IDEAL_CCT_S * rate_mbps * 1e6 / 8 / 1.5)   # 2(n-1)/n = 1.5 for n = 4
     hosts = lambda k: [f"h{k + 4 * i}" for i in range(4)]  # noqa: E731
     return {
@@ -89,7 +90,7 @@ def config(rate_mbps: float, scheduler: str = "fair", port_type: str = "system")
                   "size_bytes": size, "iterations": 3} for k in range(1, 5)],
         "routing": ["ecmp", "ilp"],
         "emulation": {"link_scheduler": scheduler, "mtu_bytes": "auto",
-                      "port_type": port_type},
+                      "port_type": port_type, "datapath": datapath},
     }
 
 
@@ -483,6 +484,9 @@ def main() -> int:
                     help="the links' scheduler (emulation.link_scheduler)")
     ap.add_argument("--port-type", choices=["system", "tap"], default="system",
                     help="how ovs-vswitchd reaches its ports (emulation.port_type)")
+    ap.add_argument("--datapath", choices=["user", "kernel"], default="user",
+                    help="Open vSwitch's datapath (emulation.datapath; kernel needs the "
+                         "openvswitch module)")
     ap.add_argument("--probe-ports", action="store_true",
                     help="probe system / afxdp / afxdp-nonpmd ports instead (see above)")
     ap.add_argument("--probe-idle-ports", type=int, nargs="+", metavar="N",
@@ -525,7 +529,7 @@ def main() -> int:
     quiet = lambda s: None  # noqa: E731
     rows = []
     for rate in args.rates:
-        exp = parse(config(rate, args.scheduler, args.port_type))
+        exp = parse(config(rate, args.scheduler, args.port_type, args.datapath))
         with tempfile.TemporaryDirectory() as tmp:
             try:
                 cal = calibrate(exp, Path(tmp) / "cal", duration_s=5.0, log=quiet, store=True)
@@ -558,7 +562,8 @@ def main() -> int:
               f"{16 * rate:>6g} Mbit/s aggregate: one flow "
               f"{one:.1%}, Jain {jain:.3f}, errors "
               + ", ".join(f"{k} {v:+.1%}" for k, v in errs.items())
-              + f", forwarding thread max {vs:.0f}% (mean {vs_mean}%), ovs-vswitchd's "
+              + f", forwarding ({res['runs'][0]['fidelity'].get('forwarding_by')}) max "
+              f"{vs:.0f}% (mean {vs_mean}%), ovs-vswitchd's "
               f"sockets: queued max {queued} kB, waited {waited} ms a switch, dropped "
               f"{drops}; retransmitted {retrans}; "
               "monitor "

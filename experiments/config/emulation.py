@@ -10,7 +10,7 @@ from testbed.shaping import (MAX_BURST_FRAMES, MAX_MTU_BYTES, SCHEDULERS, SWITCH
                              auto_mtu_bytes)
 from testbed.taps import PORT_TYPES
 
-from .limits import DEFAULT_WINDOW_FRAMES, MAX_QUEUE_PACKETS, MAX_SWITCH_PROCESSES
+from .limits import DEFAULT_WINDOW_FRAMES, MAX_QUEUE_PACKETS, max_switch_processes
 from .keys import EMULATION_KEYS, TCP_CCS
 from .readers import ConfigError, quote, _check_keys, _int, _num, _choice
 from .records import EmulationConfig
@@ -69,12 +69,16 @@ def _emulation(d: dict, fabric: Fabric) -> EmulationConfig:
 
 
 def _switch_processes(d: dict, e: EmulationConfig, fabric: Fabric) -> int:
-    """emulation.switch_processes: 1..MAX_SWITCH_PROCESSES, at most one per pod (or leaf)."""
+    """emulation.switch_processes: 1 to two per core of this machine, at most one per pod
+    (or leaf)."""
     units = len(fabric.leaf_groups)
     what = "pods" if fabric.has_pods else "leaves"
-    n = _int(d, "switch_processes", "emulation", 1, minimum=1,
-             maximum=min(MAX_SWITCH_PROCESSES, units),
-             why=f"pods are not split, and this fabric has {units} {what}")
+    cap = max_switch_processes()
+    why = (f"pods are not split, and this fabric has {units} {what}" if units <= cap else
+           f"two per core, and this machine gives mlfabric {cap // 2} "
+           f"core{'s' if cap > 2 else ''}")
+    n = _int(d, "switch_processes", "emulation", 1, minimum=1, maximum=min(cap, units),
+             why=why)
     if n > 1 and e.port_type == "tap":
         raise ConfigError("emulation.switch_processes: tap ports need one ovs-vswitchd; use "
                           "port_type: system, or switch_processes: 1")

@@ -191,6 +191,10 @@ def subflow_settings(jobs: list[JobSpec], doc: dict) -> tuple[list[JobSpec], Sub
     for i, j in enumerate(jobs):
         d = raw[i] if i < len(raw) and isinstance(raw[i], dict) else {}
         where = f"jobs[{i}]"
+        if j.host_pairs and top.subflows > 1:
+            raise ConfigError(f"subflows: {top.subflows} cannot apply to {where} "
+                              f"({j.name}), a program's traffic routed by host pair (its "
+                              "subflows are the program's own); drop the top-level subflows")
         k = _int(d, "subflows", where, top.subflows, maximum=MAX_SUBFLOWS,
                  why="NCCL's sockets per connection")
         split = _choice(d, "split", where, SPLITS, top.split)

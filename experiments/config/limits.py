@@ -5,6 +5,8 @@ the table is whole.
 """
 from __future__ import annotations
 
+import os
+
 from testbed.shaping import MAX_BURST_FRAMES, MAX_MTU_BYTES  # noqa: F401
 from testbed.topologies.base import (MAX_HOSTS, MAX_HOSTS_PER_LEAF, MAX_RATE_MBPS, # noqa: F401
                                      MIN_RATE_MBPS)
@@ -137,6 +139,14 @@ MAX_LEARNED_PAIRS = 10_000
 MAX_LEARN_STEPS = 1_000
 
 
-#: ovs-vswitchd instances one machine's fabric may be spread over (emulation.switch_processes):
-#: each takes a core when it forwards, and this machine class has 2 (4 leaves one idle at most)
-MAX_SWITCH_PROCESSES = 4
+#: ovs-vswitchd instances one machine's fabric may be spread over (emulation.switch_processes),
+#: per core this process may run on: each forwards on one thread, busy only while its pods'
+#: traffic flows, so two per core leave a core's worth idle at most (4 on the 2-core machines
+#: the fidelity benchmark ran on).
+SWITCH_PROCESSES_PER_CORE = 2
+
+
+def max_switch_processes() -> int:
+    """emulation.switch_processes' bound on this machine: SWITCH_PROCESSES_PER_CORE x the
+    cores this process may use (its CPU affinity, so a taskset or a container counts)."""
+    return SWITCH_PROCESSES_PER_CORE * len(os.sched_getaffinity(0))

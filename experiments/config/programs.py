@@ -15,6 +15,7 @@ in reverse rank order.
 """
 from __future__ import annotations
 
+import math
 import os
 import random
 import re
@@ -37,23 +38,40 @@ ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 DEMANDS = ("declared", "measured")
 
 
-def _argv(v: Any, where: str, cwd: Path) -> tuple[str, ...]:
-    """The argument list: strings, or numbers written as YAML numbers (kept as text)."""
-    ok = isinstance(v, list) and 0 < len(v) <= MAX_ARGV and all(
-        isinstance(a, (str, int, float)) and not isinstance(a, bool) for a in v)
-    v = [str(a) for a in v] if ok else v
-    if not ok or not all(0 < len(a) <= MAX_ARG_CHARS for a in v):
-        raise ConfigError(f"{where}.program: expected a list of 1 to {MAX_ARGV} non-empty "
-                          f"strings (argv, no shell), e.g. [python, train.py], got {quote(v)}")
-    exe = v[0]
+def _text(a: Any) -> str | None:
+    """An argument or variable value as text: a string, or a YAML integer or finite number;
+    None for anything else (booleans, NaN, infinities, mappings) and for a NUL byte, which
+    no argv or environment can carry."""
+    if isinstance(a, bool) or not isinstance(a, (str, int, float)):
+        return None
+    if isinstance(a, float) and not math.isfinite(a):
+        return None
+    text = str(a)
+    return None if "\0" in text else text
+
+
+def _argv(v: Any, where: str, cwd: Path, path: str) -> tuple[str, ...]:
+    """The argument list: strings, or numbers written as YAML numbers (kept as text);
+    `path`: the PATH the ranks get, where a bare argv[0] must be found."""
+    texts = [_text(a) for a in v] if isinstance(v, list) else None
+    if not texts or len(texts) > MAX_ARGV or not all(
+            t is not None and 0 < len(t) <= MAX_ARG_CHARS for t in texts):
+        bad = next((i for i, t in enumerate(texts or []) if t is None
+                    or not 0 < len(t) <= MAX_ARG_CHARS), None) if isinstance(v, list) else None
+        which = (f"; argument {bad} is {quote(v[bad])}" if bad is not None else
+                 f", got {quote(v)}")
+        raise ConfigError(f"{where}.program: expected a list of 1 to {MAX_ARGV} strings of 1 "
+                          f"to {MAX_ARG_CHARS} characters (argv, no shell, no NUL byte), e.g. "
+                          f"[python, train.py]{which}")
+    exe = texts[0]
     if "/" in exe:
         found = (cwd / exe).is_file() and os.access(cwd / exe, os.X_OK)
     else:
-        found = shutil.which(exe, path=rank_path()) is not None
+        found = shutil.which(exe, path=path) is not None
     if not found:
         raise ConfigError(f"{where}.program: {quote(exe)} is not an executable on the ranks' "
                           f"PATH or below cwd {cwd}; give its path")
-    return tuple(v)
+    return tuple(texts)
 
 
 def _env(v: Any, where: str) -> tuple[tuple[str, str], ...]:
@@ -66,11 +84,27 @@ def _env(v: Any, where: str) -> tuple[tuple[str, str], ...]:
     for k, val in v.items():
         if not isinstance(k, str) or not ENV_NAME.fullmatch(k):
             raise ConfigError(f"{where}.env: {quote(k)} is not a variable name")
-        if isinstance(val, bool) or not isinstance(val, (str, int, float)) \
-                or len(str(val)) > MAX_ARG_CHARS:
-            raise ConfigError(f"{where}.env.{k}: expected a string, got {quote(val)}")
-        out.append((k, str(val)))
+        text = _text(val)
+        if text is None or len(text) > MAX_ARG_CHARS:
+            raise ConfigError(f"{where}.env.{k}: expected a string of at most {MAX_ARG_CHARS} "
+                              f"characters without a NUL byte (or a finite number), got "
+                              f"{quote(val)}")
+        out.append((k, text))
     return tuple(out)
+
+
+def _ranks_argv(v: Any, where: str, cwd: Path, env: dict[str, str]) -> tuple[str, ...]:
+    """argv checked against the PATH the ranks will have: the job's env.PATH if it sets
+    one (an error then names env.PATH), else mlfabric's (rank_path)."""
+    if "PATH" not in env:
+        return _argv(v, where, cwd, rank_path())
+    try:
+        return _argv(v, where, cwd, env["PATH"])
+    except ConfigError:
+        exe = _argv(v, where, cwd, rank_path())[0]
+        raise ConfigError(f"{where}.env.PATH: {quote(exe)} (the program) is not on "
+                          f"{quote(env['PATH'])}; add its directory to env.PATH or drop "
+                          "env.PATH") from None
 
 
 def _cwd(d: dict, where: str, base_dir: Path | None) -> Path:
@@ -88,9 +122,10 @@ def program_job(d: dict, where: str, fabric: Fabric, rng: random.Random, used: s
     _check_keys(d, PROGRAM_JOB_KEYS, where)
     name = _name(d, "name", where)
     cwd = _cwd(d, where, base_dir)
-    argv = _argv(d["program"], where, cwd)
+    env = _env(d.get("env"), where)
+    argv = _ranks_argv(d["program"], where, cwd, dict(env))
     hosts = hosts_of(d, where)
-    spec = ProgramSpec(name=name, argv=argv, hosts=tuple(hosts), env=_env(d.get("env"), where),
+    spec = ProgramSpec(name=name, argv=argv, hosts=tuple(hosts), env=env,
                        timeout_s=_num(d, "timeout_s", where, 600.0, maximum=MAX_SECONDS),
                        cwd=str(cwd), start_s=_num(d, "start_s", where, 0.0, positive=False))
     traffic = d.get("traffic")

@@ -28,7 +28,8 @@ def _routing(v: Any) -> list[str]:
         if e.per_packet and e.strategy != "spray":
             raise ConfigError(f"routing: {quote(r)}: only spray has a per-packet form "
                               "(spray@packet)")
-        if e.enforcement not in ("switch", "host", "packet"):
+        if e.enforcement not in ("switch", "host", "packet") or \
+                ("@" in r and e.enforcement == "switch") or r.endswith("@"):
             raise ConfigError(f"routing: {quote(r)}: the suffix must be @host (or @packet "
                               "after spray, or nothing)")
         if e.host_enforced and e.hashed:

@@ -64,8 +64,11 @@ def read_yaml(path: str | Path) -> Any:
     """The document of a config file; ConfigError (one line, `file:line:column: ...` for
     YAML problems) when it is missing, too big, not YAML, or uses what a config may not."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise ConfigError(f"{_shown(p)}: no such config file")
+    if not p.is_file():        # never opened: a FIFO would block, a device never end
+        kind = "a folder" if p.is_dir() else "not a regular file (a FIFO, device or socket)"
+        raise ConfigError(f"{_shown(p)}: {kind}; give a YAML config file")
     try:
         with p.open("rb") as f:
             data = f.read(MAX_CONFIG_BYTES + 1)
@@ -85,7 +88,10 @@ def yaml_value(text: str, where: str, marks: bool = True) -> Any:
     """`text` read by the config's loader (no anchors, aliases, merge keys, repeated or
     non-string keys, deep nesting); ConfigError starting with `where` (and, with `marks`,
     `:line:column`) when it cannot be."""
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)      # its reader refuses NUL and other control characters
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{where}: not valid YAML ({_one_line(e)})") from None
     try:
         return loader.get_single_data()
     except yaml.MarkedYAMLError as e:

@@ -66,7 +66,9 @@ def test_allreduce_under_ecmp_and_ilp(tmp_path):
         assert run["fidelity"]["vswitchd_rcvbuf_bytes"] >= 8 << 20
         assert run["fidelity"]["vswitchd_rx_drops"] == 0
         assert run["fidelity"]["vswitchd_rx_queued_max_bytes"] is not None
-    assert (tmp_path / "emulated_vs_predicted.png").stat().st_size > 0
+    from experiments.report import draw_report        # what `mlfabric run` draws after
+    draw_report([tmp_path], tmp_path / "plots", fmt=("png",))
+    assert (tmp_path / "plots" / "emulated_vs_predicted.png").stat().st_size > 0
     ilp = res["runs"][1]
     for p in ilp["paths"]:
         assert [p["observed_path"]] == p["planned_paths"]

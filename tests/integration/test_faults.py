@@ -15,7 +15,7 @@ import yaml
 
 from .helpers import NOTHING, ROOT, leftovers, small_config
 
-CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+CODES = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129, signal.SIGQUIT: 131}
 
 
 class Run:
@@ -231,3 +231,16 @@ def test_a_signal_during_an_emulated_sweep_point_tears_it_down(tmp_path, sig, gr
             proc.wait()
     assert code == CODES[sig], err.read_text()
     assert leftovers() == NOTHING, err.read_text()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGQUIT])
+def test_a_hang_up_or_quit_while_traffic_runs_tears_down(runs, sig):
+    """Outside pass: SIGHUP (a closed terminal or ssh session) and SIGQUIT (Ctrl-\\) ended
+    `run` at once, leaving its bridges, agents and ranks until `clean`."""
+    r = runs(small_config(["ecmp"], iterations=3))
+    assert r.wait_for_line("rules on"), r.lines
+    os.killpg(r.proc.pid, sig)
+    code, err, waited = r.end(timeout_s=60)
+    assert code == CODES[sig], err
+    assert ("hung up" if sig == signal.SIGHUP else "quit") in err and waited < 30
+    assert leftovers() == NOTHING, err

@@ -63,6 +63,21 @@ def test_a_taken_vxlan_port_is_one_line(tmp_path):
     assert sh("ip", "netns", "list").stdout.count("mfm") == 0
 
 
+def test_clean_folds_unreachable_machines_into_one_line(tmp_path):
+    doc = {**DOC, "fabric": {**DOC["fabric"], "leaves": 3}}
+    with NamespaceMachines(3, tmp_path, sshd_on=(0,)) as ms:
+        cfg = tmp_path / "cfg.yaml"
+        cfg.write_text(yaml.safe_dump({**doc, "machines": [m.as_dict() for m in ms.specs]}))
+        out = subprocess.run([sys.executable, "-m", "experiments", "clean", "--machines",
+                              str(cfg)], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                             env={**os.environ, **ms.ssh_env()})
+    assert out.returncode == 1
+    errors = out.stderr.strip().splitlines()
+    assert len(errors) == 1 and errors[0].startswith("error: m1: unreachable over ssh")
+    assert errors[0].endswith("(and 1 more: m2)")
+    assert leftovers() == NOTHING
+
+
 def test_clean_on_every_machine(tmp_path):
     """`clean --machines`: clean runs on each machine over ssh (here the same file system, so
     each finds nothing); an unreachable machine is one line and exit 1."""

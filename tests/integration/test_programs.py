@@ -9,7 +9,9 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 
+import psutil
 import pytest
 
 from experiments.config import parse
@@ -122,16 +124,59 @@ def test_a_rank_past_its_timeout_is_ended(tmp_path):
     assert leftovers() == NOTHING
 
 
+def _marked(tag: str) -> list[psutil.Process]:
+    """Processes whose argument list holds `tag` (read only: nothing is ended by name)."""
+    out = []
+    for p in psutil.process_iter(["cmdline"]):
+        if tag in (p.info["cmdline"] or []):
+            out.append(p)
+    return out
+
+
+def _sleepers(tag: str) -> str:
+    """Python that starts two `sleep TAG` children, one in the rank's process group and
+    one in a session of its own, both holding the rank's output."""
+    return (f"import subprocess; subprocess.Popen(['sleep', '{tag}']); "
+            f"subprocess.Popen(['sleep', '{tag}'], start_new_session=True); "
+            "print('started', flush=True)")
+
+
 def test_a_rank_that_forks_is_ended_with_its_children(tmp_path):
-    """The rank forks a sleeper and hangs: the timeout ends the whole process group."""
-    code = ("import os, subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', "
-            "'import time; time.sleep(600)']); print(p.pid, flush=True); time.sleep(600)")
+    """The rank forks a sleeper and hangs: the timeout ends the rank's PID namespace."""
+    tag = f"{600 + uuid.uuid4().int % 10**6 / 10**6:.6f}"
+    code = f"import time; {_sleepers(tag)}; time.sleep(600)"
     with pytest.raises(TrafficError, match="still runs after"):
         _run(tmp_path, [{"name": "forks", "program": [sys.executable, "-c", code],
                          "hosts": ["h1"], "timeout_s": 3}])
-    child = int((tmp_path / "ecmp" / "logs" / "forks-rank0.out").read_text().split()[0])
-    assert not os.path.exists(f"/proc/{child}") or \
-        open(f"/proc/{child}/stat").read().split()[2] == "Z"
+    assert (tmp_path / "ecmp" / "logs" / "forks-rank0.out").read_text() == "started\n"
+    assert _marked(tag) == []
+    assert leftovers() == NOTHING
+
+
+def test_a_rank_is_done_when_it_exits_and_its_children_end_with_it(tmp_path):
+    """Each rank leaves two sleepers behind (one in its group, one in its own session, both
+    holding its output) and exits 0: the job finishes, well before its timeout, and no
+    sleeper survives the run."""
+    tag = f"{301 + uuid.uuid4().int % 10**6 / 10**6:.6f}"
+    res = _run(tmp_path, [{"name": "bg", "program": [sys.executable, "-c", _sleepers(tag)],
+                           "hosts": ["h1", "h3"], "timeout_s": 120}])
+    job, = res["runs"][0]["jobs"]
+    assert job["exit_codes"] == [0, 0]
+    assert job["wall_s"] < 60, job["wall_s"]
+    assert _marked(tag) == []
+    assert leftovers() == NOTHING
+
+
+def test_an_overlong_output_line_is_copied_and_steps_still_read(tmp_path):
+    """A rank writes 32 MiB without a newline, then a step record: the job finishes, the
+    .out file has every byte, the step after the long line is read."""
+    code = ("import json, sys; sys.stdout.buffer.write(b'x' * (32 << 20) + b'\\n'); "
+            "print(json.dumps({'mlfabric': 'step', 'step': 0, 'time_s': 0.25}), flush=True)")
+    res = _run(tmp_path, [{"name": "long", "program": [sys.executable, "-c", code],
+                           "hosts": ["h1"], "timeout_s": 120}])
+    job, = res["runs"][0]["jobs"]
+    assert job["exit_codes"] == [0] and len(job["steps"]) == 1
+    assert (tmp_path / "ecmp" / "logs" / "long-rank0.out").stat().st_size > 32 << 20
     assert leftovers() == NOTHING
 
 

@@ -232,9 +232,25 @@ def test_fat_tree_over_three_machines_with_a_crossing_link_failed_and_restored(t
 def test_run_preflight_failure_is_one_line_and_builds_nothing(tmp_path):
     with NamespaceMachines(2, tmp_path, sshd_on=(0,)) as ms:
         p = mlfabric(["run", str(write(tmp_path, DOC, ms)), "--out", str(tmp_path / "o")], ms)
-        _, err = p.communicate(timeout=60)
+        out, err = p.communicate(timeout=60)
         assert p.returncode == 2
         lines = err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: machines.m1: unreachable over ssh")
         assert not any(machine_links(ms).values())
+    assert not (tmp_path / "o").exists() and "building" not in out
+    assert leftovers() == NOTHING
+
+
+def test_an_mtu_the_tunnels_cannot_carry_is_refused_before_anything_is_written(tmp_path):
+    """mtu_bytes: auto at 100 Mbit/s is 64,000, over the 9,000-byte underlay's tunnels."""
+    doc = {**DOC, "emulation": {"mtu_bytes": "auto"},
+           "fabric": {**DOC["fabric"], "host_link_mbps": 100, "spine_link_mbps": 100}}
+    with NamespaceMachines(2, tmp_path) as ms:
+        p = mlfabric(["run", str(write(tmp_path, doc, ms)), "--out", str(tmp_path / "o")], ms)
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 2, err
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: emulation.mtu_bytes: 64000")
+        assert not any(machine_links(ms).values())
+    assert not (tmp_path / "o").exists() and "building" not in out
     assert leftovers() == NOTHING

@@ -514,7 +514,7 @@ def test_force_replaces_only_what_mlfabric_wrote(sandbox, capsys):
     assert code == 0, lines
     names = sorted(p.name for p in out.iterdir())
     assert names == ["config.yaml", "ecmp", "environment.json", "ilp", "notes.txt", "plots",
-                     "results.csv", "results.json"]
+                     "report.html", "results.csv", "results.json"]
     assert [r["routing"] for r in json.loads((out / "results.json").read_text())["runs"]] \
         == ["ecmp", "ilp"]
     assert (out / "notes.txt").read_text() == "mine\n"

@@ -58,7 +58,8 @@ def test_the_worker_draws_and_has_ended_when_the_command_returns(tmp_path, capsy
     assert "figures: " in capsys.readouterr().out
     assert len(started) == 1 and not _alive(started[0])
     assert sorted(p.name for p in (tmp_path / "p" / "plots").iterdir()) == [
-        "cct_cdf.png", "efficiency.png", "fct_cdf.png", "load_heatmap.png"]
+        "cct_cdf.png", "efficiency.png", "fct_cdf.png", "load_heatmap.png",
+        "slowdown_cdf.png"]
 
 
 def test_a_drawing_error_in_the_worker_is_one_typed_line_and_exit_1(tmp_path, capsys,

@@ -114,3 +114,17 @@ def test_record_keeps_namespaces_and_rundirs(tmp_path, monkeypatch):
     rec.save()
     again = RunRecord.load(rec.path)
     assert again.netns == ["mlfr1p1"] and again.ovs_rundirs == [str(tmp_path / "r1.ovs1")]
+
+
+@pytest.mark.parametrize("cores", [1, 2, 8])
+def test_switch_processes_are_bounded_by_the_cores_this_process_may_use(monkeypatch, cores):
+    """Two per core (4 on the 2-core machines measured), and never more than the leaves."""
+    from experiments.config import limits
+    monkeypatch.setattr(limits.os, "sched_getaffinity", lambda pid: set(range(cores)))
+    doc = {**QUICK, "fabric": {**QUICK["fabric"], "leaves": 32, "spines": 2},
+           "jobs": [{**QUICK["jobs"][0], "hosts": ["h1", "h9"]}]}
+    top = 2 * cores
+    assert parse({**doc, "emulation": {"switch_processes": top}}).emulation.switch_processes \
+        == top
+    with pytest.raises(ConfigError, match=rf"from 1 to {top} .*gives mlfabric {cores} core"):
+        parse({**doc, "emulation": {"switch_processes": top + 1}})

@@ -67,9 +67,9 @@ def import_graph(top_level_only: bool) -> nx.DiGraph:
     return g
 
 
-#: removed by the one-run-path step (issue 42, deliverable 1): the two emulated run paths
-#: import each other inside functions.
-ALLOWED_CYCLES = [{"experiments.runner", "experiments.program_run"}]
+#: circles allowed for now: none (the last, runner <-> program_run, went with the one run
+#: path: experiments/routing_run.py and job_kinds.py)
+ALLOWED_CYCLES: list[set[str]] = []
 
 
 def test_module_level_imports_form_no_cycle():

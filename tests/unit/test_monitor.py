@@ -4,8 +4,8 @@ from collections import namedtuple
 
 import pytest
 
-from testbed.monitor import (Sample, _core_busy, advice, parse_schedstat, parse_task_stat,
-                             summarize)
+from testbed.monitor import (Sample, _core_busy, advice, parse_schedstat, parse_softnet_drops,
+                             parse_task_stat, softirq_pcts, summarize)
 
 Times = namedtuple("Times", "user nice system idle iowait irq softirq steal guest guest_nice")
 
@@ -104,3 +104,49 @@ def test_strict_finds_flagged_routings_in_one_or_repeated_runs(tmp_path):
         doc["runs"][1]["fidelity"]["ok"] = ok
         (reps / f"rep-{k}" / "results.json").write_text(json.dumps(doc))
     assert flagged_runs(reps) == ["rep-2/ilp"]
+
+
+# -- the kernel datapath: softirq instead of a forwarding thread -------------------------------
+def test_softirq_share_per_core():
+    a = Times(0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    b = Times(user=10, nice=0, system=10, idle=40, iowait=0, irq=0, softirq=40, steal=0,
+              guest=0, guest_nice=0)
+    c = Times(user=0, nice=0, system=0, idle=100, iowait=0, irq=0, softirq=0, steal=0,
+              guest=0, guest_nice=0)
+    assert softirq_pcts([a, a, a], [b, c, a]) == [pytest.approx(40.0), 0.0, 0.0]
+
+
+def test_softnet_drops_sum_the_second_column_in_hex():
+    text = ("0000a1b2 0000000f 00000003 00000000 00000000 00000000 00000000 00000000 "
+            "00000000 00000000 00000000 00000000 00000000\n"
+            "00000010 00000100 00000000 00000000 00000000 00000000 00000000 00000000 "
+            "00000000 00000000 00000000 00000000 00000001\n")
+    assert parse_softnet_drops(text) == 15 + 256
+    assert parse_softnet_drops("") == 0
+
+
+def test_a_kernel_datapath_summary_names_softirq_and_sees_no_queues():
+    ok = summarize([sample(fwd=30)] * 20, 0.25, 5.0, port_type="kernel")
+    assert ok["ok"] and ok["forwarding_by"] == "softirq"
+    assert ok["vswitchd_rx_queued_max_bytes"] is None and ok["vswitchd_rx_wait_ms"] is None
+    full = summarize([sample(fwd=99)] * 20, 0.25, 5.0, port_type="kernel")
+    assert not full["ok"] and full["cause"] == "softirq"
+    text = "\n".join(advice(full, 1600, 9000, 16))
+    assert "softirq) on its busiest core was at 99%" in text and "forwarding thread" not in text
+    dropped = summarize([sample(fwd=30)] * 20, 0.25, 5.0, rx_drops=7, port_type="kernel")
+    assert dropped["cause"] == "dropped"
+    assert "input backlogs dropped 7 packets" in "\n".join(advice(dropped, 80, 9000, 16))
+    user = summarize([sample(fwd=99)] * 20, 0.25, 5.0)
+    assert user["forwarding_by"] == "vswitchd_thread" and user["cause"] == "forwarding_thread"
+
+
+def test_a_kernel_datapath_monitor_samples_this_machines_softirq():
+    """The kernel mode's readers on this machine's own /proc (no fabric needed)."""
+    import time
+
+    from testbed.monitor import CpuMonitor
+    with CpuMonitor(interval_s=0.1, datapath="kernel") as mon:
+        time.sleep(0.35)
+    s = mon.summary()
+    assert s["forwarding_by"] == "softirq" and s["samples"] >= 2
+    assert 0.0 <= s["forwarding_max_pct"] <= 100.0 and s["vswitchd_rx_drops"] >= 0

@@ -154,7 +154,7 @@ def test_predict_draws_without_pandas_the_figures_report_draws(tmp_path, repeat)
     assert ("pandas" in out.stdout.strip().splitlines()[-1]) == (repeat > 1), out.stdout
     ours = sorted(p.name for p in (tmp_path / "p" / "plots").glob("*.png"))
     theirs = draw_report([tmp_path / "p"], tmp_path / "r", fmt=("png",))
-    assert ours == sorted(f"{s}.png" for s in theirs) and len(ours) == 4
+    assert ours == sorted(f"{s}.png" for s in theirs) and len(ours) == 5
     for name in ours:
         a = matplotlib.image.imread(tmp_path / "p" / "plots" / name)
         b = matplotlib.image.imread(tmp_path / "r" / name)

@@ -2,7 +2,10 @@
 estimates on recorded counter series, and host pair rules."""
 from __future__ import annotations
 
+import signal
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -12,10 +15,13 @@ from experiments.learner import (ELEPHANT_FRACTION, PAIR_CONN_BASE, DemandLearne
 from routing.rules import PAIR_PRIORITY, rules_for
 from testbed.fabric import FabricSpec, build_fabric
 from testbed.openflow import FlowRule
-from testbed.rankns import hosts_file_text
+from testbed.rankns import exit_code, hosts_file_text
+from testbed.rankns import main as rankns_main
+from traffic.program_driver import LineReader, rank_command
 from traffic.collectives import Collective, plan_jobs
 from traffic.programs import ProgramSpec, StepLog, job_steps, rank_env
 
+ROOT = Path(__file__).resolve().parents[2]
 FABRIC = {"spines": 2, "leaves": 4, "hosts_per_leaf": 2, "host_link_mbps": 20,
           "spine_link_mbps": 20}
 
@@ -92,6 +98,14 @@ def test_placed_ranks_take_free_hosts():
     ({"program": ["no-such-program-here"]}, "is not an executable"),
     ({"env": {"1BAD": "x"}}, "jobs[0].env: '1BAD' is not a variable name"),
     ({"env": {"A": [1]}}, "jobs[0].env.A: expected a string"),
+    ({"env": {"A": "a\0b"}}, "jobs[0].env.A: expected a string .* without a NUL byte"),
+    ({"env": {"A": float("nan")}}, "jobs[0].env.A: expected a string"),
+    ({"env": {"A": float("inf")}}, "jobs[0].env.A: expected a string"),
+    ({"env": {"A": True}}, "jobs[0].env.A: expected a string"),
+    ({"program": [sys.executable, "-c", "pass\0"]}, "jobs[0].program: .*no NUL byte"),
+    ({"program": [sys.executable, float("nan")]}, "jobs[0].program: expected a list"),
+    ({"program": ["python", "-c", "pass"], "env": {"PATH": "/nonexistent"}},
+     "jobs[0].env.PATH: 'python' (the program) is not on '/nonexistent'; add its directory"),
     ({"cwd": "/no/such/folder"}, "jobs[0].cwd:"),
     ({"timeout_s": 0}, "jobs[0].timeout_s:"),
     ({"traffic": {"collective": "allreduce", "size_bytes": 10, "hosts": ["h1", "h5"]}},
@@ -99,8 +113,66 @@ def test_placed_ranks_take_free_hosts():
     ({"hosts": ["h1", "h3"], "ranks": 2}, "give hosts, or placement and ranks"),
 ])
 def test_bad_program_jobs_are_one_line_errors(change, message):
-    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+    pattern = message.replace("[", r"\[").replace("]", r"\]").replace("(the", r"\(the") \
+        .replace("program)", r"program\)")
+    with pytest.raises(ConfigError, match=pattern) as e:
         parse(_doc(**change))
+    assert "\n" not in str(e.value)
+
+
+def test_a_program_found_on_the_jobs_own_path_is_taken():
+    exe = Path(sys.executable)
+    exp = parse(_doc(program=[exe.name, "-c", "pass"], env={"PATH": str(exe.parent)}))
+    assert exp.programs[0].argv[0] == exe.name and dict(exp.programs[0].env)["PATH"] == \
+        str(exe.parent)
+
+
+# -- the rank's output and its init ------------------------------------------------------------
+def test_lines_are_split_across_chunks_and_an_overlong_one_is_dropped_not_kept():
+    reader = LineReader(limit=8)
+    assert reader.feed(b"ab") == [] and reader.feed(b"c\nde") == [b"abc"]
+    assert reader.feed(b"f\n\n") == [b"def", b""]
+    for _ in range(1000):                       # 1000 x 5 bytes, no newline: never kept
+        assert reader.feed(b"xxxxx") == []
+        assert len(reader.part) <= 8
+    assert reader.feed(b"x\n{}\n") == [None, b"{}"]
+    assert reader.feed(b"12345678") == [] and reader.feed(b"\n") == [b"12345678"]
+    assert reader.feed(b"{}") == [] and reader.end() == b"{}"      # the last, no newline
+    assert reader.end() is None and reader.feed(b"x" * 9) == [] and reader.end() is None
+
+
+def test_the_rank_init_reports_the_programs_exit_as_a_shell_does():
+    assert exit_code(0) == 0 and exit_code(3 << 8) == 3
+    assert exit_code(signal.SIGKILL) == 128 + signal.SIGKILL
+    assert exit_code(signal.SIGTERM) == 128 + signal.SIGTERM
+
+
+def test_the_rank_init_runs_the_program_with_its_environment_and_reaps_orphans(tmp_path):
+    """rankns.supervise, run in a child process here: the program sees exactly the given
+    environment, an orphan it leaves is reaped, and its exit code comes back."""
+    code = ("import os, subprocess, sys; subprocess.Popen(['true']); "
+            "print(os.environ['ONLY'], 'HOME' in os.environ); sys.exit(7)")
+    script = ("import sys; from testbed.rankns import supervise; "
+              f"sys.exit(supervise([sys.executable, '-c', {code!r}], {{'ONLY': 'yes'}}))")
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       timeout=60, cwd=ROOT)
+    assert p.returncode == 7, p.stderr
+    assert p.stdout.split() == ["yes", "False"]       # only what it was given
+
+
+def test_the_rank_init_refuses_a_bad_command_line():
+    assert rankns_main(["--hostname", "h1", "--", "true"]) == 2
+    assert rankns_main(["--hostname", "h1", "--hosts", "f", "--env", "e"]) == 2
+
+
+def test_a_rank_starts_in_pid_uts_and_mount_namespaces_with_its_env_file(tmp_path):
+    spec = ProgramSpec(name="p", argv=("python", "x.py"), hosts=("h1",))
+    cmd = rank_command(spec, "h1", tmp_path / "hosts", tmp_path / "env.json")
+    cut = cmd.index("--")
+    assert cmd[0] == "unshare" and {"--pid", "--fork", "--kill-child=SIGKILL", "--uts",
+                                    "--mount"} <= set(cmd[:cut])
+    assert cmd[-3:] == ["--", "python", "x.py"]
+    assert cmd[cmd.index("--env") + 1] == str((tmp_path / "env.json").resolve())
 
 
 def test_programs_run_in_configs_of_their_own():
@@ -230,3 +302,27 @@ def test_what_a_pair_delivered_by_a_time_is_interpolated_between_readings():
     assert delivered_at(readings, 7, 0.5) == pytest.approx(1_000_000)
     assert delivered_at(readings, 7, 9.0) == 4_000_000
     assert delivered_at(readings, 8, 1.0) == 0              # a pair never counted
+
+
+def test_top_level_subflows_cannot_apply_to_a_programs_traffic():
+    doc = _doc(traffic={"collective": "allreduce", "size_bytes": 1000})
+    doc["subflows"] = 4
+    with pytest.raises(ConfigError, match=r"^subflows: 4 cannot apply to jobs\[0\] \(p\).*"
+                                          r"drop the top-level subflows$"):
+        parse(doc)
+    doc["subflows"] = 1
+    assert parse(doc).jobs[0].subflows == 1
+
+
+def test_predict_of_programs_without_traffic_refuses_before_making_its_folder(tmp_path,
+                                                                               capsys):
+    import yaml
+
+    from experiments.__main__ import main
+    config = tmp_path / "p.yaml"
+    config.write_text(yaml.safe_dump(_doc()))
+    out = tmp_path / "out"
+    assert main(["predict", str(config), "--out", str(out)]) == 2
+    assert not out.exists()
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "declare no traffic" in err[0]

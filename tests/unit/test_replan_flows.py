@@ -12,7 +12,8 @@ import yaml
 
 from experiments.config import ConfigError, parse
 from experiments.routes import ControllerRoutes
-from experiments.runner import check_emulable, emulated_semantics
+from experiments.routing_run import emulated_semantics
+from experiments.runner import check_emulable
 from routing.policy import EpochPolicy
 from testbed.fabric import FabricSpec, build_fabric
 from traffic.collectives import Collective, JobSpec, plan_jobs

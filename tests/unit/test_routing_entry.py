@@ -80,6 +80,11 @@ def test_an_experiment_holds_its_entries_parsed_and_its_strings_for_the_yaml():
 @pytest.mark.parametrize("routing, key", [(["ecmp@host"], "ecmp@host makes no sense"),
                                           (["nonblocking@host"], "no routes"),
                                           (["ilp@hosts"], "suffix must be @host"),
+                                          (["spray@"], "'spray@': the suffix must be"),
+                                          (["ilp@"], "'ilp@': the suffix must be"),
+                                          (["nonblocking@"], "the suffix must be"),
+                                          (["greedy@switch"], "the suffix must be"),
+                                          (["spray@packet@host"], "the suffix must be"),
                                           (["magic"], "unknown strategy 'magic'")])
 def test_bad_entries_are_refused_as_before(routing, key):
     doc = json.loads(json.dumps(load(CONFIGS / "quickstart.yaml").resolved()))
@@ -104,8 +109,16 @@ def predicted_digest(config: Path, out: Path) -> str:
     h = hashlib.sha256(json.dumps(_scrub(json.loads((out / "results.json").read_text())),
                                   sort_keys=True).encode())
     for f in sorted(p for p in out.rglob("*.csv")):
-        h.update(str(f.relative_to(out)).encode() + f.read_bytes())
+        h.update(str(f.relative_to(out)).encode() + _before_flows(f))
     return h.hexdigest()
+
+
+def _before_flows(f: Path) -> bytes:
+    """A CSV's bytes, links.csv without the `flows` column it gained after the digests."""
+    data = f.read_bytes()
+    if f.name != "links.csv" or not data.split(b"\r\n", 1)[0].endswith(b",flows"):
+        return data
+    return b"".join(line.rsplit(b",", 1)[0] + b"\r\n" for line in data.split(b"\r\n")[:-1])
 
 
 #: written by predicted_digest from the code before the records (commit 12ab310): every kind

@@ -1,7 +1,8 @@
-"""`run`'s per-routing steps (experiments/runner.py: install, drive, measure, predict,
-assemble) without root: a scripted traffic driver, CPU monitor and switch counters stand in
-for the emulator, rules are written as a dry run, and the results record every routing gets
-must be the one the code gave before the steps were split (stored digests)."""
+"""`run`'s per-routing steps (experiments/routing_run.py: install, drive, measure, predict,
+record, for agents and programs: experiments/job_kinds.py) without root: a scripted traffic
+driver (and program driver), CPU monitor and switch counters stand in for the emulator, rules
+are written as a dry run, and the results record every routing gets must be the one the code
+gave before the steps were split (stored digests)."""
 import dataclasses
 import hashlib
 import json
@@ -14,6 +15,8 @@ from .digests import scrubbed
 
 import experiments.controller as controller_mod
 import experiments.measure as measure_mod
+import experiments.job_kinds as job_kinds
+import experiments.routing_run as routing_run
 import experiments.runner as runner
 from experiments.config import load
 from routing import route
@@ -109,6 +112,9 @@ class _Emu:
     def set_link(self, u, v, up):
         pass
 
+    def cpu_monitor(self):
+        return _Monitor(self.taps, self.other_vswitchds)
+
 
 @pytest.fixture
 def fake_fabric(monkeypatch):
@@ -119,10 +125,10 @@ def fake_fabric(monkeypatch):
             super().__init__(*a, **k)
             counters.controller, counters.totals = self, {}     # a new routing's run
 
-    monkeypatch.setattr(runner, "Controller", Recorded)
-    monkeypatch.setattr(runner, "TrafficDriver", _Driver)
-    monkeypatch.setattr(runner, "CpuMonitor", _Monitor)
-    monkeypatch.setattr(runner, "settle_flow_stats", lambda: None)
+    monkeypatch.setattr(routing_run, "Controller", Recorded)
+    monkeypatch.setattr(job_kinds, "TrafficDriver", _Driver)
+    monkeypatch.setattr(job_kinds, "ProgramDriver", _Programs)
+    monkeypatch.setattr(routing_run, "settle_flow_stats", lambda: None)
     monkeypatch.setattr(measure_mod, "flow_bytes_by_cookie", counters.read)
     monkeypatch.setattr(controller_mod, "flow_bytes_by_cookie", counters.read)
     # rule writes and reroutes take no time: an event's end (after_events) is its at_s
@@ -147,8 +153,8 @@ _ADDED = {"tcp_out_of_order_packets", "tcp_reordering_seen", "predicted_iteratio
           "solver"}
 
 
-def _scrub(o):
-    return scrubbed(o, _TIMING | _ADDED)
+def _scrub(o, added: frozenset = frozenset()):
+    return scrubbed(o, _TIMING | _ADDED | added)
 
 
 def emulated_records(config: Path, out: Path, logged: list[str]) -> list[dict]:
@@ -171,12 +177,12 @@ def emulated_records(config: Path, out: Path, logged: list[str]) -> list[dict]:
     return runs
 
 
-def emulated_digest(config: Path, out: Path) -> str:
+def emulated_digest(config: Path, out: Path, added: frozenset = frozenset()) -> str:
     """sha256 of every routing's results record (wall-clock keys left out), the log lines
     (timings masked) and every file it wrote (rule bundles, commands, transfers.csv, ...)."""
     logged: list[str] = []
     runs = emulated_records(config, out, logged)
-    h = hashlib.sha256(json.dumps(_scrub(runs), sort_keys=True).encode())
+    h = hashlib.sha256(json.dumps(_scrub(runs, added), sort_keys=True).encode())
     for line in logged:
         h.update(" ".join(w for w in line.split() if not w[:1].isdigit()).encode())
     for f in sorted(p for p in out.rglob("*") if p.is_file()):    # paths in them masked
@@ -189,14 +195,17 @@ def emulated_digest(config: Path, out: Path) -> str:
 #: (b535447; the same at 12ab310, before the routing entries became records):
 #: ecmp, placed and @host plans with a reference (hedera-k4 has nonblocking), and failover's
 #: spine and link events (after_events, unfired events)
+#: All three rewritten when the run's log began to say "emulator faithful" (not "ok") and
+#: "N flows moved" (nothing when the controller moved none, not "flows moved None"): the
+#: records and every file the same (their digest without the log lines equal before and after).
 BEFORE = {
-    "host-enforced": "cca56fdecb47ec22095f4ba240e4d6799757c6107d0dc9543b679900a125cf2b",
+    "host-enforced": "bb1b3e41ec27f8ea9a9e09677913716ffe4dc1f31075dbc991f5080b6d585225",
     # rewritten when an agg's pin began to be held one update after its flow left (the
     # finishing job's epoch re-adds 14 fewer counting rules; every other key the same)
-    "hedera-k4": "a6ed668c2881facfa0babe97ade312281cdba6d2421cd3bfa0d3a8f3a30fe407",
+    "hedera-k4": "5cc083f125bcaf2f8769b5107d7d5cab7c96b0620ff415d365e754c85e514ecc",
     # rewritten when rule updates began with the switches above the leaves: the same records
     # and bundles, commands.txt lists spine2's and spine3's bundles before the leaves'
-    "failover": "324ef86496fac94e9b30c7a896f468644bd496318e886c8f188a01b9f1311635",
+    "failover": "211fb9a568319b7964303134bce9bdf00a7530cc0c5cd4e3bcd460833dcafd6a",
 }
 
 
@@ -212,5 +221,57 @@ def test_a_flow_off_its_given_paths_stops_the_run(fake_fabric, tmp_path, monkeyp
         c = fake_fabric.controller
         return {**real(switch), **{0x1000000 + x.conn_id: 5000 for x in c.conns}}
     monkeypatch.setattr(measure_mod, "flow_bytes_by_cookie", astray)
-    with pytest.raises(runner.PathMismatchError, match=r"\[ilp\] \d+ flows crossed"):
+    with pytest.raises(routing_run.PathMismatchError, match=r"\[ilp\] \d+ flows crossed"):
         emulated_records(CONFIGS / "quickstart.yaml", tmp_path, [])
+
+
+class _Programs:
+    """Every program job's steps on a scripted clock: job i's steps take 0.5 (i + 1) s each,
+    6 steps, rank 0 reporting; the controller's hooks fire in time order."""
+
+    def __init__(self, emu, programs, log_dir, hosts_file):
+        self.programs = programs
+
+    def run(self, on_start=None, on_finish=None, on_step=None, tick=None):
+        from traffic.program_driver import ProgramRecord
+        records = {}
+        for i, p in enumerate(self.programs):
+            on_start([p.name], p.start_s)
+            d = 0.5 * (i + 1)
+            steps = [{"step": k, "time_s": d, "ranks": p.ranks, "at_s": p.start_s + d * (k + 1)}
+                     for k in range(6)]
+            for s in steps:
+                on_step(p.name, s["step"], s["at_s"])
+            records[p.name] = ProgramRecord(p.name, p.start_s, p.start_s + 6 * d,
+                                            [0] * p.ranks, steps, 0)
+            on_finish(p.name, p.start_s + 6 * d)
+        return records
+
+    def stop(self):
+        pass
+
+
+def _program_config(tmp_path: Path) -> Path:
+    """jax-rings whose fourth program declares no traffic (the model knows nothing of it)."""
+    import yaml
+    doc = yaml.safe_load((CONFIGS / "jax-rings.yaml").read_text())
+    del doc["jobs"][3]["traffic"]
+    doc["routing"] = ["ecmp", "ilp", "greedy"]
+    path = tmp_path / "programs.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+#: emulated_digest of _program_config, from the code before agents and programs shared one
+#: run path (the program records as program_run.py assembled them)
+PROGRAMS_BEFORE = "c12ad1e1751aa9e623b4d76e9b07e8bcd86d73d0d42d3193042771fd7530f5fc"
+
+
+def test_program_jobs_get_the_record_they_got_before_one_run_path(fake_fabric, tmp_path):
+    config = _program_config(tmp_path)
+    runs = emulated_records(config, tmp_path / "probe", [])
+    assert all(r["throughput_mbps"] is None for r in runs)   # programs count no bytes
+    assert [j["efficiency"] is None for j in runs[0]["jobs"]] == [False] * 3 + [True]
+    # the one key run_result adds to a program's record: the throughput it cannot know
+    assert emulated_digest(config, tmp_path / "out", frozenset({"throughput_mbps"})) \
+        == PROGRAMS_BEFORE

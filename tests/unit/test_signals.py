@@ -82,7 +82,8 @@ def test_a_signal_while_the_command_imports_ends_it_after_the_imports(sig, code,
     """CI, 2026-12-01: Ctrl-C while matplotlib initialised its C extension (ft2font) aborted
     the interpreter (exit -6); CI, 2026-12-02: one while the Agg backend's extension loaded at
     the run's first figure failed it (ImportError, exit 1). The backend is imported with the
-    rest now; here the signal arrives as each module starts to import."""
+    rest now; here the signal arrives as each module starts to import (in `report`, which
+    imports matplotlib with its modules; `validate` no longer imports it)."""
     script = textwrap.dedent(f"""
         import atexit, os, signal, sys
         class SignalOnImport:
@@ -96,7 +97,7 @@ def test_a_signal_while_the_command_imports_ends_it_after_the_imports(sig, code,
         atexit.register(lambda: print("done" if {done!r} in sys.modules else "cut",
                                       flush=True))
         from experiments.__main__ import main
-        sys.exit(main(["validate", "experiments/configs/quickstart.yaml"]))
+        sys.exit(main(["report", "experiments/configs", "--out", "/nonexistent/r"]))
     """)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,

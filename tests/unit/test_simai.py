@@ -63,6 +63,7 @@ def test_a_simai_config_loads():
     (HEADER.replace("all_gpus: 8", "all_gpus: 6").replace("NPU_group: 2", "NPU_group: 4")
      + "1\n" + ROW, ":1: all_gpus 6 is not a multiple"),
     (HEADER.replace("ep: 1", "ep: 3") + "1\n" + ROW, ":1: ep 3 does not divide"),
+    (HEADER.replace("all_gpus: 8", "all_gpus: 0") + "1\n" + ROW, ":1: all_gpus 0 in the header"),
     (HEADER + "2\n", ":2: says 2 layers, the file has none (truncated?)"),
     (HEADER + "2\n" + ROW + "attn -1 100000 ALLRE", ":4: expected 12 columns"),
     (HEADER + "1\n" + ROW.replace("ALLREDUCE", "MULTICAST"), ":3: unknown comm type 'MULTICAST'"),
