@@ -27,6 +27,7 @@ from traffic.metrics import link_load_imbalance
 
 from .config import ConfigError, Experiment
 from .outdir import writing
+from .progress import PredictionProgress
 from .routes import ControllerRoutes
 from .routing_entry import NONBLOCKING
 from .results import (CONN_RATES_INLINE, SCHEMA_VERSION, add_nonblocking_fraction, fairness,
@@ -274,8 +275,11 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
             rp, routes = _routes(exp, entry, conns)
             if routes.policy.places_flows:
                 routes.track_links()        # links.csv's flows: each link's most per epoch
+            follow = PredictionProgress(name)
             pred = predict(exp.fabric, plans, None, goodput_factor, util_bin_s=util_bin_s,
-                           router=routes, semantics=exp.semantics, spray=entry.per_packet)
+                           router=routes, semantics=exp.semantics, spray=entry.per_packet,
+                           progress=follow if follow.on and log is print else None)
+            follow.end()
         except RoutingError as e:
             raise ConfigError(f"routing: {e}") from None
         rates_csv = _rates_csv(out_dir / entry.run_dir, sum(len(p.connections) for p in plans))

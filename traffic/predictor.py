@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from typing import Callable
 
 import numpy as np
 
@@ -61,6 +62,11 @@ COMPILED_DAG = True
 #: Past this many transfers in all plans, `predict` and `ideal` build each job's DAG when it
 #: starts and drop it after its last iteration (lazy): below it, the whole DAG at once.
 LAZY_TRANSFERS = 1_000_000
+#: `progress` is called at most this often (s of wall time), checked every PROGRESS_BATCHES.
+PROGRESS_EVERY_S = 1.0
+PROGRESS_BATCHES = 64
+#: progress(simulated_s, transfers_done, transfers_total)
+Progress = Callable[[float, int, int], None]
 
 
 class _Simulation:
@@ -406,13 +412,22 @@ def _simulate(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | No
               goodput_factor: float, nonblocking: bool, batch_tol_s: float,
               util_bin_s: float | None, keep_fcts: bool,
               router: Router | None = None, semantics: Semantics = OURS,
-              spray: bool = False, lazy: bool | None = None) -> Prediction:
+              spray: bool = False, lazy: bool | None = None,
+              progress: Progress | None = None) -> Prediction:
     if lazy is None:
         lazy = sum(len(p.transfers) for p in plans) > LAZY_TRANSFERS
     sim = _Simulation(fabric, plans, spine_of, goodput_factor, nonblocking, batch_tol_s,
                       util_bin_s, keep_fcts, router, semantics, spray, lazy)
+    if progress is None:
+        while sim.step():
+            pass
+        return sim.result()
+    total = sum(len(p.transfers) * p.spec.iterations for p in plans)
+    due = time.monotonic() + PROGRESS_EVERY_S
     while sim.step():
-        pass
+        if sim.batches % PROGRESS_BATCHES == 0 and time.monotonic() >= due:
+            progress(sim.now, sim.completions, total)
+            due = time.monotonic() + PROGRESS_EVERY_S
     return sim.result()
 
 
@@ -420,7 +435,8 @@ def predict(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | None
             goodput_factor: float = 1.0, *, batch_tol_s: float = 1e-9,
             util_bin_s: float | None = None, keep_fcts: bool = False,
             router: Router | None = None, semantics: Semantics = OURS,
-            spray: bool = False, lazy: bool | None = None) -> Prediction:
+            spray: bool = False, lazy: bool | None = None,
+            progress: Progress | None = None) -> Prediction:
     """Predict every job's per-iteration CCT when connection c is routed via spine_of[c].
 
     With a `router`, routes change as the controller changes them: spine_of then holds the
@@ -438,9 +454,11 @@ def predict(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | None
     as fast as its busiest path allows (spine_of and the router's routes are not used; its
     fabric events are). lazy: build each job's DAG when it starts and drop it after its
     last iteration (the same results; None: when the plans hold more than LAZY_TRANSFERS).
-    Raises PredictorError for a missing or failed route."""
+    progress(simulated_s, transfers_done, transfers_total) is called about every
+    PROGRESS_EVERY_S of wall time while it runs. Raises PredictorError for a missing or
+    failed route."""
     return _simulate(fabric, plans, spine_of, goodput_factor, False, batch_tol_s,
-                     util_bin_s, keep_fcts, router, semantics, spray, lazy)
+                     util_bin_s, keep_fcts, router, semantics, spray, lazy, progress)
 
 
 def ideal(fabric: Fabric, plans: list[JobPlan], goodput_factor: float = 1.0, *,
