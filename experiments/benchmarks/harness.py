@@ -1,0 +1,130 @@
+"""The one runner every benchmark uses: the conditions printed first and the load again at the
+end, repeated calls summarised as min / median / max, two variants timed in alternation
+(ABAB..., both sides of a ratio in one run, the ratio of their medians), and `predict` timed.
+
+Run a benchmark from the checkout as `python -m experiments.benchmarks.NAME` (or by its path
+with the project installed editable); no script changes `sys.path`.
+"""
+from __future__ import annotations
+
+import contextlib
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from experiments.benchmarks.conditions import header, load_average
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Min, median and max of repeated measurements (seconds, or any unit the caller names)."""
+
+    low: float
+    median: float
+    high: float
+    n: int
+
+    @classmethod
+    def of(cls, values: list[float]) -> Spread:
+        """The spread of a non-empty list (ValueError naming the empty list otherwise)."""
+        if not values:
+            raise ValueError("Spread.of: no values (repeats must be >= 1)")
+        return cls(min(values), statistics.median(values), max(values), len(values))
+
+    def shown(self, scale: float = 1.0, digits: int = 3) -> str:
+        """'median M (min A, max B, n N)', each value times `scale`."""
+        f = f"{{:.{digits}f}}"
+        return (f"median {f.format(self.median * scale)} (min {f.format(self.low * scale)}, "
+                f"max {f.format(self.high * scale)}, n {self.n})")
+
+
+class Calls:
+    """Wall and CPU (this process) seconds of repeated calls."""
+
+    def __init__(self) -> None:
+        self.wall: list[float] = []
+        self.cpu: list[float] = []
+
+    def time(self, fn: Callable[[], Any]) -> Any:
+        """Call fn(), record its wall and CPU time, return its result."""
+        t0, c0 = time.perf_counter(), time.process_time()
+        out = fn()
+        self.wall.append(time.perf_counter() - t0)
+        self.cpu.append(time.process_time() - c0)
+        return out
+
+    def median_wall(self) -> float:
+        return statistics.median(self.wall)
+
+    def median_cpu(self) -> float:
+        return statistics.median(self.cpu)
+
+    def wall_spread(self) -> Spread:
+        return Spread.of(self.wall)
+
+    def cpu_spread(self) -> Spread:
+        return Spread.of(self.cpu)
+
+
+def repeat(fn: Callable[[], Any], repeats: int) -> tuple[Calls, Any]:
+    """fn called `repeats` times (>= 1): the calls' times and the last result."""
+    if repeats < 1:
+        raise ValueError(f"repeats: {repeats}; give 1 or more")
+    calls, out = Calls(), None
+    for _ in range(repeats):
+        out = calls.time(fn)
+    return calls, out
+
+
+@dataclass
+class AB:
+    """Two variants timed in alternation: A's and B's calls, the order they ran in, and the
+    last result of each."""
+
+    a: Calls
+    b: Calls
+    order: str
+    last_a: Any = None
+    last_b: Any = None
+
+    def ratio(self) -> float:
+        """B's median wall time over A's (> 1: B slower)."""
+        return self.b.median_wall() / max(self.a.median_wall(), 1e-12)
+
+    def shown(self, name_a: str = "A", name_b: str = "B") -> str:
+        """Both medians and their ratio, in one line."""
+        return (f"{name_a} {self.a.wall_spread().shown()} s; {name_b} "
+                f"{self.b.wall_spread().shown()} s; {name_b}/{name_a} ratio of medians "
+                f"{self.ratio():.2f}x ({self.order[:8]}{'...' if len(self.order) > 8 else ''})")
+
+
+def alternate(a: Callable[[], Any], b: Callable[[], Any], repeats: int) -> AB:
+    """A and B called `repeats` times each in the order ABAB..., so that a load that comes
+    and goes falls on both sides of the ratio."""
+    if repeats < 1:
+        raise ValueError(f"repeats: {repeats}; give 1 or more")
+    out = AB(Calls(), Calls(), "")
+    for _ in range(repeats):
+        out.last_a = out.a.time(a)
+        out.last_b = out.b.time(b)
+        out.order += "AB"
+    return out
+
+
+def predict_timed(fabric, plans, path_of, repeats: int, **kw: Any) -> tuple[Calls, Any]:
+    """`traffic.predictor.predict(fabric, plans, path_of, **kw)` called `repeats` times: its
+    wall and CPU seconds per call and the last Prediction."""
+    from traffic.predictor import predict
+    return repeat(lambda: predict(fabric, plans, path_of, **kw), repeats)
+
+
+@contextlib.contextmanager
+def conditions(kernels: bool = True) -> Iterator[None]:
+    """Print the conditions (load averages, versions and, with `kernels`, the compiled
+    kernels' code paths) before the body and the load average after it."""
+    print(header(kernels), flush=True)
+    try:
+        yield
+    finally:
+        print(f"\nend: {load_average()}", flush=True)

@@ -1,0 +1,64 @@
+"""The benchmark harness's arithmetic: spreads, A/B alternation and the ratio of medians."""
+from __future__ import annotations
+
+import pytest
+
+from experiments.benchmarks import harness
+from experiments.benchmarks.harness import AB, Calls, Spread, alternate, repeat
+
+
+def test_spread_is_min_median_max():
+    s = Spread.of([3.0, 1.0, 2.0, 10.0])
+    assert (s.low, s.median, s.high, s.n) == (1.0, 2.5, 10.0, 4)
+    assert s.shown() == "median 2.500 (min 1.000, max 10.000, n 4)"
+    assert Spread.of([0.002]).shown(scale=1000, digits=1) == "median 2.0 (min 2.0, max 2.0, n 1)"
+
+
+def test_spread_of_nothing_is_refused():
+    with pytest.raises(ValueError, match="no values"):
+        Spread.of([])
+
+
+def test_alternation_runs_abab_and_keeps_the_last_results():
+    seen: list[str] = []
+    counts = {"a": 0, "b": 0}
+
+    def call(side):
+        def fn():
+            seen.append(side)
+            counts[side] += 1
+            return counts[side]
+        return fn
+
+    ab = alternate(call("a"), call("b"), 3)
+    assert seen == ["a", "b", "a", "b", "a", "b"]
+    assert ab.order == "ABABAB"
+    assert (len(ab.a.wall), len(ab.b.wall), len(ab.a.cpu)) == (3, 3, 3)
+    assert (ab.last_a, ab.last_b) == (3, 3)
+
+
+def test_ratio_is_of_the_medians_not_the_means():
+    a, b = Calls(), Calls()
+    a.wall, b.wall = [1.0, 1.0, 100.0], [2.0, 3.0, 3.0]   # an outlier on A's side
+    ab = AB(a, b, "ABABAB")
+    assert ab.ratio() == pytest.approx(3.0)
+    assert "B/A ratio of medians 3.00x" in ab.shown()
+
+
+def test_repeat_counts_calls_and_refuses_zero():
+    calls, out = repeat(lambda: "x", 4)
+    assert (len(calls.wall), out) == (4, "x")
+    assert calls.wall_spread().n == 4
+    with pytest.raises(ValueError, match="repeats"):
+        repeat(lambda: None, 0)
+    with pytest.raises(ValueError, match="repeats"):
+        alternate(lambda: None, lambda: None, 0)
+
+
+def test_conditions_print_first_and_the_load_at_the_end(capsys):
+    with harness.conditions(kernels=False):
+        print("figures")
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("conditions: load average ") and "numpy" in out[0]
+    assert out[1] == "figures"
+    assert out[-1].startswith("end: load average ")
