@@ -10,7 +10,9 @@ from __future__ import annotations
 import contextlib
 import statistics
 import time
-from dataclasses import dataclass
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from experiments.benchmarks.conditions import header, load_average
@@ -79,14 +81,22 @@ def repeat(fn: Callable[[], Any], repeats: int) -> tuple[Calls, Any]:
 
 @dataclass
 class AB:
-    """Two variants timed in alternation: A's and B's calls, the order they ran in, and the
-    last result of each."""
+    """Two variants timed in alternation: A's and B's calls, the order they ran in, and
+    each call's result."""
 
     a: Calls
     b: Calls
     order: str
-    last_a: Any = None
-    last_b: Any = None
+    results_a: list = field(default_factory=list)
+    results_b: list = field(default_factory=list)
+
+    @property
+    def last_a(self) -> Any:
+        return self.results_a[-1]
+
+    @property
+    def last_b(self) -> Any:
+        return self.results_b[-1]
 
     def ratio(self) -> float:
         """B's median wall time over A's (> 1: B slower)."""
@@ -106,8 +116,8 @@ def alternate(a: Callable[[], Any], b: Callable[[], Any], repeats: int) -> AB:
         raise ValueError(f"repeats: {repeats}; give 1 or more")
     out = AB(Calls(), Calls(), "")
     for _ in range(repeats):
-        out.last_a = out.a.time(a)
-        out.last_b = out.b.time(b)
+        out.results_a.append(out.a.time(a))
+        out.results_b.append(out.b.time(b))
         out.order += "AB"
     return out
 
@@ -117,6 +127,18 @@ def predict_timed(fabric, plans, path_of, repeats: int, **kw: Any) -> tuple[Call
     wall and CPU seconds per call and the last Prediction."""
     from traffic.predictor import predict
     return repeat(lambda: predict(fabric, plans, path_of, **kw), repeats)
+
+
+def predict_experiment_timed(exp, repeats: int = 1) -> tuple[Calls, dict]:
+    """The `predict` command's own code (experiments.predict.predict_experiment) on a parsed
+    Experiment, into a temporary folder, `repeats` times: its wall and CPU seconds per call
+    (parse excluded) and the last results.json record."""
+    from experiments.predict import predict_experiment
+
+    def once() -> dict:
+        with tempfile.TemporaryDirectory(prefix="mlfabric-bench-") as out:
+            return predict_experiment(exp, Path(out), log=lambda _line: None)
+    return repeat(once, repeats)
 
 
 @contextlib.contextmanager

@@ -34,6 +34,7 @@ def test_alternation_runs_abab_and_keeps_the_last_results():
     assert seen == ["a", "b", "a", "b", "a", "b"]
     assert ab.order == "ABABAB"
     assert (len(ab.a.wall), len(ab.b.wall), len(ab.a.cpu)) == (3, 3, 3)
+    assert (ab.results_a, ab.results_b) == ([1, 2, 3], [1, 2, 3])
     assert (ab.last_a, ab.last_b) == (3, 3)
 
 
