@@ -540,7 +540,7 @@ def _joined(res: dict, key: str, shown) -> str:
 def rate_row(rate: float, args: argparse.Namespace) -> tuple | None:
     """Calibrate and run the rings at `rate`, print their line; the row, or None when the
     calibration failed (said why)."""
-    quiet = lambda s: None  # noqa: E731
+    quiet = lambda s: None
     exp = parse(config(rate, args.scheduler, args.port_type, args.datapath))
     with tempfile.TemporaryDirectory() as tmp:
         try:
@@ -569,14 +569,11 @@ def rate_row(rate: float, args: argparse.Namespace) -> tuple | None:
              and all(abs(e) <= 0.05 for e in errs.values()))
     print(f"{rate:>5g} Mbit/s per link (MTU {exp.emulation.mtu_bytes}, "
           f"{exp.emulation.link_scheduler}, {res['environment']['port_type']} ports), "
-          f"{16 * rate:>6g} Mbit/s aggregate: one flow "
-          f"{one:.1%}, Jain {jain:.3f}, errors "
+          f"{16 * rate:>6g} Mbit/s aggregate: one flow {one:.1%}, Jain {jain:.3f}, errors "
           + ", ".join(f"{k} {v:+.1%}" for k, v in errs.items())
-          + f", forwarding ({res['runs'][0]['fidelity'].get('forwarding_by')}) max "
-          f"{vs:.0f}% (mean {vs_mean}%), ovs-vswitchd's "
-          f"sockets: queued max {queued} kB, waited {waited} ms a switch, dropped "
-          f"{drops}; retransmitted {retrans}; "
-          "monitor "
+          + f", forwarding ({res['runs'][0]['fidelity'].get('forwarding_by')}) max {vs:.0f}% "
+          f"(mean {vs_mean}%), ovs-vswitchd's sockets: queued max {queued} kB, waited "
+          f"{waited} ms a switch, dropped {drops}; retransmitted {retrans}; monitor "
           + ("ok" if ok_cpu else f"SATURATED ({', '.join(causes)})")
           + f" -> {'targets hold' if holds else 'targets missed'}", flush=True)
     return (rate, 16 * rate, one, jain, errs, ok_cpu, vs, holds)

@@ -1,5 +1,10 @@
-"""The benchmark harness's arithmetic: spreads, A/B alternation and the ratio of medians."""
+"""The benchmark harness's arithmetic (spreads, A/B alternation, the ratio of medians), and the
+benchmarks as one set: no sys.path, short functions, conditions printed, all listed in the docs."""
 from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
 
 import pytest
 
@@ -63,3 +68,46 @@ def test_conditions_print_first_and_the_load_at_the_end(capsys):
     assert out[0].startswith("conditions: load average ") and "numpy" in out[0]
     assert out[1] == "figures"
     assert out[-1].startswith("end: load average ")
+
+
+# -- the benchmarks as one set ---------------------------------------------------------------
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "experiments" / "benchmarks"
+SCRIPTS = sorted(p for p in BENCH.glob("*.py") if '__name__ == "__main__"' in p.read_text())
+#: Scripts that measure nothing (tables read from finished sweep folders): no conditions.
+MEASURE_NOTHING = {"sweep_tables"}
+
+
+def test_no_benchmark_changes_sys_path():
+    for path in BENCH.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        touched = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+                   and n.attr == "path" and isinstance(n.value, ast.Name) and n.value.id == "sys"]
+        assert not touched, f"{path.name}: sys.path at lines {touched}"
+
+
+def test_benchmark_functions_under_80_lines_and_modules_under_600():
+    for path in BENCH.glob("*.py"):
+        text = path.read_text()
+        assert len(text.splitlines()) < 600, path.name
+        for n in ast.walk(ast.parse(text)):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                assert n.end_lineno - n.lineno + 1 < 80, f"{path.name}: {n.name}"
+
+
+def test_every_measuring_script_prints_its_conditions_through_the_harness():
+    for path in SCRIPTS:
+        if path.stem not in MEASURE_NOTHING:
+            assert "from experiments.benchmarks.harness import" in path.read_text(), path.name
+
+
+def test_docs_list_every_script_and_name_only_scripts_that_exist():
+    listed = (ROOT / "docs" / "benchmarks.md").read_text()
+    for path in SCRIPTS:
+        assert f"| `{path.stem}" in listed, f"{path.stem} not in docs/benchmarks.md"
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = page.read_text()
+        named = set(re.findall(r"experiments/benchmarks/(\w+)\.py", text))
+        named |= set(re.findall(r"experiments\.benchmarks\.(\w+)", text))
+        missing = sorted(n for n in named - {"NAME"} if not (BENCH / f"{n}.py").is_file())
+        assert not missing, f"{page.name} names {missing}"
