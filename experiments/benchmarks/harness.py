@@ -131,14 +131,14 @@ def predict_timed(fabric, plans, path_of, repeats: int, **kw: Any) -> tuple[Call
 
 def predict_experiment_timed(exp, repeats: int = 1) -> tuple[Calls, dict]:
     """The `predict` command's own code (experiments.predict.predict_experiment) on a parsed
-    Experiment, into a temporary folder, `repeats` times: its wall and CPU seconds per call
-    (parse excluded) and the last results.json record."""
+    Experiment, `repeats` times, each into a folder of a temporary one: its wall and CPU
+    seconds per call (parse and the folder's removal excluded) and the last results.json
+    record."""
     from experiments.predict import predict_experiment
-
-    def once() -> dict:
-        with tempfile.TemporaryDirectory(prefix="mlfabric-bench-") as out:
-            return predict_experiment(exp, Path(out), log=lambda _line: None)
-    return repeat(once, repeats)
+    with tempfile.TemporaryDirectory(prefix="mlfabric-bench-") as tmp:
+        outs = iter([Path(tmp) / f"run-{k}" for k in range(repeats)])
+        return repeat(lambda: predict_experiment(exp, next(outs), log=lambda _line: None),
+                      repeats)
 
 
 @contextlib.contextmanager

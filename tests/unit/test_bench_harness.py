@@ -111,3 +111,13 @@ def test_docs_list_every_script_and_name_only_scripts_that_exist():
         named |= set(re.findall(r"experiments\.benchmarks\.(\w+)", text))
         missing = sorted(n for n in named - {"NAME"} if not (BENCH / f"{n}.py").is_file())
         assert not missing, f"{page.name} names {missing}"
+
+
+def test_predict_experiment_timed_runs_the_command_code_and_leaves_nothing(tmp_path, monkeypatch):
+    from experiments.config import load
+    monkeypatch.setattr(harness.tempfile, "tempdir", str(tmp_path))
+    calls, res = harness.predict_experiment_timed(load(ROOT / "experiments" / "configs"
+                                                       / "quickstart.yaml"), 2)
+    assert len(calls.wall) == len(calls.cpu) == 2
+    assert {r["routing"] for r in res["runs"]} >= {"ecmp"}
+    assert list(tmp_path.iterdir()) == []
