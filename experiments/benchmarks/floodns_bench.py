@@ -43,7 +43,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from experiments.benchmarks.harness import conditions
+from experiments.benchmarks.harness import alternate, conditions
 from experiments.config import parse
 from experiments.routes import ControllerRoutes
 from routing.replay import read_flow_log, route_replay
@@ -246,11 +246,11 @@ def whole_command(args, cases: list[str], work: Path, local: bool) -> list[dict]
         log = work / "rep-1" / f"{case}-ecmp" / "logs_floodns" / "flow_info.csv"
         log = log if log.is_file() else VENDORED_LOGS.get(case)
         config = command_config(args.data, case, log, work / "configs")
-        times: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
         load = [os.getloadavg()[0]]
-        for _ in range(args.repeats):
-            for plots in (True, False):
-                times[plots].append(time_command(config, work / "predict" / case, plots))
+        ab = alternate(lambda: time_command(config, work / "predict" / case, True),
+                       lambda: time_command(config, work / "predict" / case, False),
+                       args.repeats)         # figures, --no-plots, figures, ...
+        times = {True: ab.results_a, False: ab.results_b}   # the child's (wall, CPU) seconds
         load.append(os.getloadavg()[0])
         paths = predict_kernels(work / "predict" / case)
         their_cpu = floodns_cpu_s(work, case, "ecmp", args.repeats) if local else None
