@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import statistics
-import time
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -33,12 +33,6 @@ class Spread:
         if not values:
             raise ValueError("Spread.of: no values (repeats must be >= 1)")
         return cls(min(values), statistics.median(values), max(values), len(values))
-
-    def shown(self, scale: float = 1.0, digits: int = 3) -> str:
-        """'median M (min A, max B, n N)', each value times `scale`."""
-        f = f"{{:.{digits}f}}"
-        return (f"median {f.format(self.median * scale)} (min {f.format(self.low * scale)}, "
-                f"max {f.format(self.high * scale)}, n {self.n})")
 
 
 class Calls:
@@ -64,9 +58,6 @@ class Calls:
 
     def wall_spread(self) -> Spread:
         return Spread.of(self.wall)
-
-    def cpu_spread(self) -> Spread:
-        return Spread.of(self.cpu)
 
 
 def repeat(fn: Callable[[], Any], repeats: int) -> tuple[Calls, Any]:
@@ -98,15 +89,11 @@ class AB:
     def last_b(self) -> Any:
         return self.results_b[-1]
 
-    def ratio(self) -> float:
-        """B's median wall time over A's (> 1: B slower)."""
-        return self.b.median_wall() / max(self.a.median_wall(), 1e-12)
 
-    def shown(self, name_a: str = "A", name_b: str = "B") -> str:
-        """Both medians and their ratio, in one line."""
-        return (f"{name_a} {self.a.wall_spread().shown()} s; {name_b} "
-                f"{self.b.wall_spread().shown()} s; {name_b}/{name_a} ratio of medians "
-                f"{self.ratio():.2f}x ({self.order[:8]}{'...' if len(self.order) > 8 else ''})")
+def ratio_of_medians(num: list[float], den: list[float]) -> float:
+    """median(num) / median(den): a ratio of two variants' times that one outlier on either
+    side does not move."""
+    return statistics.median(num) / max(statistics.median(den), 1e-12)
 
 
 def alternate(a: Callable[[], Any], b: Callable[[], Any], repeats: int) -> AB:

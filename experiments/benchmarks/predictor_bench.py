@@ -6,12 +6,12 @@
 It prints the conditions first (load average, versions, which kernels are compiled and
 whether numba's cache held them) and the load average again at the end. For each routing:
 the wall and CPU time of `predict` for 1 and for 11 iterations of every job (median of
---repeats runs, after one untimed run that compiles or loads the numba kernels; its time is
-printed first), the event batches (rate recomputations) and completions per second, the
-peak Python heap of one run (tracemalloc, run separately), and the network-wide efficiency
-against `ideal`. Targets: one iteration of the 5-job scenario in at most 1 s on 2 cores, on the
-paper's leaf-spine (default) and on the 2,048-NIC clos3 (--config
-experiments/configs/clos3-2048-5jobs.yaml).
+--repeats runs, with the wall time's min and max, after one untimed run that compiles or
+loads the numba kernels; its time is printed first), the event batches (rate
+recomputations) and completions per second, the peak Python heap of one run (tracemalloc,
+run separately), and the network-wide efficiency against `ideal`. Targets: one iteration of
+the 5-job scenario in at most 1 s on 2 cores, on the paper's leaf-spine (default) and on the
+2,048-NIC clos3 (--config experiments/configs/clos3-2048-5jobs.yaml).
 """
 from __future__ import annotations
 
@@ -73,9 +73,10 @@ def one_routing(name: str, cfg: dict, fabric, specs, args: argparse.Namespace) -
         plans = plan_jobs([replace(s, iterations=iterations) for s in specs])
         calls, pr = predict_timed(fabric, plans, rp.path_of, args.repeats)
         icalls, ip = repeat(lambda: ideal(fabric, plans), args.repeats)
-        wall, cpu = calls.median_wall(), calls.median_cpu()
+        wall, cpu, spread = calls.median_wall(), calls.median_cpu(), calls.wall_spread()
         heap = peak_heap_mb(lambda: predict(fabric, plans, rp.path_of))
-        print(f"  {iterations:2d} iteration(s): predict {wall:.3f} s (CPU {cpu:.3f} s), "
+        print(f"  {iterations:2d} iteration(s): predict {wall:.3f} s (CPU {cpu:.3f} s; wall "
+              f"min {spread.low:.3f}, max {spread.high:.3f}), "
               f"{pr.event_batches} event batches ({pr.event_batches / wall:,.0f}/s), "
               f"{pr.completions} completions ({pr.completions / wall:,.0f}/s), "
               f"peak heap {heap:.1f} MB; ideal {icalls.median_wall():.3f} s "

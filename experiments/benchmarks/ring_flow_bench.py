@@ -28,7 +28,8 @@ from pathlib import Path
 
 import yaml
 
-from experiments.benchmarks.harness import alternate, conditions, predict_experiment_timed
+from experiments.benchmarks.harness import (alternate, conditions, predict_experiment_timed,
+                                           ratio_of_medians)
 from experiments.config import parse
 from traffic.prediction import Semantics
 
@@ -62,12 +63,13 @@ def compare(path: Path, routing: list[str] | None, repeats: int) -> None:
     steps, flows = ab.last_a, ab.last_b
     for k, (a, b) in enumerate(zip(steps["runs"], flows["runs"])):
         ratios = [jb["cct_mean_s"] / ja["cct_mean_s"] for ja, jb in zip(a["jobs"], b["jobs"])]
-        wall_a = statistics.median(r["runs"][k]["predict_wall_s"] for r in ab.results_a)
-        wall_b = statistics.median(r["runs"][k]["predict_wall_s"] for r in ab.results_b)
+        walls_a = [r["runs"][k]["predict_wall_s"] for r in ab.results_a]
+        walls_b = [r["runs"][k]["predict_wall_s"] for r in ab.results_b]
+        wall_a, wall_b = statistics.median(walls_a), statistics.median(walls_b)
         print(f"  {a['routing']:>14}: CCT flow/steps median {statistics.median(ratios):.4f} "
               f"(min {min(ratios):.4f}, max {max(ratios):.4f}, {len(ratios)} jobs); "
               f"efficiency {a['efficiency']:.3f} -> {b['efficiency']:.3f}; predict "
-              f"{wall_a:.2f} s -> {wall_b:.2f} s ({wall_a / max(wall_b, 1e-9):.1f}x, medians "
+              f"{wall_a:.2f} s -> {wall_b:.2f} s ({ratio_of_medians(walls_a, walls_b):.1f}x, medians "
               f"of {repeats}, {ab.order[:4]}...)")
 
 
