@@ -2,12 +2,12 @@
 ran (compiled kernels or plain Python, numba's cache state) and the solvers' versions.
 
 Machines here are shared: a figure is quoted with the load average it was measured at, as a
-median over repeats, with CPU time per call beside wall time (the load moves CPU time less)."""
+median over repeats, with CPU time per call beside wall time (the load moves CPU time less).
+Benchmarks print these through harness.conditions."""
 from __future__ import annotations
 
 import os
 import platform
-import statistics
 import time
 from importlib import metadata
 
@@ -45,28 +45,8 @@ def kernels() -> str:
             f"DAG step: {state} in {time.perf_counter() - t0:.2f} s")
 
 
-def header() -> str:
-    """The lines a benchmark prints first."""
-    return f"conditions: {load_average()}; {versions()}\nkernels: {kernels()}"
-
-
-class Calls:
-    """Wall and CPU (this process) seconds of repeated calls: medians and the max."""
-
-    def __init__(self):
-        self.wall: list[float] = []
-        self.cpu: list[float] = []
-
-    def time(self, fn):
-        """Call fn(), record its wall and CPU time, return its result."""
-        t0, c0 = time.perf_counter(), time.process_time()
-        out = fn()
-        self.wall.append(time.perf_counter() - t0)
-        self.cpu.append(time.process_time() - c0)
-        return out
-
-    def median_wall(self) -> float:
-        return statistics.median(self.wall)
-
-    def median_cpu(self) -> float:
-        return statistics.median(self.cpu)
+def header(with_kernels: bool = True) -> str:
+    """The lines a benchmark prints first (the kernels' line only `with_kernels`: it warms
+    them, which a script that times no kernel need not wait for)."""
+    line = f"conditions: {load_average()}; {versions()}"
+    return f"{line}\nkernels: {kernels()}" if with_kernels else line

@@ -1,7 +1,7 @@
 """Fidelity benchmark (a script, not a test; root): up to what aggregate rate is the emulator
 faithful on this machine?
 
-    sudo .venv/bin/python experiments/benchmarks/fidelity_bench.py [--rates 5 10 20 40]
+    sudo .venv/bin/python -m experiments.benchmarks.fidelity_bench [--rates 5 10 20 40]
 
 For each per-link rate R (Mbit/s) it emulates the quickstart's shape (4x4 leaf-spine, 4 hosts
 per leaf, four 4-rank rings, one rank per leaf: 16 flows, so 16 R of host traffic) with the
@@ -14,7 +14,7 @@ does, and predicts the runs that follow). It prints, per rate, the targets of is
 - the CPU monitor did not flag the run;
 and the largest aggregate rate at which all of them held.
 
-    sudo .venv/bin/python experiments/benchmarks/fidelity_bench.py --probe-ports
+    sudo .venv/bin/python -m experiments.benchmarks.fidelity_bench --probe-ports
 
 instead probes the userspace datapath's port types on one bridge of its own (`mfprobe`, two
 ports, two namespaces `mfpa`/`mfpb` of its own, host offloads off as in the emulator): for
@@ -23,25 +23,25 @@ TCP flow's goodput (iperf3, median of 3 runs of 3 s, unshaped), whether an HTB s
 100 Mbit/s on the switch's egress port holds the flow to its rate, and the largest MTU OVS
 accepts on the port (9000 requested). Everything it creates goes on every exit path.
 
-    sudo .venv/bin/python experiments/benchmarks/fidelity_bench.py --probe-idle-ports 0 16 48
+    sudo .venv/bin/python -m experiments.benchmarks.fidelity_bench --probe-idle-ports 0 16 48
 
 one unshaped flow through the same kind of bridge (MTU 9000; `system` ports, or with
 `--port-type tap` taps joined to their veths as the emulator joins them) beside N idle ports
 (their peers in a namespace `mfpc` of its own): Gbit/s, ovs-vswitchd's cores and its
 core-seconds per Gbit, for each N in turn.
 
-    sudo .venv/bin/python experiments/benchmarks/fidelity_bench.py --probe-instances
+    sudo .venv/bin/python -m experiments.benchmarks.fidelity_bench --probe-instances
 
 one unshaped flow over two bridges in a chain (mfpa - mfprobe - mfprobe2 - mfpb), first both
 in the machine's ovs-vswitchd, then mfprobe2 in an ovs-vswitchd (and ovsdb-server) the probe
 starts in a namespace `mfpo` and stops by PID: Gbit/s and each instance's cores.
 
-    sudo .venv/bin/python experiments/benchmarks/fidelity_bench.py --cpu-split --rates 256
+    sudo .venv/bin/python -m experiments.benchmarks.fidelity_bench --cpu-split --rates 256
 
 one ILP-only run per rate, printing its error and where the cores went while the 16 agents
 ran: ovs-vswitchd's forwarding thread, the agents, softirq + irq, and the machine's busy time.
 
-    sudo .venv/bin/python experiments/benchmarks/fidelity_bench.py --switch-processes 1 2 4 \
+    sudo .venv/bin/python -m experiments.benchmarks.fidelity_bench --switch-processes 1 2 4 \
         --rates 60 80 100 --repeats 3
 
 the rings of the first mode, ILP only (no calibration: the stored goodput factor predicts),
@@ -68,12 +68,12 @@ from pathlib import Path
 
 import psutil
 
-
-from experiments.calibrate import CalibrationError, calibrate  # noqa: E402
-from testbed import taps  # noqa: E402
-from testbed.ovs import VSWITCHD_GLIBC_TUNABLES, TestbedError, vswitchd_pid  # noqa: E402
-from experiments.config import parse  # noqa: E402
-from experiments.runner import run_experiment  # noqa: E402
+from experiments.calibrate import CalibrationError, calibrate
+from testbed import taps
+from testbed.ovs import VSWITCHD_GLIBC_TUNABLES, TestbedError, vswitchd_pid
+from experiments.config import parse
+from experiments.runner import run_experiment
+from experiments.benchmarks.harness import conditions
 
 IDEAL_CCT_S = 2.4
 
@@ -477,7 +477,7 @@ def processes_sweep(counts: list[int], rates: list[float], repeats: int) -> None
               flush=True)
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rates", type=float, nargs="+", default=[5, 10, 20, 40, 60, 80])
     ap.add_argument("--scheduler", choices=["fair", "fifo"], default="fair",
@@ -499,79 +499,99 @@ def main() -> int:
                     help="instead: ILP runs with the switches over N ovs-vswitchd (1..4)")
     ap.add_argument("--repeats", type=int, default=3,
                     help="runs per rate with --switch-processes (1..20)")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def bad_args(args: argparse.Namespace) -> str | None:
+    """The one-line refusal of out-of-range arguments, or None."""
     if os.geteuid() != 0:
-        print("fidelity_bench: needs root (it emulates)", file=sys.stderr)
-        return 2
+        return "needs root (it emulates)"
+    if args.switch_processes and (not all(1 <= n <= 4 for n in args.switch_processes)
+                                  or not 1 <= args.repeats <= 20):
+        return "--switch-processes: each N within 1..4, --repeats 1..20"
+    if args.probe_idle_ports and not all(0 <= n <= 256 for n in args.probe_idle_ports):
+        return "--probe-idle-ports: each N within 0..256"
+    return None
+
+
+def probe(args: argparse.Namespace) -> bool:
+    """Run the probe the arguments ask for instead of the rates (True), or nothing (False)."""
     if args.probe_instances:
         probe_instances()
-        return 0
-    if args.switch_processes:
-        if not all(1 <= n <= 4 for n in args.switch_processes) or not 1 <= args.repeats <= 20:
-            print("fidelity_bench: --switch-processes: each N within 1..4, --repeats 1..20",
-                  file=sys.stderr)
-            return 2
+    elif args.switch_processes:
         processes_sweep(args.switch_processes, args.rates, args.repeats)
-        return 0
-    if args.probe_idle_ports:
-        if not all(0 <= n <= 256 for n in args.probe_idle_ports):
-            print("fidelity_bench: --probe-idle-ports: each N within 0..256", file=sys.stderr)
-            return 2
+    elif args.probe_idle_ports:
         probe_idle_ports(args.probe_idle_ports, port_type=args.port_type)
-        return 0
-    if args.probe_ports:
+    elif args.probe_ports:
         probe_ports()
-        return 0
-    if args.cpu_split:
+    elif args.cpu_split:
         for rate in args.rates:
             cpu_split(rate, args.port_type)
-        return 0
-    quiet = lambda s: None  # noqa: E731
-    rows = []
-    for rate in args.rates:
-        exp = parse(config(rate, args.scheduler, args.port_type, args.datapath))
-        with tempfile.TemporaryDirectory() as tmp:
-            try:
-                cal = calibrate(exp, Path(tmp) / "cal", duration_s=5.0, log=quiet, store=True)
-            except CalibrationError as e:     # the emulator did not keep up: a missed target
-                print(f"{rate:>5g} Mbit/s per link: {e} -> targets missed", flush=True)
-                continue
-            except TestbedError as e:         # iperf3 or a command failed: say so, go on
-                print(f"{rate:>5g} Mbit/s per link: calibration failed: {e} -> not measured",
-                      flush=True)
-                continue
-            res = run_experiment(exp, Path(tmp) / "run", log=quiet)
-        errs = {r["routing"]: r["prediction_error_fraction"] for r in res["runs"]}
-        ok_cpu = all(r["fidelity"]["ok"] for r in res["runs"])
-        causes = sorted({r["fidelity"].get("cause") for r in res["runs"]} - {None})
-        vs = max(r["fidelity"]["forwarding_max_pct"] or 0 for r in res["runs"])
-        vs_mean = "/".join(f'{r["fidelity"]["forwarding_mean_pct"] or 0:.0f}' for r in res["runs"])
-        drops = "/".join(str(r["fidelity"].get("vswitchd_rx_drops", 0)) for r in res["runs"])
-        retrans = "/".join(str(r["fidelity"]["tcp_retrans_segments"]) for r in res["runs"])
-        queued = "/".join("n/a" if q is None else f"{q / 1e3:.0f}" for q in (
-            r["fidelity"].get("vswitchd_rx_queued_max_bytes") for r in res["runs"]))
-        waited = "/".join("n/a" if w is None else f"{w:.2f}" for w in (
-            r["fidelity"].get("vswitchd_rx_wait_ms") for r in res["runs"]))
-        one = min(cal["one_flow"]["agent_fraction"], cal["one_flow"]["iperf3_fraction"])
-        jain = min(cal["shared_link"]["agent_jain"], cal["shared_link"]["iperf3_jain"])
-        holds = (one >= 0.93 and jain >= 0.95 and ok_cpu
-                 and all(abs(e) <= 0.05 for e in errs.values()))
-        rows.append((rate, 16 * rate, one, jain, errs, ok_cpu, vs, holds))
-        print(f"{rate:>5g} Mbit/s per link (MTU {exp.emulation.mtu_bytes}, "
-              f"{exp.emulation.link_scheduler}, {res['environment']['port_type']} ports), "
-              f"{16 * rate:>6g} Mbit/s aggregate: one flow "
-              f"{one:.1%}, Jain {jain:.3f}, errors "
-              + ", ".join(f"{k} {v:+.1%}" for k, v in errs.items())
-              + f", forwarding ({res['runs'][0]['fidelity'].get('forwarding_by')}) max "
-              f"{vs:.0f}% (mean {vs_mean}%), ovs-vswitchd's "
-              f"sockets: queued max {queued} kB, waited {waited} ms a switch, dropped "
-              f"{drops}; retransmitted {retrans}; "
-              "monitor "
-              + ("ok" if ok_cpu else f"SATURATED ({', '.join(causes)})")
-              + f" -> {'targets hold' if holds else 'targets missed'}", flush=True)
-    held = [r[1] for r in rows if r[7]]
-    print(f"largest aggregate host traffic with every target met: "
-          f"{max(held):g} Mbit/s" if held else "no rate met every target")
+    else:
+        return False
+    return True
+
+
+def _joined(res: dict, key: str, shown) -> str:
+    """One fidelity field of every run, '/'-joined."""
+    return "/".join(shown(r["fidelity"].get(key)) for r in res["runs"])
+
+
+def rate_row(rate: float, args: argparse.Namespace) -> tuple | None:
+    """Calibrate and run the rings at `rate`, print their line; the row, or None when the
+    calibration failed (said why)."""
+    quiet = lambda s: None
+    exp = parse(config(rate, args.scheduler, args.port_type, args.datapath))
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            cal = calibrate(exp, Path(tmp) / "cal", duration_s=5.0, log=quiet, store=True)
+        except CalibrationError as e:     # the emulator did not keep up: a missed target
+            print(f"{rate:>5g} Mbit/s per link: {e} -> targets missed", flush=True)
+            return None
+        except TestbedError as e:         # iperf3 or a command failed: say so, go on
+            print(f"{rate:>5g} Mbit/s per link: calibration failed: {e} -> not measured",
+                  flush=True)
+            return None
+        res = run_experiment(exp, Path(tmp) / "run", log=quiet)
+    errs = {r["routing"]: r["prediction_error_fraction"] for r in res["runs"]}
+    ok_cpu = all(r["fidelity"]["ok"] for r in res["runs"])
+    causes = sorted({r["fidelity"].get("cause") for r in res["runs"]} - {None})
+    vs = max(r["fidelity"]["forwarding_max_pct"] or 0 for r in res["runs"])
+    vs_mean = _joined(res, "forwarding_mean_pct", lambda v: f"{v or 0:.0f}")
+    drops = _joined(res, "vswitchd_rx_drops", lambda v: str(v or 0))
+    retrans = _joined(res, "tcp_retrans_segments", str)
+    queued = _joined(res, "vswitchd_rx_queued_max_bytes",
+                     lambda q: "n/a" if q is None else f"{q / 1e3:.0f}")
+    waited = _joined(res, "vswitchd_rx_wait_ms", lambda w: "n/a" if w is None else f"{w:.2f}")
+    one = min(cal["one_flow"]["agent_fraction"], cal["one_flow"]["iperf3_fraction"])
+    jain = min(cal["shared_link"]["agent_jain"], cal["shared_link"]["iperf3_jain"])
+    holds = (one >= 0.93 and jain >= 0.95 and ok_cpu
+             and all(abs(e) <= 0.05 for e in errs.values()))
+    print(f"{rate:>5g} Mbit/s per link (MTU {exp.emulation.mtu_bytes}, "
+          f"{exp.emulation.link_scheduler}, {res['environment']['port_type']} ports), "
+          f"{16 * rate:>6g} Mbit/s aggregate: one flow {one:.1%}, Jain {jain:.3f}, errors "
+          + ", ".join(f"{k} {v:+.1%}" for k, v in errs.items())
+          + f", forwarding ({res['runs'][0]['fidelity'].get('forwarding_by')}) max {vs:.0f}% "
+          f"(mean {vs_mean}%), ovs-vswitchd's sockets: queued max {queued} kB, waited "
+          f"{waited} ms a switch, dropped {drops}; retransmitted {retrans}; monitor "
+          + ("ok" if ok_cpu else f"SATURATED ({', '.join(causes)})")
+          + f" -> {'targets hold' if holds else 'targets missed'}", flush=True)
+    return (rate, 16 * rate, one, jain, errs, ok_cpu, vs, holds)
+
+
+def main() -> int:
+    args = parse_args()
+    why = bad_args(args)
+    if why:
+        print(f"fidelity_bench: {why}", file=sys.stderr)
+        return 2
+    with conditions(kernels=False):
+        if probe(args):
+            return 0
+        rows = [r for r in (rate_row(rate, args) for rate in args.rates) if r is not None]
+        held = [r[1] for r in rows if r[7]]
+        print(f"largest aggregate host traffic with every target met: "
+              f"{max(held):g} Mbit/s" if held else "no rate met every target")
     return 0
 
 

@@ -43,14 +43,14 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from experiments.benchmarks.harness import alternate, conditions
+from experiments.config import parse
+from experiments.routes import ControllerRoutes
+from routing.replay import read_flow_log, route_replay
+from traffic.collectives import plan_jobs
+from traffic.predictor import Semantics, ideal, predict
 
-from experiments.benchmarks.conditions import load_average  # noqa: E402
-from experiments.config import parse  # noqa: E402
-from experiments.routes import ControllerRoutes  # noqa: E402
-from routing.replay import read_flow_log, route_replay  # noqa: E402
-from traffic.collectives import plan_jobs  # noqa: E402
-from traffic.predictor import Semantics, ideal, predict  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 DATA = Path("/work/shared/data/floodns-traffic-pairs")
 #: What floodns printed (the notes), mean all-reduce time (s) of the one BLOOM job.
@@ -246,11 +246,11 @@ def whole_command(args, cases: list[str], work: Path, local: bool) -> list[dict]
         log = work / "rep-1" / f"{case}-ecmp" / "logs_floodns" / "flow_info.csv"
         log = log if log.is_file() else VENDORED_LOGS.get(case)
         config = command_config(args.data, case, log, work / "configs")
-        times: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
         load = [os.getloadavg()[0]]
-        for _ in range(args.repeats):
-            for plots in (True, False):
-                times[plots].append(time_command(config, work / "predict" / case, plots))
+        ab = alternate(lambda: time_command(config, work / "predict" / case, True),
+                       lambda: time_command(config, work / "predict" / case, False),
+                       args.repeats)         # figures, --no-plots, figures, ...
+        times = {True: ab.results_a, False: ab.results_b}   # the child's (wall, CPU) seconds
         load.append(os.getloadavg()[0])
         paths = predict_kernels(work / "predict" / case)
         their_cpu = floodns_cpu_s(work, case, "ecmp", args.repeats) if local else None
@@ -294,59 +294,64 @@ def main(argv: list[str] | None = None) -> int:
     local = args.floodns is not None and args.classpath is not None
     cases = args.cases or (DEFAULT_CASES if local else sorted(STORED))
     work = args.work or Path(tempfile.mkdtemp(prefix="floodns-bench-"))
-    print(f"conditions: {load_average()}")
-    if args.whole_command:
-        rows = whole_command(args, cases, work, local)
-        _write_csv(args.csv, rows)
-        return 0
-    rows: list[dict] = []
-    flood_sem, our_sem = Semantics.floodns(), Semantics()
-    for case in cases:
-        names = job_names(args.data, case)
-        theirs: dict[str, tuple[dict[int, float], float | None]] = {}
-        if local:
-            for s in FLOODNS_STRATEGIES:
-                theirs[s] = run_floodns_median(args.floodns, args.classpath, args.data, case,
-                                               s, work, args.reuse, args.repeats)
-        for s, v in STORED.get(case, {}).items():     # what floodns did not run here
-            theirs.setdefault(s, ({0: v}, None))
-        runs = []
-        if local:
-            runs.append(("replay", "ecmp", flood_sem, work / "rep-1" / f"{case}-ecmp"
-                         / "logs_floodns" / "flow_info.csv"))
-        elif case in VENDORED_LOGS:
-            runs.append(("replay", "ecmp", flood_sem, VENDORED_LOGS[case]))
-        for ours_name, their_name in (("ecmp", "ecmp"), ("greedy", "mcvlc"),
-                                      ("edge-coloring", "edge_coloring")):
-            runs.append((ours_name, their_name, flood_sem, None))
-        for ours_name, their_name in (("ecmp", "ecmp"), ("greedy", "mcvlc"),
-                                      ("edge-coloring", "edge_coloring")):
-            runs.append((ours_name, their_name, our_sem, None))
-        if parse_case(case)[1]:           # failed cores: beyond one static path per flow
-            for label, routing, k, recompute in BEYOND:
-                runs.append((label, "mcvlc", dataclasses.replace(flood_sem,
-                                                                 recompute=recompute), k))
-        for ours_name, their_name, sem, extra in runs:
-            log, k = (extra, 1) if not isinstance(extra, int) else (None, extra)
-            routing = next((r for lab, r, _, _ in BEYOND if lab == ours_name), ours_name)
-            ar, wall = ours(args.data, case, routing, sem, log, subflows=k)
-            their_ar, their_wall = theirs.get(their_name, ({}, None))
-            for jid, name in names.items():
-                t = their_ar.get(jid)
-                rows.append({
-                    "case": case, "job": name, "ours": ours_name,
-                    "semantics": ("ours" if sem == our_sem else "floodns"
-                                  + ("" if sem == flood_sem else f", recompute {sem.recompute}")),
-                    "floodns": their_name, "ours_mean_ar_s": ar[name],
-                    "floodns_mean_ar_s": t,
-                    "diff_pct": None if t is None else 100 * (ar[name] - t) / t,
-                    "ours_wall_s": wall, "floodns_wall_s": their_wall,
-                    "speedup": None if their_wall is None else their_wall / wall})
-            print_row(rows[-len(names):])
-        if parse_case(case)[1]:
-            best(case, names, theirs, rows, live_bound_s(args.data, case))
+    with conditions(kernels=False):
+        rows = (whole_command(args, cases, work, local) if args.whole_command
+                else [r for case in cases for r in one_case(args, case, work, local)])
     _write_csv(args.csv, rows)
     return 0
+
+
+def case_runs(case: str, work: Path, local: bool) -> list[tuple]:
+    """(ours, floodns's strategy, semantics, flow log or subflows) of every run of a case."""
+    flood_sem, our_sem = Semantics.floodns(), Semantics()
+    runs = []
+    if local:
+        runs.append(("replay", "ecmp", flood_sem, work / "rep-1" / f"{case}-ecmp"
+                     / "logs_floodns" / "flow_info.csv"))
+    elif case in VENDORED_LOGS:
+        runs.append(("replay", "ecmp", flood_sem, VENDORED_LOGS[case]))
+    for sem in (flood_sem, our_sem):
+        for ours_name, their_name in (("ecmp", "ecmp"), ("greedy", "mcvlc"),
+                                      ("edge-coloring", "edge_coloring")):
+            runs.append((ours_name, their_name, sem, None))
+    if parse_case(case)[1]:           # failed cores: beyond one static path per flow
+        for label, _routing, k, recompute in BEYOND:
+            runs.append((label, "mcvlc", dataclasses.replace(flood_sem, recompute=recompute), k))
+    return runs
+
+
+def one_case(args: argparse.Namespace, case: str, work: Path, local: bool) -> list[dict]:
+    """floodns's runs of one case (or its stored figures) against ours, printed; the rows."""
+    flood_sem, our_sem = Semantics.floodns(), Semantics()
+    names = job_names(args.data, case)
+    theirs: dict[str, tuple[dict[int, float], float | None]] = {}
+    if local:
+        for s in FLOODNS_STRATEGIES:
+            theirs[s] = run_floodns_median(args.floodns, args.classpath, args.data, case,
+                                           s, work, args.reuse, args.repeats)
+    for s, v in STORED.get(case, {}).items():     # what floodns did not run here
+        theirs.setdefault(s, ({0: v}, None))
+    rows: list[dict] = []
+    for ours_name, their_name, sem, extra in case_runs(case, work, local):
+        log, k = (extra, 1) if not isinstance(extra, int) else (None, extra)
+        routing = next((r for lab, r, _, _ in BEYOND if lab == ours_name), ours_name)
+        ar, wall = ours(args.data, case, routing, sem, log, subflows=k)
+        their_ar, their_wall = theirs.get(their_name, ({}, None))
+        for jid, name in names.items():
+            t = their_ar.get(jid)
+            rows.append({
+                "case": case, "job": name, "ours": ours_name,
+                "semantics": ("ours" if sem == our_sem else "floodns"
+                              + ("" if sem == flood_sem else f", recompute {sem.recompute}")),
+                "floodns": their_name, "ours_mean_ar_s": ar[name],
+                "floodns_mean_ar_s": t,
+                "diff_pct": None if t is None else 100 * (ar[name] - t) / t,
+                "ours_wall_s": wall, "floodns_wall_s": their_wall,
+                "speedup": None if their_wall is None else their_wall / wall})
+        print_row(rows[-len(names):])
+    if parse_case(case)[1]:
+        best(case, names, theirs, rows, live_bound_s(args.data, case))
+    return rows
 
 
 def _write_csv(path: Path | None, rows: list[dict]) -> None:

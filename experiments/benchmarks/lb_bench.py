@@ -1,7 +1,7 @@
 """The load-balancing matrix (a script, not a test): how close hashing with K subflows per
 connection comes to planning, per shipped config, predicted (and emulated with --emulate, root).
 
-    .venv/bin/python experiments/benchmarks/lb_bench.py [--configs quickstart fat-tree-rings ...]
+    python -m experiments.benchmarks.lb_bench [--configs quickstart fat-tree-rings ...]
         [--seeds 5] [--subflows 1 2 4 8] [--splits even adaptive] [--recompute epochs flows]
         [--emulate] [--csv PATH]
 
@@ -20,6 +20,11 @@ time; then, per config, the smallest K at which ECMP's median network efficiency
 of the better planner's at K = 1. --emulate also runs each scheme once on the emulator (ecmp
 with the first seed) and prints the emulated efficiency, the model's error and the CPU
 monitor's verdict.
+
+A script, not a sweep file: its matrix spans several base configs (a sweep file has one
+base), hashes ECMP over --seeds while the planners run once, and prints medians with the
+extremes over seeds, link-load imbalance and the subflows ECMP needs, none of which `report`
+tables (its efficiency.csv is a mean with a 95% interval per point).
 """
 from __future__ import annotations
 
@@ -28,12 +33,11 @@ import csv
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from experiments.benchmarks.harness import conditions, predict_experiment_timed
 from experiments.config import ConfigError, parse
 from experiments.config.yamlio import read_yaml
-from experiments.predict import predict_experiment
 from traffic.collectives import plan_jobs
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -79,10 +83,8 @@ def predicted(name: str, routing: str, k: int, split: str, seeds: list[int | Non
     runs, walls = [], []
     for seed in seeds:
         exp = experiment(name, routing, k, split, seed, piece_bytes, recompute)
-        with tempfile.TemporaryDirectory() as out:
-            t0 = time.perf_counter()
-            res = predict_experiment(exp, Path(out), log=lambda s: None)
-            walls.append(time.perf_counter() - t0)
+        calls, res = predict_experiment_timed(exp)
+        walls.append(calls.median_wall())
         runs.append(res["runs"][0])
     conns = sum(len(p.connections) for p in plan_jobs(exp.jobs))   # the same for every seed
     effs = sorted(r["efficiency"] for r in runs)
@@ -143,6 +145,28 @@ def subflows_needed(rows: list[dict]) -> None:
               + (f"K = {min(ks)}" if ks else f"not reached by K = {tried}"))
 
 
+def matrix(args: argparse.Namespace) -> list[dict]:
+    """Every config x scheme the arguments select, predicted (and emulated), each row printed
+    as it comes."""
+    rows = []
+    for name in args.configs:
+        for routing, k, split, recompute in SCHEMES:
+            if (k not in args.subflows or split not in args.splits
+                    or recompute not in args.recompute):
+                continue
+            seeds = list(range(1, args.seeds + 1)) if routing == "ecmp" else [None]
+            try:
+                row = predicted(name, routing, k, split, seeds, args.piece_bytes, recompute)
+            except ConfigError as e:        # e.g. K x connections past the source ports
+                print(f"{name} {routing} K={k}: {e}", file=sys.stderr)
+                continue
+            if args.emulate and not routing.endswith("@packet"):   # the model only
+                emulated(row, seeds[0])
+            rows.append(row)
+            print_table([row])
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--configs", nargs="+", default=DEFAULT)
@@ -162,25 +186,11 @@ def main() -> int:
     if not 1 <= args.seeds <= 100:
         print("lb_bench: --seeds must be 1..100", file=sys.stderr)
         return 2
-    rows = []
-    for name in args.configs:
-        for routing, k, split, recompute in SCHEMES:
-            if (k not in args.subflows or split not in args.splits
-                    or recompute not in args.recompute):
-                continue
-            seeds = list(range(1, args.seeds + 1)) if routing == "ecmp" else [None]
-            try:
-                row = predicted(name, routing, k, split, seeds, args.piece_bytes, recompute)
-            except ConfigError as e:        # e.g. K x connections past the source ports
-                print(f"{name} {routing} K={k}: {e}", file=sys.stderr)
-                continue
-            if args.emulate and not routing.endswith("@packet"):   # the model only
-                emulated(row, seeds[0])
-            rows.append(row)
-            print_table([row])
-    print()
-    print_table(rows)
-    subflows_needed(rows)
+    with conditions():
+        rows = matrix(args)
+        print()
+        print_table(rows)
+        subflows_needed(rows)
     if args.csv:
         with args.csv.open("w", newline="") as f:
             w = csv.DictWriter(f, COLUMNS)

@@ -1,6 +1,6 @@
 """Routing benchmark over the paper's matrix (a script, not a test).
 
-    .venv/bin/python experiments/benchmarks/routing_bench.py [--quick] [--repeats N]
+    python -m experiments.benchmarks.routing_bench [--quick] [--repeats N]
 
 Matrix: 1..5 jobs x ring sizes 2, 4, 8 x 0, 1, 4, 8 failed spines, plus 5% failed leaf-spine
 links, on the paper's fabric (64 leaves, 32 spines, 32 NICs per leaf). Jobs take whole random
@@ -39,29 +39,30 @@ importable, reported as the ratio to the ILP's prediction; otherwise that column
 from __future__ import annotations
 
 import argparse
+import itertools
 import random
 import statistics
 import sys
 import time
 from collections import Counter
 
+from routing import STRATEGIES, RoutingError, route
+from routing.base import lower_bound_link_flows, max_link_flows
+from routing.epochs import churn as spine_churn, recompute
+from routing.paths import pair_blocks
+from testbed.fabric import Fabric, FabricError, FabricSpec, build_fabric
+from testbed.topologies import fat_tree_spec
+from traffic.collectives import Connection, JobSpec, Collective, plan_jobs
 
-from routing import STRATEGIES, RoutingError, route  # noqa: E402
-from routing.base import lower_bound_link_flows, max_link_flows  # noqa: E402
-from routing.epochs import churn as spine_churn, recompute  # noqa: E402
-from routing.paths import pair_blocks  # noqa: E402
-from testbed.fabric import Fabric, FabricError, FabricSpec, build_fabric  # noqa: E402
-from testbed.topologies import fat_tree_spec  # noqa: E402
-from traffic.collectives import Connection, JobSpec, Collective, plan_jobs  # noqa: E402
-
-from experiments.benchmarks.conditions import Calls, header, load_average  # noqa: E402
+from experiments.benchmarks.conditions import load_average
+from experiments.benchmarks.harness import Calls, conditions
 
 try:  # model presets (another module of the project); fall back to the generator below
-    from traffic.models import model_job  # noqa: E402
+    from traffic.models import model_job
 except ImportError:  # pragma: no cover
     model_job = None
 try:
-    from traffic.predictor import predict  # noqa: E402
+    from traffic.predictor import predict
 except ImportError:  # pragma: no cover
     predict = None
 PRESETS = ["gpt3-175b", "bloom-176b", "llama2-70b"]
@@ -346,7 +347,7 @@ def three_tier(names: list[str], seeds: int, opts: dict, repeats: int = 3) -> No
                       f"| {sum(r['max']) / max(1, sum(r['lb'])):.2f} | {r['at']}/{seeds} |")
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--strategies", default="ecmp,greedy,edge-coloring,annealing,ilp,mmf")
     ap.add_argument("--repeats", type=int, default=1, help="seeds per matrix cell")
@@ -366,12 +367,109 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not 1 <= args.calls_per_case <= 100:
         ap.error("--calls-per-case: 1-100")
-    names = args.strategies.split(",")
-    for n in names:
+    for n in args.strategies.split(","):
         if n not in STRATEGIES:
             ap.error(f"unknown strategy {n}")
-    opts = {"ilp": {"time_limit_s": args.ilp_time_limit},
-            "mmf": {"time_limit_s": 2 * args.ilp_time_limit}}
+    return args
+
+
+def next_epoch(specs: list[JobSpec], conns: list[Connection], ring: int, fabric: Fabric,
+               rng: random.Random) -> tuple[set[str], list[Connection]]:
+    """The next epoch: the first job stops, a new job of the next model starts on free leaves
+    (none with a host of a job that stays); the jobs that stay and the epoch's connections."""
+    kept_jobs = {s.name for s in specs[1:]}
+    used = {h for s in specs[1:] for h in s.hosts}
+    new = make_jobs(1, ring, fabric, rng, len(specs), used) or []
+    nxt = [c for c in conns if c.job in kept_jobs]
+    base = max(c.conn_id for c in conns) + 1
+    nxt += [Connection(base + k, c.job, c.src, c.dst, 30000 + k, c.dst_port)
+            for k, c in enumerate(connections(new))]
+    return kept_jobs, nxt
+
+
+def churn_of(name: str, fabric: Fabric, plan, kept_jobs: set[str], nxt: list[Connection],
+             seed: int, opts: dict) -> tuple[int, int, int]:
+    """Flows of the jobs that stay (on both sides), and how many changed spine re-planned in
+    low-churn mode and solved fresh; churn is counted over the flows of the jobs that stay."""
+    prev = {c.conn_id: plan.spine_of[c.conn_id] for c in nxt if c.job in kept_jobs}
+    ep = recompute(name, fabric, nxt, prev, seed=seed, **opts.get(name, {}))
+    fresh = recompute(name, fabric, nxt, prev, seed=seed, low_churn=False, **opts.get(name, {}))
+    # spines compared on both sides (whatever form the plans' routes take)
+    common, changed = spine_churn(prev, ep.plan.spine_of)
+    _, changed_fresh = spine_churn(prev, fresh.plan.spine_of)
+    return common, len(changed), len(changed_fresh)
+
+
+def paper_case(rows: dict, names: list[str], opts: dict, case: tuple, predicting: bool
+               ) -> float | None:
+    """One cell of the paper matrix, every strategy routed, re-routed at an epoch change and
+    (`predicting`) its all-reduce predicted, into `rows`; the case's wall seconds, or None
+    when its jobs do not fit."""
+    n_jobs, ring, n_fail, frac, rep = case
+    rng = random.Random(f"{n_jobs}-{ring}-{n_fail}-{frac}-{rep}")
+    fabric = paper_fabric(n_fail, frac, rng)
+    specs = make_jobs(n_jobs, ring, fabric, rng)
+    if specs is None:
+        return None
+    case0 = time.perf_counter()
+    conns = connections(specs)
+    lb = lower_bound_link_flows(fabric, conns)
+    kept_jobs, nxt = next_epoch(specs, conns, ring, fabric, rng)
+    plans = {}
+    for name in names:
+        plan = plans[name] = route(name, fabric, conns, seed=rep, **opts.get(name, {}))
+        r = rows[name]
+        r["t"].append(plan.stats.time_s)
+        r["stats"].append(plan.stats)
+        r["case"].append(f"{n_jobs} jobs, ring {ring}, {n_fail} failed spines, {frac:.0%} "
+                         f"failed links, {len(conns)} flows")
+        r["max"].append(max_link_flows(fabric, conns, plan.spine_of))
+        r["lb"].append(lb)
+        if kept_jobs:
+            for key, v in zip(("common", "churn", "fresh"),
+                              churn_of(name, fabric, plan, kept_jobs, nxt, rep, opts)):
+                r[key].append(v)
+    if predicting and predict is not None:
+        ar = {n: allreduce_s(fabric, specs, plans[n].spine_of) for n in names}
+        ref = ar.get("ilp")
+        for n in names:
+            if ref:
+                rows[n]["ar"].append(ar[n] / ref)
+    wall = time.perf_counter() - case0
+    print(f"jobs={n_jobs} ring={ring} failed_spines={n_fail} failed_links={frac:.0%} "
+          f"flows={len(conns)} bound={lb} case {wall:.2f} s max: "
+          + " ".join(f"{n}={rows[n]['max'][-1]}" for n in names)
+          + " ms: " + " ".join(f"{n}={1000 * rows[n]['t'][-1]:.0f}" for n in names),
+          file=sys.stderr, flush=True)
+    return wall
+
+
+def paper_table(rows: dict, names: list[str]) -> None:
+    """The paper matrix's table per strategy, then the solver table."""
+    print("| strategy | median solve (ms) | max solve (ms) | max link flows / bound (sum) "
+          "| cases at bound | worst max/bound | all-reduce / ILP (mean, worst) "
+          "| churn low-churn mode | churn fresh solve |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name in names:
+        r = rows[name]
+        if not r["t"]:
+            continue
+        ratio = sum(r["max"]) / max(1, sum(r["lb"]))
+        hit = sum(m == b for m, b in zip(r["max"], r["lb"]))
+        worst = max(m / max(1, b) for m, b in zip(r["max"], r["lb"]))
+        ar = (f"{statistics.mean(r['ar']):.3f}, {max(r['ar']):.3f}" if r["ar"] else "n/a")
+        common = sum(r["common"])
+        churn = f"{sum(r['churn']) / common:.1%}" if common else "n/a"
+        fresh = f"{sum(r['fresh']) / common:.1%}" if common else "n/a"
+        print(f"| {name} | {fmt_ms(statistics.median(r['t']))} "
+              f"| {fmt_ms(max(r['t']))} | {ratio:.3f} | {hit}/{len(r['max'])} "
+              f"| {worst:.2f} | {ar} | {churn} | {fresh} |")
+    solver_table({n: list(zip(rows[n]["stats"], rows[n]["case"])) for n in names})
+
+
+def paper_matrix(args: argparse.Namespace, names: list[str], opts: dict) -> None:
+    """Every cell of the paper matrix (1-5 jobs x ring sizes x failures x --repeats seeds),
+    then its tables."""
     rings = [4] if args.quick else [2, 4, 8]
     fails: list[tuple[int, float]] = [(0, 0.0), (4, 0.0)] if args.quick else \
         [(0, 0.0), (1, 0.0), (4, 0.0), (8, 0.0), (0, 0.05)]
@@ -379,111 +477,44 @@ def main(argv: list[str] | None = None) -> int:
         n: {"t": [], "max": [], "lb": [], "ar": [], "churn": [], "fresh": [], "common": [],
             "stats": [], "case": []}
         for n in names}
-    cases = 0
     case_s: list[float] = []           # wall seconds per case, every strategy
     cpu0 = time.process_time()
+    for case in itertools.product(range(1, 6), rings, fails, range(args.repeats)):
+        n_jobs, ring, (n_fail, frac), rep = case
+        wall = paper_case(rows, names, opts, (n_jobs, ring, n_fail, frac, rep),
+                          not args.no_predict)
+        if wall is not None:
+            case_s.append(wall)
+    if not case_s:
+        return
+    print(f"\n{len(case_s)} cases (64 leaves x 32 spines x 32 NICs; {args.repeats} seed(s) "
+          f"per cell): every strategy routed, re-routed at an epoch change and its "
+          f"all-reduce predicted in {sum(case_s):.1f} s wall ({time.process_time() - cpu0:.1f} "
+          f"s CPU), per case median {statistics.median(case_s):.2f} s, max "
+          f"{max(case_s):.2f} s ({load_average()})\n")
+    paper_table(rows, names)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    names = args.strategies.split(",")
+    opts = {"ilp": {"time_limit_s": args.ilp_time_limit},
+            "mmf": {"time_limit_s": 2 * args.ilp_time_limit}}
     # the compiled loops (greedy's order and placement, the predictor's water-filling) are
-    # made ready first: numba's import and compile or cache load, outside every time below
-    print(header())
-    if args.only_three_tier:
-        three_tier(args.three_tier_strategies.split(","), args.three_tier, opts,
-                   args.calls_per_case)
-        print(f"\nend: {load_average()}")
-        return 0
-    for n_jobs in ([] if args.no_paper else range(1, 6)):
-        for ring in rings:
-            for n_fail, frac in fails:
-                for rep in range(args.repeats):
-                    rng = random.Random(f"{n_jobs}-{ring}-{n_fail}-{frac}-{rep}")
-                    fabric = paper_fabric(n_fail, frac, rng)
-                    specs = make_jobs(n_jobs, ring, fabric, rng)
-                    if specs is None:
-                        continue
-                    case0 = time.perf_counter()
-                    conns = connections(specs)
-                    lb = lower_bound_link_flows(fabric, conns)
-                    cases += 1
-                    # next epoch: the first job stops, a new job of the next model starts on
-                    # free leaves (none with a host of a job that stays); churn is counted
-                    # over the flows of the jobs that stay
-                    kept_jobs = {s.name for s in specs[1:]}
-                    used = {h for s in specs[1:] for h in s.hosts}
-                    new = make_jobs(1, ring, fabric, rng, n_jobs, used) or []
-                    nxt = [c for c in conns if c.job in kept_jobs]
-                    base = max(c.conn_id for c in conns) + 1
-                    nxt += [Connection(base + k, c.job, c.src, c.dst, 30000 + k, c.dst_port)
-                            for k, c in enumerate(connections(new))]
-                    plans = {}
-                    for name in names:
-                        plan = route(name, fabric, conns, seed=rep, **opts.get(name, {}))
-                        plans[name] = plan
-                        r = rows[name]
-                        r["t"].append(plan.stats.time_s)
-                        r["stats"].append(plan.stats)
-                        r["case"].append(f"{n_jobs} jobs, ring {ring}, {n_fail} failed "
-                                         f"spines, {frac:.0%} failed links, "
-                                         f"{len(conns)} flows")
-                        r["max"].append(max_link_flows(fabric, conns, plan.spine_of))
-                        r["lb"].append(lb)
-                        if kept_jobs:
-                            prev = {c.conn_id: plan.spine_of[c.conn_id] for c in nxt
-                                    if c.job in kept_jobs}
-                            ep = recompute(name, fabric, nxt, prev, seed=rep,
-                                           **opts.get(name, {}))
-                            fresh = recompute(name, fabric, nxt, prev, seed=rep,
-                                              low_churn=False, **opts.get(name, {}))
-                            # spines compared on both sides (whatever form the plans'
-                            # routes take)
-                            common, changed = spine_churn(prev, ep.plan.spine_of)
-                            _, changed_fresh = spine_churn(prev, fresh.plan.spine_of)
-                            r["churn"].append(len(changed))
-                            r["fresh"].append(len(changed_fresh))
-                            r["common"].append(common)
-                    if not args.no_predict and predict is not None:
-                        ar = {n: allreduce_s(fabric, specs, plans[n].spine_of) for n in names}
-                        ref = ar.get("ilp")
-                        for n in names:
-                            if ref:
-                                rows[n]["ar"].append(ar[n] / ref)
-                    case_s.append(time.perf_counter() - case0)
-                    print(f"jobs={n_jobs} ring={ring} failed_spines={n_fail} "
-                          f"failed_links={frac:.0%} flows={len(conns)} bound={lb} "
-                          f"case {case_s[-1]:.2f} s max: "
-                          + " ".join(f"{n}={rows[n]['max'][-1]}" for n in names)
-                          + " ms: " + " ".join(f"{n}={1000 * rows[n]['t'][-1]:.0f}"
-                                               for n in names),
-                          file=sys.stderr, flush=True)
-    if cases:
-        print(f"\n{cases} cases (64 leaves x 32 spines x 32 NICs; {args.repeats} seed(s) "
-              f"per cell): every strategy routed, re-routed at an epoch change and its "
-              f"all-reduce predicted in {sum(case_s):.1f} s wall ({time.process_time() - cpu0:.1f} "
-              f"s CPU), per case median {statistics.median(case_s):.2f} s, max "
-              f"{max(case_s):.2f} s ({load_average()})\n")
-        print("| strategy | median solve (ms) | max solve (ms) | max link flows / bound (sum) "
-              "| cases at bound | worst max/bound | all-reduce / ILP (mean, worst) "
-              "| churn low-churn mode | churn fresh solve |")
-        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-        for name in names:
-            r = rows[name]
-            if not r["t"]:
-                continue
-            ratio = sum(r["max"]) / max(1, sum(r["lb"]))
-            hit = sum(m == b for m, b in zip(r["max"], r["lb"]))
-            worst = max(m / max(1, b) for m, b in zip(r["max"], r["lb"]))
-            ar = (f"{statistics.mean(r['ar']):.3f}, {max(r['ar']):.3f}" if r["ar"] else "n/a")
-            common = sum(r["common"])
-            churn = f"{sum(r['churn']) / common:.1%}" if common else "n/a"
-            fresh = f"{sum(r['fresh']) / common:.1%}" if common else "n/a"
-            print(f"| {name} | {fmt_ms(statistics.median(r['t']))} "
-                  f"| {fmt_ms(max(r['t']))} | {ratio:.3f} | {hit}/{len(r['max'])} "
-                  f"| {worst:.2f} | {ar} | {churn} | {fresh} |")
-        solver_table({n: list(zip(rows[n]["stats"], rows[n]["case"])) for n in names})
-    if args.mixed > 0:
-        mixed(args.mixed, [n for n in ("ilp", "mmf") if n in names], opts)
-    if args.three_tier > 0:
-        three_tier(args.three_tier_strategies.split(","), args.three_tier, opts,
-                   args.calls_per_case)
-    print(f"\nend: {load_average()}")
+    # made ready first by the conditions: numba's import and compile or cache load, outside
+    # every time below
+    with conditions():
+        if args.only_three_tier:
+            three_tier(args.three_tier_strategies.split(","), args.three_tier, opts,
+                       args.calls_per_case)
+            return 0
+        if not args.no_paper:
+            paper_matrix(args, names, opts)
+        if args.mixed > 0:
+            mixed(args.mixed, [n for n in ("ilp", "mmf") if n in names], opts)
+        if args.three_tier > 0:
+            three_tier(args.three_tier_strategies.split(","), args.three_tier, opts,
+                       args.calls_per_case)
     return 0
 
 

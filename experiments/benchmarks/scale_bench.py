@@ -27,14 +27,14 @@ from pathlib import Path
 
 import psutil
 
-
-import testbed.net as net  # noqa: E402
-from experiments.config import parse  # noqa: E402
-from experiments.runner import run_experiment  # noqa: E402
-from testbed.fabric import FabricSpec, build_fabric  # noqa: E402
-from testbed import topologies  # noqa: E402
-from testbed.topologies import fat_tree_spec  # noqa: E402
-from testbed.ovs import vswitchd_pid  # noqa: E402
+import testbed.net as net
+from experiments.benchmarks.harness import conditions
+from experiments.config import parse
+from experiments.runner import run_experiment
+from testbed.fabric import FabricSpec, build_fabric
+from testbed import topologies
+from testbed.topologies import fat_tree_spec
+from testbed.ovs import vswitchd_pid
 
 FABRICS = {
     "leaf-spine-8x8": FabricSpec(spines=4, leaves=8, hosts_per_leaf=8, host_link_mbps=10,
@@ -203,33 +203,34 @@ def main() -> int:
     if mtu is None or (mtu != "auto" and not 1500 <= mtu <= 64000):
         print("scale_bench: --mtu-bytes must be auto or within 1500..64000", file=sys.stderr)
         return 2
-    f = build_fabric(FABRICS[args.fabric])
-    print(f"{topologies.title(f)}, {args.port_type} ports, {args.switch_processes} switch "
-          f"process(es): {len(f.hosts)} hosts, {len(f.switches)} switches, "
-          f"{len(f.links) // 2} links; load average before {os.getloadavg()[0]:.2f}")
-    rows = []
-    for i in range(args.runs):
-        r = one_run(args.fabric, args.rate_mbps, args.ideal_s, mtu, args.port_type,
-                    args.switch_processes)
-        rows.append(r)
-        slow = sorted(r["call_s"].items(), key=lambda kv: -kv[1])[:4]
-        print(f"run {i + 1}: build {r['build_s']:.1f} s, teardown {r['teardown_s']:.1f} s, "
-              f"memory: node shells {r['shells_mib']:.0f} MiB, ovs-vswitchd RSS "
-              f"{r['vswitchd_rss_mib']:.0f} MiB ({r['vswitchd_rss_delta_mib']:+.0f}), machine "
-              f"{r['memory_mib']:+.0f} MiB (shared: noisy); rings at {args.rate_mbps:g} Mbit/s per host "
-              f"({args.rate_mbps * len(f.hosts):g} aggregate, MTU {r['mtu_bytes']}): ILP error "
-              f"{r['prediction_error_fraction']:+.1%}, monitor "
-              f"{'ok' if r['monitor_ok'] else 'SATURATED'} (forwarding thread max "
-              f"{r['forwarding_max_pct'] or 0:.0f}%, cores {r['cpu_mean_pct'] or 0:.0f}%, "
-              f"wait {r['rx_wait_ms'] or 0:.1f} ms a switch, "
-              f"{r['tcp_retrans_segments'] or 0} segments retransmitted); "
-              "build commands: "
-              + ", ".join(f"{k} x{r['calls'][k]} {s:.1f} s" for k, s in slow), flush=True)
-    med = lambda k: statistics.median(r[k] for r in rows)  # noqa: E731
-    print(f"median of {len(rows)}: build {med('build_s'):.1f} s, teardown "
-          f"{med('teardown_s'):.1f} s, node shells {med('shells_mib'):.0f} MiB, ovs-vswitchd "
-          f"RSS {med('vswitchd_rss_mib'):.0f} MiB, ILP error "
-          f"{med('prediction_error_fraction'):+.1%}")
+    with conditions(kernels=False):
+        f = build_fabric(FABRICS[args.fabric])
+        print(f"{topologies.title(f)}, {args.port_type} ports, {args.switch_processes} switch "
+              f"process(es): {len(f.hosts)} hosts, {len(f.switches)} switches, "
+              f"{len(f.links) // 2} links; load average before {os.getloadavg()[0]:.2f}")
+        rows = []
+        for i in range(args.runs):
+            r = one_run(args.fabric, args.rate_mbps, args.ideal_s, mtu, args.port_type,
+                        args.switch_processes)
+            rows.append(r)
+            slow = sorted(r["call_s"].items(), key=lambda kv: -kv[1])[:4]
+            print(f"run {i + 1}: build {r['build_s']:.1f} s, teardown {r['teardown_s']:.1f} s, "
+                  f"memory: node shells {r['shells_mib']:.0f} MiB, ovs-vswitchd RSS "
+                  f"{r['vswitchd_rss_mib']:.0f} MiB ({r['vswitchd_rss_delta_mib']:+.0f}), machine "
+                  f"{r['memory_mib']:+.0f} MiB (shared: noisy); rings at {args.rate_mbps:g} Mbit/s per host "
+                  f"({args.rate_mbps * len(f.hosts):g} aggregate, MTU {r['mtu_bytes']}): ILP error "
+                  f"{r['prediction_error_fraction']:+.1%}, monitor "
+                  f"{'ok' if r['monitor_ok'] else 'SATURATED'} (forwarding thread max "
+                  f"{r['forwarding_max_pct'] or 0:.0f}%, cores {r['cpu_mean_pct'] or 0:.0f}%, "
+                  f"wait {r['rx_wait_ms'] or 0:.1f} ms a switch, "
+                  f"{r['tcp_retrans_segments'] or 0} segments retransmitted); "
+                  "build commands: "
+                  + ", ".join(f"{k} x{r['calls'][k]} {s:.1f} s" for k, s in slow), flush=True)
+        med = lambda k: statistics.median(r[k] for r in rows)  # noqa: E731
+        print(f"median of {len(rows)}: build {med('build_s'):.1f} s, teardown "
+              f"{med('teardown_s'):.1f} s, node shells {med('shells_mib'):.0f} MiB, ovs-vswitchd "
+              f"RSS {med('vswitchd_rss_mib'):.0f} MiB, ILP error "
+              f"{med('prediction_error_fraction'):+.1%}")
     return 0
 
 

@@ -2,7 +2,7 @@
 (or all), counted and written as a config on a 9,216-NIC clos3, for `predict` under
 /usr/bin/time -v (docs/interop.md).
 
-    .venv/bin/python experiments/benchmarks/simai_scale.py WORKLOAD --layers L --out DIR \
+    python -m experiments.benchmarks.simai_scale WORKLOAD --layers L --out DIR \
         [--ring-sync flow] [--connections stream] [--fabric 1:1|16:1]
     /usr/bin/time -v .venv/bin/mlfabric predict DIR/config.yaml --no-plots --out DIR/res
 
@@ -17,13 +17,12 @@ from pathlib import Path
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from experiments.config.jobs import predict_size  # noqa: E402
-from traffic import simai, simai_passes  # noqa: E402
-from traffic.collectives import CONNECTIONS  # noqa: E402
-from traffic.prediction import RING_SYNCS  # noqa: E402
-from traffic.streams import Notes  # noqa: E402
+from experiments.benchmarks.harness import conditions
+from experiments.config.jobs import predict_size
+from traffic import simai, simai_passes
+from traffic.collectives import CONNECTIONS
+from traffic.prediction import RING_SYNCS
+from traffic.streams import Notes
 
 #: 12 pods x 12 leaves x 64 NICs = 9,216 NICs at 100 Gbit/s; --fabric 1:1 (default): 8 aggs
 #: per pod and 12 cores per plane, every leaf and agg uplink 800 Gbit/s, so no tier is
@@ -62,6 +61,13 @@ def main() -> int:
                     "its connections)")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
+    with conditions(kernels=False):
+        write_and_count(args)
+    return 0
+
+
+def write_and_count(args: argparse.Namespace) -> None:
+    """The cut workload and its config under --out; its jobs, transfers and connections."""
     args.out.mkdir(parents=True, exist_ok=True)
     w = cut(args.workload, args.layers, args.out / "workload.txt")
     doc = {"name": f"simai-9216-{args.layers or 'all'}", "routing": [args.routing],
@@ -74,7 +80,6 @@ def main() -> int:
     conns, transfers, need = predict_size(specs, args.ring_sync, args.connections)
     print(f"{w}: {len(specs):,} jobs, {transfers:,} transfers per iteration, {conns:,} "
           f"connections; predict needs ~{need / 2 ** 30:.1f} GiB")
-    return 0
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Benchmark of sweeps and reports (a script, not a test).
 
-    python experiments/benchmarks/sweep_bench.py [--points 100] [--workers N] [--keep DIR]
+    python -m experiments.benchmarks.sweep_bench [--points 100] [--workers N] [--keep DIR]
 
 1. A predicted sweep of --points quickstart-sized points (the quickstart at 10 spine-link
    rates x --points/10 seeds), on a Dask LocalCluster (one worker process per core, cluster
@@ -20,12 +20,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
+from experiments.benchmarks.harness import conditions
+from experiments.report import report
+from experiments.sweep import load_sweep, run_point, run_sweep, write_point
+
 ROOT = Path(__file__).resolve().parents[2]
-
-import yaml  # noqa: E402
-
-from experiments.report import report  # noqa: E402
-from experiments.sweep import load_sweep, run_point, run_sweep, write_point  # noqa: E402
 
 SWEEP_TARGET_S, REPORT_TARGET_S = 60.0, 20.0
 RATES = [2.5, 3, 4, 5, 6, 7.5, 8, 10, 12.5, 15]
@@ -72,40 +73,41 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--keep", type=Path, default=None, help="keep the sweep folder here")
     args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="sweep-bench-"))
-    try:
-        path = sweep_file(work, args.points)
-        n = len(load_sweep(path).points)
-        cores = os.cpu_count()
-        print(f"{n} predicted quickstart points; {cores} cores; workers "
-              f"{args.workers or cores}")
-        seq_s = one_process(path, work / "seq")
-        print(f"one process (no Dask):   {seq_s:6.1f} s  ({seq_s / n * 1000:.0f} ms per point)")
-        t0 = time.perf_counter()
-        quiet = Quiet()
-        summary = run_sweep(load_sweep(path), work / "dask", workers=args.workers,
-                            progress=quiet, log=lambda _: None)
-        dask_s = time.perf_counter() - t0
-        assert summary["failed"] == 0 and summary["ran"] == n
-        ok = "ok" if dask_s <= SWEEP_TARGET_S else "MISSED"
-        print(f"local Dask cluster:      {dask_s:6.1f} s  (target <= {SWEEP_TARGET_S:.0f} s: "
-              f"{ok}); speedup over one process {seq_s / dask_s:.2f}x")
-        first, last = quiet.at[0] - t0, quiet.at[-1] - t0
-        print(f"  of which: cluster start to first point {first:.1f} s, points "
-              f"{last - first:.1f} s ({(last - first) / max(n - 1, 1) * 1000:.0f} ms per point), "
-              f"merge and cluster close {dask_s - last:.1f} s; load average (1 min) "
-              f"{os.getloadavg()[0]:.1f}")
-        t0 = time.perf_counter()
-        rep = report([work / "dask"], work / "report")
-        report_s = time.perf_counter() - t0
-        ok = "ok" if report_s <= REPORT_TARGET_S else "MISSED"
-        print(f"report on {rep['runs']} run folders: {report_s:6.1f} s  ({rep['rows']:,} rows, "
-              f"{len(rep['figures'])} figures as PNG+SVG; target <= {REPORT_TARGET_S:.0f} s: "
-              f"{ok})")
-        if args.keep:
-            shutil.copytree(work, args.keep, dirs_exist_ok=True)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    with conditions(kernels=False):
+        work = Path(tempfile.mkdtemp(prefix="sweep-bench-"))
+        try:
+            path = sweep_file(work, args.points)
+            n = len(load_sweep(path).points)
+            cores = os.cpu_count()
+            print(f"{n} predicted quickstart points; {cores} cores; workers "
+                  f"{args.workers or cores}")
+            seq_s = one_process(path, work / "seq")
+            print(f"one process (no Dask):   {seq_s:6.1f} s  ({seq_s / n * 1000:.0f} ms per point)")
+            t0 = time.perf_counter()
+            quiet = Quiet()
+            summary = run_sweep(load_sweep(path), work / "dask", workers=args.workers,
+                                progress=quiet, log=lambda _: None)
+            dask_s = time.perf_counter() - t0
+            assert summary["failed"] == 0 and summary["ran"] == n
+            ok = "ok" if dask_s <= SWEEP_TARGET_S else "MISSED"
+            print(f"local Dask cluster:      {dask_s:6.1f} s  (target <= {SWEEP_TARGET_S:.0f} s: "
+                  f"{ok}); speedup over one process {seq_s / dask_s:.2f}x")
+            first, last = quiet.at[0] - t0, quiet.at[-1] - t0
+            print(f"  of which: cluster start to first point {first:.1f} s, points "
+                  f"{last - first:.1f} s ({(last - first) / max(n - 1, 1) * 1000:.0f} ms per point), "
+                  f"merge and cluster close {dask_s - last:.1f} s; load average (1 min) "
+                  f"{os.getloadavg()[0]:.1f}")
+            t0 = time.perf_counter()
+            rep = report([work / "dask"], work / "report")
+            report_s = time.perf_counter() - t0
+            ok = "ok" if report_s <= REPORT_TARGET_S else "MISSED"
+            print(f"report on {rep['runs']} run folders: {report_s:6.1f} s  ({rep['rows']:,} rows, "
+                  f"{len(rep['figures'])} figures as PNG+SVG; target <= {REPORT_TARGET_S:.0f} s: "
+                  f"{ok})")
+            if args.keep:
+                shutil.copytree(work, args.keep, dirs_exist_ok=True)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

@@ -28,8 +28,9 @@ from pathlib import Path
 import psutil
 
 
-from testbed.shaping import Shaping, tc_batch  # noqa: E402
-from testbed.split import VXLAN_OVERHEAD_BYTES, VXLAN_PORT  # noqa: E402
+from experiments.benchmarks.harness import conditions
+from testbed.shaping import Shaping, tc_batch
+from testbed.split import VXLAN_OVERHEAD_BYTES, VXLAN_PORT
 
 NS = ("mfvxa", "mfvxb")
 UNDERLAY = ("192.168.251.1", "192.168.251.2")
@@ -130,31 +131,32 @@ def main() -> int:
     if not 1 <= args.seconds <= 60:
         print("vxlan_bench: --seconds must be within 1..60", file=sys.stderr)
         return 2
-    load1 = os.getloadavg()[0]
-    print(f"load average (1 min) before: {load1:.2f}; {args.runs} runs x {args.seconds:g} s "
-          f"per case, medians")
-    rows = []
-    try:
-        for name, mtu, tunnel, offl, rate in CASES:
-            setup(mtu, offl)
-            if rate:
-                shape(rate, mtu)
-            runs = [iperf(OVERLAY[1] if tunnel else UNDERLAY[1], args.seconds)
-                    for _ in range(args.runs)]
-            gbps = statistics.median(r[0] for r in runs)
-            cpu = statistics.median(r[1] for r in runs)
-            row = {"case": name, "underlay_mtu_bytes": mtu,
-                   "inner_mtu_bytes": mtu - VXLAN_OVERHEAD_BYTES if tunnel else mtu,
-                   "offloads": offl, "htb_rate_mbps": rate, "runs": args.runs,
-                   "goodput_gbps_median": gbps, "goodput_gbps_all": [r[0] for r in runs],
-                   "cpu_pct_median": cpu}
-            rows.append(row)
-            extra = f", {gbps * 1000 / rate:.1%} of the HTB rate" if rate else ""
-            print(f"{name:<10} underlay MTU {mtu:>5}, offloads {'on ' if offl else 'off'}: "
-                  f"{gbps:6.2f} Gbit/s (runs {', '.join(f'{r[0]:.2f}' for r in runs)}), "
-                  f"CPU {cpu:.0f}% of 2 cores{extra}", flush=True)
-    finally:
-        teardown()
+    with conditions(kernels=False):
+        load1 = os.getloadavg()[0]
+        print(f"load average (1 min) before: {load1:.2f}; {args.runs} runs x {args.seconds:g} s "
+              f"per case, medians")
+        rows = []
+        try:
+            for name, mtu, tunnel, offl, rate in CASES:
+                setup(mtu, offl)
+                if rate:
+                    shape(rate, mtu)
+                runs = [iperf(OVERLAY[1] if tunnel else UNDERLAY[1], args.seconds)
+                        for _ in range(args.runs)]
+                gbps = statistics.median(r[0] for r in runs)
+                cpu = statistics.median(r[1] for r in runs)
+                row = {"case": name, "underlay_mtu_bytes": mtu,
+                       "inner_mtu_bytes": mtu - VXLAN_OVERHEAD_BYTES if tunnel else mtu,
+                       "offloads": offl, "htb_rate_mbps": rate, "runs": args.runs,
+                       "goodput_gbps_median": gbps, "goodput_gbps_all": [r[0] for r in runs],
+                       "cpu_pct_median": cpu}
+                rows.append(row)
+                extra = f", {gbps * 1000 / rate:.1%} of the HTB rate" if rate else ""
+                print(f"{name:<10} underlay MTU {mtu:>5}, offloads {'on ' if offl else 'off'}: "
+                      f"{gbps:6.2f} Gbit/s (runs {', '.join(f'{r[0]:.2f}' for r in runs)}), "
+                      f"CPU {cpu:.0f}% of 2 cores{extra}", flush=True)
+        finally:
+            teardown()
     if args.out:
         args.out.write_text(json.dumps({"load_avg_1min": load1, "cases": rows}, indent=1))
     return 0

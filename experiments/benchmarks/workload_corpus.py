@@ -1,7 +1,7 @@
 """Every workload file and trace that SimAI, AICB, ASTRA-sim and Chakra publish, read unedited:
 `validate` and `predict` on each, in one table (docs/interop.md).
 
-    .venv/bin/python experiments/benchmarks/workload_corpus.py --simai SIMAI --aicb AICB \\
+    .venv/bin/python -m experiments.benchmarks.workload_corpus --simai SIMAI --aicb AICB \\
         --astra-sim ASTRA_SIM --chakra CHAKRA [--chakra-python PY]
 
 Each of SIMAI, AICB, ASTRA_SIM and CHAKRA is a git clone of aliyun/SimAI, aliyun/aicb,
@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import io
 import math
+import os
 import subprocess
 import sys
 import tarfile
@@ -32,12 +33,11 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from experiments.config import ConfigError, parse  # noqa: E402
-from experiments.predict import predict_experiment  # noqa: E402
-from experiments.results import seconds  # noqa: E402
-from traffic.collectives import ideal_cct_s  # noqa: E402
+from experiments.benchmarks.harness import conditions
+from experiments.config import ConfigError, parse
+from experiments.predict import predict_experiment
+from experiments.results import seconds
+from traffic.collectives import ideal_cct_s
 
 B_MBPS = 100_000
 SIMAI_SETS = [("simai", "HEAD", "example"), ("aicb", "HEAD", "workload/simAI")]
@@ -140,11 +140,10 @@ def chakra_counts(chakra: Path, python: str, files: list[Path], work: Path) -> d
     for f in files:
         d = work / "converted" / f.stem
         d.mkdir(parents=True)
-        code = ("import sys; sys.path.insert(0, sys.argv[1]); from chakra.src.converter."
-                "text_converter import TextConverter as T; T(sys.argv[2], sys.argv[3], 8, 1)"
-                ".convert()")
-        r = subprocess.run([python, "-c", code, str(work / "pkg"), str(f), str(d / f.stem)],
-                           capture_output=True, text=True)
+        code = ("import sys; from chakra.src.converter.text_converter import TextConverter "
+                "as T; T(sys.argv[1], sys.argv[2], 8, 1).convert()")
+        r = subprocess.run([python, "-c", code, str(f), str(d / f.stem)], capture_output=True,
+                           text=True, env={**os.environ, "PYTHONPATH": str(work / "pkg")})
         if r.returncode == 0:
             out[f.name] = d
     return out
@@ -180,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.add_argument(f"--{name}", type=Path, required=True, help="a git clone")
     ap.add_argument("--chakra-python", help="a Python with protobuf and grpcio-tools")
     args = ap.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp:
+    with conditions(kernels=False), tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         items = collect(args, work)
         counts: dict[str, int] = {}
