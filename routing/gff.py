@@ -7,7 +7,7 @@ has room for the flow's demand, reserving it there. A flow that fits nowhere kee
 path, as in Hedera. Here demands and capacities are in units of the host link rate, flows are
 placed in connection order, and candidates are tried in Fabric.switch_paths order. The
 placement is a compiled loop (first_fit_kernel; first_fit_reference is the plain form, compared
-in tests/unit/test_gff.py).
+in tests/unit/routing/test_gff.py).
 """
 from __future__ import annotations
 

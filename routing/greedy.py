@@ -37,7 +37,7 @@ out(a), in(b) <= k * OPT, so every link ends <= floor((2k * OPT - 2) / k) + 1 <=
 The visiting order depends on flow counts only, never on the spines or paths chosen, so
 visit_order computes it first; it and the placement on paths (place_flows) are loops that numba
 compiles on first use (warm_kernels), with the same integer keys and tie-breaks as the Python
-they replaced (tests/unit/test_greedy_paths_equivalence.py, test_greedy_kernel.py).
+they replaced (tests/unit/routing/test_greedy_paths_equivalence.py, test_greedy_kernel.py).
 
 Low-churn mode (`previous` given): flows keep their previous spine when it is still usable,
 new flows are placed greedily (groups touching kept flows first), then flows on the busiest
@@ -385,7 +385,7 @@ def place_flows(links: np.ndarray, off: np.ndarray, hops: np.ndarray, width: np.
     Pair k's link array is links[off[k]:off[k] + hops[k] * width[k]] (hop-major: link x of
     path p at x * width[k] + p; -1 pads shorter paths); its count[k] flows come next in
     `out`. The key is compared field by field and the first smallest wins, as in the per-link
-    loop this replaces (tests/unit/test_greedy_paths_equivalence.py)."""
+    loop this replaces (tests/unit/routing/test_greedy_paths_equivalence.py)."""
     j = 0
     for k in range(off.shape[0]):
         o, h, w = off[k], hops[k], width[k]

@@ -409,7 +409,7 @@ def group_counts(collective: Collective, n: int,
                  ring_sync: str = "rank") -> tuple[int, int, int]:
     """(connections, transfers per iteration, bytes sent per iteration / size_bytes) of one
     group of n ranks, as the planners above plan them, counted without building them (the
-    config bounds a job's size with it; tests/unit/test_workloads.py checks it against
+    config bounds a job's size with it; tests/unit/traffic/test_workloads.py checks it against
     plan_jobs)."""
     if ring_sync == "flow" and collective in RINGS:
         return n, n, 2 * (n - 1) if collective is Collective.ALLREDUCE else n - 1

@@ -11,7 +11,7 @@ times and FCTs. `complete` does what `_Simulation.finish` does for one flow, in 
 order, and hands back to Python what only Python does: an iteration that ended (its record,
 timers, the controller's epochs) and the completions of a job in its unrecorded tail step.
 The float operation (FCT = now - start) is the one Python did, so results are bit-identical
-(tests/unit/test_dag_kernel.py runs both, and the kernel as plain Python).
+(tests/unit/traffic/test_dag_kernel.py runs both, and the kernel as plain Python).
 """
 from __future__ import annotations
 

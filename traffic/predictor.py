@@ -55,7 +55,7 @@ from .predictor_rows import UNROUTED, ConnRows, path_width  # noqa: F401
 from .rates import max_min_rates
 
 #: The per-completion DAG step compiled (traffic/dag_kernel.py), or the Python reference
-#: (_Simulation.finish per flow): the same results bit for bit (tests/unit/test_dag_kernel.py).
+#: (_Simulation.finish per flow): the same results bit for bit (tests/unit/traffic/test_dag_kernel.py).
 COMPILED_DAG = True
 
 

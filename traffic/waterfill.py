@@ -9,7 +9,7 @@ Every round raises all unfrozen flows equally until the tightest link saturates,
 every flow crossing a link whose fair share is within rel_tol of that minimum. Only the links
 of the flows just frozen get a new remaining capacity, count and share; the float operations
 are those of the numpy kernel they replace (no fast-math, no fused multiply-add), so rates
-are bit-for-bit the same (tests/unit/test_predictor.py checks against a full recomputation).
+are bit-for-bit the same (tests/unit/traffic/test_predictor.py checks against a full recomputation).
 """
 from __future__ import annotations
 

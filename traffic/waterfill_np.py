@@ -9,7 +9,7 @@ predictions take the compiled kernels (traffic/jit.py's `kernels` chooses by siz
 
 Same float operations as the compiled kernels, element by element: the water-filling is
 progressive filling recomputing the shares of the links the flows cross every round (the
-compiled fill_with updates only the links that change; tests/unit/test_predictor.py checks
+compiled fill_with updates only the links that change; tests/unit/traffic/test_predictor.py checks
 that the two agree bit for bit), per-link sums are np.bincount over the flows in order (the
 compiled loop's order), and no weights: per-packet spraying (weighted links) always takes the
 compiled kernels.

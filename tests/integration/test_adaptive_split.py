@@ -1,6 +1,6 @@
 """split: adaptive on the real emulator: a transfer's two subflows cross spines loaded
 unequally, and the one on the lighter path carries more of the bytes, in proportion to the
-rates, as the model (and the hand calculation in tests/unit/test_adaptive_split.py) says."""
+rates, as the model (and the hand calculation in tests/unit/traffic/test_adaptive_split.py) says."""
 from __future__ import annotations
 
 import csv

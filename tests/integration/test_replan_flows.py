@@ -1,6 +1,6 @@
 """recompute: flows on the real emulator: the agents report every transfer as it lands, the
 controller re-plans the flows still in flight and moves one of them, live, and the step
-shortens as the model says (hand case: tests/unit/test_replan_flows.py, 2 s -> 1.5 s)."""
+shortens as the model says (hand case: tests/unit/experiments/test_replan_flows.py, 2 s -> 1.5 s)."""
 from __future__ import annotations
 
 from experiments.config import parse

@@ -1,4 +1,4 @@
-"""The three-tier mmf regression's cases (tests/unit/test_mmf_paths.py) and the two layers'
+"""The three-tier mmf regression's cases (tests/unit/routing/test_mmf_paths.py) and the two layers'
 vectors, computed here from the routes alone. `python -m tests.unit.mmf_cases OUT.json` writes
 what the mmf in the import path returns on them (the stored file was written by the former
 PuLP/CBC form: tests/fixtures/mmf/paths_before.json)."""

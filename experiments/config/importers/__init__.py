@@ -1,7 +1,7 @@
 """Workload importers (`jobs_from`): one module per format, and this registry (as the topology
 kinds' testbed/topologies KINDS, or routing/registry.py for strategies). A format owns its
 keys and bounds (`Param`), how its files are read and how they become JobSpecs; the config
-schema's `jobs_from` keys are checked against it (tests/unit/test_schema.py).
+schema's `jobs_from` keys are checked against it (tests/unit/experiments/test_schema.py).
 
 A new format is one module with a `Format` subclass and one line below.
 """
