@@ -397,6 +397,11 @@ def _cmd_calibrate(args) -> int:
     return 0
 
 
+def _cmd_preflight(args) -> int:
+    from .machines_cli import preflight
+    return preflight(args.config)
+
+
 def _cmd_clean(args) -> int:
     if os.geteuid() != 0:
         print("error: clean: needs root (it removes OVS bridges and interfaces)",
@@ -417,38 +422,9 @@ def _cmd_clean(args) -> int:
               file=sys.stderr)
     code = 1 if left else 0
     if machines:
-        code = max(code, _clean_machines(machines))
+        from .machines_cli import clean_machines
+        code = max(code, clean_machines(machines))
     return code
-
-
-def _clean_machines(machines) -> int:
-    """`clean` on every machine (the checkout at this one's path, over ssh, all at once);
-    one line per machine; 1 when one could not be reached or could not remove everything."""
-    import shutil
-    import tempfile
-    from concurrent.futures import ThreadPoolExecutor
-
-    from testbed import remote
-    checkout = Path(__file__).resolve().parents[1]
-    cmd = [str(checkout / ".venv" / "bin" / "python"), "-m", "experiments", "clean"]
-    control = Path(tempfile.mkdtemp(prefix="mlf-ssh-"))
-    try:
-        with ThreadPoolExecutor(max_workers=min(16, len(machines))) as pool:
-            outs = list(pool.map(lambda m: remote.run_remote(m, control, cmd, str(checkout)),
-                                 machines))
-    finally:
-        for m in machines:
-            remote.close(m, control)
-        shutil.rmtree(control, ignore_errors=True)
-    for m, (rc, text) in zip(machines, outs):
-        if rc == 0:
-            print(f"{m.name}: {text}")
-    failed = [f"{m.name}: {text}" for m, (rc, text) in zip(machines, outs) if rc != 0]
-    if failed:                 # one line, as `run` folds them
-        more = (f" (and {len(failed) - 1} more: "
-                f"{', '.join(x.split(':')[0] for x in failed[1:])})" if len(failed) > 1 else "")
-        print(f"error: {failed[0]}{more}", file=sys.stderr)
-    return 1 if failed else 0
 
 
 def _open_std_fds() -> None:
@@ -562,35 +538,6 @@ _AFTER = {"run": ": the fabric was torn down", "calibrate": ": the fabric was to
           "sweep": ": finished points are kept; start it again to resume"}
 _AFTER = {c: _AFTER.get(c, "") for c in ("run", "predict", "sweep", "report", "validate",
                                          "calibrate", "clean", "preflight")}
-
-
-def _cmd_preflight(args: argparse.Namespace) -> int:
-    """Pre-flight every machine of the config (testbed/remote.py): one line per problem and
-    exit 2, or one line per ready machine and 0. Nothing is built on any machine."""
-    import shutil
-    import tempfile
-
-    from testbed import remote
-    from .config import ConfigError, load
-    exp = load(args.config)
-    if not exp.machines:
-        raise ConfigError("machines: the config names no machines; add machines: "
-                          "[{name, address, user}, ...]")
-    control = Path(tempfile.mkdtemp(prefix="mlf-ssh-"))   # short: a unix socket's path
-    try:
-        checkout = str(Path(__file__).resolve().parents[1])    # the same path on each
-        problems = remote.preflight_all(exp.machines, checkout, control)
-    finally:
-        for m in exp.machines:
-            remote.close(m, control)
-        shutil.rmtree(control, ignore_errors=True)
-    for p in problems:
-        print(f"error: {p}", file=sys.stderr)
-    if problems:
-        return 2
-    for m in exp.machines:
-        print(f"{m.name} ({m.user}@{m.address}): ready")
-    return 0
 
 
 def cli() -> None:
