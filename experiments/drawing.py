@@ -19,7 +19,7 @@ from matplotlib import image
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .look import config_key, look_of, looks
+from .look import config_key, config_label, look_of, looks
 
 #: Series drawn in one CDF, bars in one efficiency figure, heatmap panels.
 MAX_SERIES = 40
@@ -144,19 +144,6 @@ def fct_cdf(by_routing: dict[str, Any], out: Path, title: str,
     return _save(fig, out, fmt, "fct_cdf")
 
 
-def _config_label(row: dict, keys: list[str]) -> str:
-    """'quickstart, spine_link_mbps=10': the experiment and its swept values (last key part)."""
-    parts = []
-    for k in keys:
-        v = row.get(k)
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            continue
-        if isinstance(v, float) and v.is_integer():
-            v = int(v)
-        parts.append(str(v) if k == "name" else f"{k.rsplit('.', 1)[-1]}={v}")
-    return ", ".join(parts)
-
-
 def _wrapped(label: str, width: int = 22) -> str:
     """A tick label on lines of about `width` characters, broken after commas (no cut)."""
     lines, line = [], ""
@@ -181,7 +168,7 @@ def efficiency_bars(eff: list[dict], keys: list[str], out: Path, title: str,
     cells: dict[tuple[str, str], dict] = {}
     for r in sorted(eff, key=lambda r: config_key(r, keys)):
         series = f"{r['routing']} ({r['mode']})" if two_modes else str(r["routing"])
-        cells.setdefault((series, _config_label(r, shown) or str(r.get("name"))), r)
+        cells.setdefault((series, config_label(r, shown, short=True) or str(r.get("name"))), r)
     configs = list(dict.fromkeys(c for _, c in cells))[:MAX_SERIES]
     table = looks([*(routings or []), *(s for s, _ in cells)])
     series_names = sorted(dict.fromkeys(s for s, _ in cells),

@@ -19,7 +19,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .look import config_key, number
+from .look import config_key, config_label, number
 
 #: Figures in the order the page shows them (any other PNG in plots/ follows).
 ORDER = ("efficiency_sweep", "efficiency", "slowdown_cdf", "emulated_vs_predicted",
@@ -74,24 +74,12 @@ def _config_keys(rows: list[dict]) -> list[str]:
     return [k for k in (rows[0] if rows else {}) if k not in skip]
 
 
-def _config_label(row: dict, keys: list[str]) -> str:
-    parts = []
-    for k in keys:
-        v = row.get(k)
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            continue
-        if isinstance(v, float) and v.is_integer():
-            v = int(v)
-        parts.append(str(v) if k == "name" else f"{k}={v}")
-    return ", ".join(parts)
-
-
 def _groups(rows: list[dict]) -> list[tuple[str, list[dict]]]:
     """(configuration label, its rows best first), configurations in numeric order."""
     keys = _config_keys(rows)
     out: dict[str, list[dict]] = {}
     for r in sorted(rows, key=lambda r: config_key(r, keys)):
-        out.setdefault(_config_label(r, keys), []).append(r)
+        out.setdefault(config_label(r, keys), []).append(r)
     return [(label, sorted(g, key=lambda r: -(number(r["efficiency_mean"]) or 0.0)))
             for label, g in out.items()]
 

@@ -89,3 +89,17 @@ def config_key(row: dict, keys: list[str]) -> tuple:
     before text."""
     return tuple((0, number(row.get(k)), "") if number(row.get(k)) is not None
                  else (1, 0.0, str(row.get(k))) for k in keys)
+
+
+def config_label(row: dict, keys: list[str], short: bool = False) -> str:
+    """'quickstart, fabric.spine_link_mbps=10': the experiment and its swept values (`short`:
+    each key's last part, 'spine_link_mbps=10'); whole floats as integers."""
+    parts = []
+    for k in keys:
+        v = row.get(k)
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            continue
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)
+        parts.append(str(v) if k == "name" else f"{k.rsplit('.', 1)[-1] if short else k}={v}")
+    return ", ".join(parts)

@@ -1,5 +1,13 @@
 """The fault corpus's shared parts: the base configs, the sandbox every case runs in, the
-CLI call and what a refusal must look like (tests/unit/experiments/test_bad_*.py)."""
+CLI call and what a refusal must look like (tests/unit/experiments/test_bad_*.py).
+
+Every case must exit 2 with exactly one line on stderr that names the field, write nothing
+(nothing in --out, nothing anywhere under the test's folder, which is also the working
+directory), and no shell metacharacter may ever run anything. `run` is checked too: its
+config and argument checks come before the root check. As a guard, building a fabric or
+running a calibration fails the test, and the process looks unprivileged (so that a case that
+wrongly passed every check would stop at the root check with a message naming no field).
+"""
 from __future__ import annotations
 
 import copy

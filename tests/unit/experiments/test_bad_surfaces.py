@@ -1,13 +1,5 @@
 """Fault corpus, the surfaces added later: --set, importers, replay_log, report, sweeps, locks.
-
-
-Every case must exit 2 with exactly one line on stderr that names the field, write nothing
-(nothing in --out, nothing anywhere under the test's folder, which is also the working
-directory), and no shell metacharacter may ever run anything. `run` is checked too: its
-config and argument checks come before the root check. As a guard, building a fabric or
-running a calibration fails the test, and the process looks unprivileged (so that a case that
-wrongly passed every check would stop at the root check with a message naming no field).
-"""
+(what every case must show: bad_input.py)."""
 from __future__ import annotations
 
 import json
