@@ -125,6 +125,37 @@ def _part(mode, levels, A, k, j, D, Us, n_full, ptr, ids) -> int:
 
 
 @numba.njit(cache=True)
+def _root(mode, k, A, D, Us, levels, n_full) -> tuple[bool, int]:
+    """The root node: (every side fits with no level set, its objective)."""
+    for s in range(Us.shape[0]):
+        if not _side_fits(D[s], A, Us[s]):
+            return False, 0
+    value = 0
+    if mode == JOBS:
+        for x in range(levels.shape[0]):
+            value += 1 if levels[x] >= k else 0
+    else:
+        for s in range(n_full):
+            value += _side_hot(D[s], A, k, Us[s])
+    return True, value
+
+
+@numba.njit(cache=True)
+def _top_level(levels, fix_k, fix_n, A) -> int:
+    """The highest level the fixes still allow the next job: below fix_k[f] once fix_n[f]
+    jobs are at fix_k[f] or above."""
+    hi = A
+    for f in range(fix_k.shape[0]):
+        at = 0
+        for x in range(levels.shape[0]):
+            if levels[x] >= fix_k[f]:
+                at += 1
+        if fix_n[f] - at < 1 and fix_k[f] - 1 < hi:
+            hi = fix_k[f] - 1
+    return hi
+
+
+@numba.njit(cache=True)
 def search_kernel(mode, k, A, order, fix_k, fix_n, budget, starts, jobs, ns, Us, n_full,
                   ptr, ids, nj) -> tuple[bool, int]:
     """Bounds._search with the objective of `mode` at k: (finished within `budget` nodes,
@@ -152,17 +183,7 @@ def search_kernel(mode, k, A, order, fix_k, fix_n, budget, starts, jobs, ns, Us,
             keep = True
             value = 0
             if idx == 0:
-                for s in range(S):
-                    if not _side_fits(D[s], A, Us[s]):
-                        keep = False
-                        break
-                if keep:
-                    if mode == JOBS:
-                        for x in range(J):
-                            value += 1 if levels[x] >= k else 0
-                    else:
-                        for s in range(n_full):
-                            value += _side_hot(D[s], A, k, Us[s])
+                keep, value = _root(mode, k, A, D, Us, levels, n_full)
             else:
                 jp = order[idx - 1]
                 for y in range(ptr[jp], ptr[jp + 1]):
@@ -179,15 +200,7 @@ def search_kernel(mode, k, A, order, fix_k, fix_n, budget, starts, jobs, ns, Us,
             if keep:
                 j = order[idx]
                 rest[idx] = value - _part(mode, levels, A, k, j, D, Us, n_full, ptr, ids)
-                hi = A
-                for f in range(fix_k.shape[0]):
-                    at = 0
-                    for x in range(J):
-                        if levels[x] >= fix_k[f]:
-                            at += 1
-                    if fix_n[f] - at < 1 and fix_k[f] - 1 < hi:
-                        hi = fix_k[f] - 1
-                top[idx] = hi
+                top[idx] = _top_level(levels, fix_k, fix_n, A)
                 nxt[idx] = 1
             else:                            # back to the parent's next level
                 if idx == 0:

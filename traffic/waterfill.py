@@ -306,11 +306,7 @@ def fill_with(flow_links: np.ndarray, capacity_mbps: np.ndarray, rel_tol: float,
     key = np.empty(n_links + n_flows * width + 1 if heap else 0)   # one push per update
     val = np.empty(key.size, np.int64)
     low = np.full(n_links if heap else 0, np.inf)
-    size = 0
-    for d in range(n_links if heap else 0):
-        if count[d] != 0 and share[d] == share[d]:
-            size = _push(key, val, size, share[d], d)
-            low[d] = share[d]
+    size = _heap_of(key, val, low, share, count) if heap else 0
     left = n_flows
     while left > 0:
         m = np.inf
@@ -331,12 +327,7 @@ def fill_with(flow_links: np.ndarray, capacity_mbps: np.ndarray, rel_tol: float,
         if heap:
             size, n_near = _take(key, val, size, low, share, count, limit, near)
         else:
-            kept = 0
-            for i in range(n_near):
-                if share[near[i]] <= limit:
-                    near[kept] = near[i]
-                    kept += 1
-            n_near = kept
+            n_near = _within(near, n_near, share, limit)
         n_hit = 0
         for i in range(n_near):
             n_hit = _freeze(by_link[ptr[near[i]]:ptr[near[i] + 1]], m, frozen, rates, hit,
@@ -346,33 +337,76 @@ def fill_with(flow_links: np.ndarray, capacity_mbps: np.ndarray, rel_tol: float,
             i += 1
         n_hit = _freeze(by_cap[cap_head:i], m, frozen, rates, hit, n_hit)
         left -= n_hit
-        n_touched = 0
-        for h in range(n_hit):
-            for k in range(width):
-                d = fl[hit[h], k]
-                if d < 0:
-                    continue
-                if dec[d] == 0:
-                    touched[n_touched] = d
-                    n_touched += 1
-                dec[d] += _w(weights, hit[h], k)
-        for i in range(n_touched):
-            d = touched[i]
-            n_off = dec[d]
-            dec[d] = 0.0
-            rem = remaining[d] - n_off * m
-            if rem < 0.0:
-                rem = 0.0
-            remaining[d] = rem
-            cnt = count[d] - n_off
-            if cnt < 1e-12 * n_off:           # weights that do not sum back to 0 exactly
-                cnt = 0.0
-            count[d] = cnt
-            share[d] = np.inf if cnt == 0 else rem / cnt
-            if heap and cnt != 0 and share[d] < low[d]:
-                size = _push(key, val, size, share[d], d)
-                low[d] = share[d]
+        n_touched = _weigh_frozen(hit, n_hit, fl, weights, dec, touched)
+        size = _release(touched, n_touched, dec, m, remaining, count, share, heap, key, val,
+                        low, size)
     return OK
+
+
+@numba.njit(cache=True)
+def _heap_of(key: np.ndarray, val: np.ndarray, low: np.ndarray, share: np.ndarray,
+             count: np.ndarray) -> int:
+    """The heap of every link with flows at its share (low[d]: its key); the heap's size."""
+    size = 0
+    for d in range(low.size):
+        if count[d] != 0 and share[d] == share[d]:
+            size = _push(key, val, size, share[d], d)
+            low[d] = share[d]
+    return size
+
+
+@numba.njit(cache=True)
+def _within(near: np.ndarray, n_near: int, share: np.ndarray, limit: float) -> int:
+    """Keep the links of near[:n_near] whose share is at most `limit`; how many."""
+    kept = 0
+    for i in range(n_near):
+        if share[near[i]] <= limit:
+            near[kept] = near[i]
+            kept += 1
+    return kept
+
+
+@numba.njit(cache=True)
+def _weigh_frozen(hit: np.ndarray, n_hit: int, fl: np.ndarray, weights: np.ndarray,
+                  dec: np.ndarray, touched: np.ndarray) -> int:
+    """Add the weight each flow frozen this round (hit[:n_hit]) put on each of its links
+    to dec[link]; the links touched, in touched[:n]; returns n."""
+    n_touched = 0
+    for h in range(n_hit):
+        for k in range(fl.shape[1]):
+            d = fl[hit[h], k]
+            if d < 0:
+                continue
+            if dec[d] == 0:
+                touched[n_touched] = d
+                n_touched += 1
+            dec[d] += _w(weights, hit[h], k)
+    return n_touched
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _release(touched: np.ndarray, n_touched: int, dec: np.ndarray, m: float,
+             remaining: np.ndarray, count: np.ndarray, share: np.ndarray, heap: bool,
+             key: np.ndarray, val: np.ndarray, low: np.ndarray, size: int) -> int:
+    """Take the frozen flows (rate m, weights dec) off the touched links: their remaining
+    capacity, flow weight and share; a share that fell goes into the heap. The heap's size."""
+    for i in range(n_touched):
+        d = touched[i]
+        n_off = dec[d]
+        dec[d] = 0.0
+        rem = remaining[d] - n_off * m
+        if rem < 0.0:
+            rem = 0.0
+        remaining[d] = rem
+        cnt = count[d] - n_off
+        if cnt < 1e-12 * n_off:           # weights that do not sum back to 0 exactly
+            cnt = 0.0
+        count[d] = cnt
+        share[d] = np.inf if cnt == 0 else rem / cnt
+        if heap and cnt != 0 and share[d] < low[d]:
+            size = _push(key, val, size, share[d], d)
+            low[d] = share[d]
+    return size
 
 
 @numba.njit(cache=True, error_model="numpy")
