@@ -110,3 +110,18 @@ def test_each_layer_of_the_pure_core_imports_alone_without_mininet(layer):
     p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                        timeout=120)
     assert p.returncode == 0, p.stderr[-2000:]
+
+
+def test_every_production_module_is_under_600_lines_and_every_function_under_80():
+    """The house's size rules (issue 42), over testbed/, traffic/, routing/ and experiments/
+    (benchmarks included)."""
+    long_modules, long_functions = [], []
+    for name, path in MODULES.items():
+        text = path.read_text()
+        if text.count("\n") > 600:
+            long_modules.append(name)
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                    and node.end_lineno - node.lineno + 1 > 80:
+                long_functions.append(f"{name}.{node.name}")
+    assert not long_modules and not long_functions, (long_modules, long_functions)
