@@ -1,7 +1,9 @@
 """mmf's combinatorics: the two layers' objective vectors, the per-side bounds on how many
-links must carry k flows (Bounds, side_fits, side_hot_links), the symmetry of spines with the
-same live links (classes, first-appearance limits and relabelling) and the assignment that
-renames spines towards a reference (max_weight_matching). Pure code; routing/mmf.py solves.
+links must carry k flows (Bounds; its side rules in plain Python, side_fits and
+side_hot_links, are the tests' reference: tests/unit/routing/mmf_reference.py), the
+symmetry of spines with the same live links (classes, first-appearance limits and
+relabelling) and the assignment that renames spines towards a reference
+(max_weight_matching). Pure code; routing/mmf.py solves.
 """
 from __future__ import annotations
 
@@ -83,61 +85,6 @@ def hot_links(d: int, U: int, A: int, k: int) -> int:
 def clean_capacity(d: int, U: int, A: int, k: int) -> int:
     """Most flows of jobs below level k that a side of d flows over U links can carry."""
     return (k - 1) * (U - hot_links(d, U, A, k))
-
-
-def side_fits(demand: list[int], U: int) -> bool:
-    """Can U links carry demand[c] flows of jobs at level c (c = 1..A), each flow on a link
-    whose load is at most its job's level? Links are given the smallest loads that the
-    prefix demands need (Hall's condition on nested sets), the rest the top level."""
-    used = cap = total = 0
-    for c in range(1, len(demand)):
-        total += demand[c]
-        if total > cap:
-            x = -(-(total - cap) // c)
-            used += x
-            cap += c * x
-    return used <= U
-
-
-def side_hot_links(demand: list[int], U: int, k: int) -> int:
-    """The fewest of U links at >= k flows when demand[c] flows of jobs at level c
-    (c = 1..A) must each sit on a link no fuller than c (U + 1: impossible). Links below k
-    carry at most k - 1; links at >= k only flows of jobs at >= k."""
-    A = len(demand) - 1
-    for h in range(U + 1):
-        cool = U - h                 # links below k
-        spare = 0                    # room left on links opened so far
-        hot = 0
-        ok = True
-        for c in range(1, A + 1):
-            need = demand[c] - spare
-            if need <= 0:
-                spare = -need
-                continue
-            if c < k - 1:            # only links capped at c can take these flows
-                x = -(-need // c)
-                if x > cool:
-                    ok = False
-                    break
-                cool -= x
-                spare = c * x - need
-            else:
-                if c == k - 1 or cool:   # the remaining cool links, each at k - 1
-                    spare += (k - 1) * cool
-                    cool = 0
-                    need = demand[c] - spare
-                    if need <= 0:
-                        spare = -need
-                        continue
-                if c < k:
-                    ok = False
-                    break
-                x = -(-need // c)
-                hot += x
-                spare = c * x - need
-        if ok and hot <= h:
-            return h
-    return U + 1
 
 
 def side_arrays(sides: list[tuple[dict[int, int], int]]) -> tuple[np.ndarray, ...]:
@@ -223,12 +170,12 @@ class Bounds:
 
     def _fits(self, levels: list[int]) -> bool:
         """Every side can carry its flows (unassigned jobs, level 0, count as level A):
-        mmf_search.fits_kernel; _fits_reference is the plain loop."""
+        mmf_search.fits_kernel (the plain loop: tests/unit/routing/mmf_reference.py)."""
         return bool(self._fits_k(np.asarray(levels, np.int64), self.A, *self._all))
 
     def _hot(self, levels: list[int], k: int) -> int:
         """Sum over full sides of the fewest links at >= k flows (unassigned: level A):
-        mmf_search.hot_kernel; _hot_reference is the plain loop."""
+        mmf_search.hot_kernel (the plain loop: tests/unit/routing/mmf_reference.py)."""
         return int(self._hot_k(np.asarray(levels, np.int64), self.A, k, *self._full))
 
     def _fits_of(self, levels: np.ndarray, j: int) -> bool:
@@ -239,88 +186,16 @@ class Bounds:
         """_hot over the full sides job j is on only."""
         return int(self._hot_k(levels, self.A, k, *self._full_of[j]))
 
-    def _fits_reference(self, levels: list[int]) -> bool:
-        A = self.A
-        for (dj, U), pairs in zip(self.sides, self.on_side):
-            demand = [0] * (A + 1)
-            for j, n in pairs:
-                demand[levels[j] or A] += n
-            if not side_fits(demand, U):
-                return False
-        return True
-
-    def _hot_reference(self, levels: list[int], k: int) -> int:
-        A = self.A
-        total = 0
-        for (dj, U), pairs in zip(self.full, self.on_side):
-            demand = [0] * (A + 1)
-            for j, n in pairs:
-                demand[levels[j] or A] += n
-            total += side_hot_links(demand, U, k)
-        return total
-
-    def _search(self, objective, part, fixes: dict[int, int]) -> int | None:
-        """Min of `objective(levels)` over level assignments meeting `fixes` (level k ->
-        at most that many jobs at >= k) that fit; None when the budget runs out. On a
-        partial assignment (unassigned jobs: level 0) `objective` must not exceed its value
-        on any completion (it prunes the search). `part(levels, j)`: the terms of
-        `objective` that job j's level changes (objective = the rest + part), so that a
-        step that sets one job's level computes only those, and checks only its sides (the
-        others fit at the step before)."""
-        A, J, order = self.A, self.J, self.order
-        levels = np.zeros(J, np.int64)
-        best = [None]
-        nodes = [0]
-
-        def dfs(idx: int, rest: int) -> bool:
-            nodes[0] += 1
-            if nodes[0] > self.node_budget:
-                return False
-            if idx == 0:
-                if not self._fits(levels):
-                    return True
-                value = objective(levels)
-            else:
-                if not self._fits_of(levels, order[idx - 1]):
-                    return True
-                value = rest + part(levels, order[idx - 1])
-            if best[0] is not None and value >= best[0]:
-                return True
-            if idx == J:
-                best[0] = value
-                return True
-            j = order[idx]
-            rest = value - part(levels, j)           # (j unassigned here)
-            room = [(k, n - int((levels >= k).sum())) for k, n in fixes.items()]
-            for lv in range(1, A + 1):
-                if any(lv >= k and left < 1 for k, left in room):
-                    continue
-                levels[j] = lv
-                ok = dfs(idx + 1, rest)
-                levels[j] = 0
-                if not ok:
-                    return False
-            return True
-
-        return best[0] if dfs(0, 0) else None
-
     def _search_compiled(self, layer: str, k: int, fixes: dict[int, int]) -> int | None:
-        """_search for layer "jobs" (jobs at >= k) or "links" (hot links at >= k),
-        compiled (routing/mmf_search.py): the same search, result and budget."""
+        """The bound search for layer "jobs" (jobs at >= k) or "links" (hot links at >= k),
+        compiled (routing/mmf_search.py; the same search in Python, the tests' reference:
+        tests/unit/routing/mmf_reference.py)."""
         from .mmf_search import JOBS, LINKS, search_kernel     # numba: on first use
         done, best = search_kernel(
             JOBS if layer == "jobs" else LINKS, k, self.A, np.array(self.order, np.int64),
             np.array(list(fixes), np.int64), np.array(list(fixes.values()), np.int64),
             self.node_budget, *self._all, len(self.full), *self._ids)
         return int(best) if done and best >= 0 else None
-
-    def _search_python(self, layer: str, k: int, fixes: dict[int, int]) -> int | None:
-        """_search_compiled in Python (the reference in tests)."""
-        if layer == "jobs":
-            return self._search(lambda lv: int((lv >= k).sum()), lambda lv, j: int(lv[j] >= k),
-                                fixes)
-        return self._search(lambda lv: self._hot(lv, k), lambda lv, j: self._hot_of(lv, k, j),
-                            fixes)
 
     def jobs(self, k: int, fixes: dict[int, int]) -> int:
         """Lower bound on n_k given the counts fixed so far (computed once per k and fixes)."""

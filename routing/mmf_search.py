@@ -1,6 +1,7 @@
-"""mmf's bound search (routing/mmf_bounds.py, Bounds._search), compiled (numba, cached beside
-this file): the same depth-first search over job levels, the same order, pruning and node
-budget, without a Python call per step.
+"""mmf's bound search (routing/mmf_bounds.py's Bounds), compiled (numba, cached beside this
+file): a depth-first search over job levels with its order, pruning and node budget. The
+same search and side rules (side_fits, side_hot_links) in plain Python are the tests'
+reference (tests/unit/routing/mmf_reference.py).
 
 Sides are in the layout of fits_kernel below (starts, jobs, ns, Us), the full sides
 first; per job, the sides it is on (CSR: ptr, ids) and its flows there. Each side's flows
@@ -18,7 +19,7 @@ JOBS, LINKS = 0, 1
 
 @numba.njit(cache=True)
 def _side_fits(d, A, U) -> bool:
-    """mmf_bounds.side_fits of a side with demand d (flows per level) over U links."""
+    """side_fits of a side with demand d (flows per level) over U links."""
     used = cap = total = 0
     for c in range(1, A + 1):
         total += d[c]
@@ -31,7 +32,7 @@ def _side_fits(d, A, U) -> bool:
 
 @numba.njit(cache=True)
 def _side_hot(d, A, k, U) -> int:
-    """mmf_bounds.side_hot_links of a side with demand d over U links."""
+    """side_hot_links of a side with demand d over U links."""
     for h in range(U + 1):
         cool, spare, hot, ok = U - h, 0, 0, True
         for c in range(1, A + 1):
@@ -76,7 +77,7 @@ def _demand(levels, A, starts, jobs, ns, s, demand) -> None:
 
 @numba.njit(cache=True)
 def fits_kernel(levels, A, starts, jobs, ns, Us) -> bool:
-    """mmf_bounds.side_fits over every side at once: side s holds ns[x] flows of job
+    """side_fits over every side at once: side s holds ns[x] flows of job
     jobs[x] for x in starts[s]:starts[s + 1], over Us[s] links."""
     demand = np.zeros(A + 1, np.int64)
     for s in range(Us.shape[0]):
@@ -88,7 +89,7 @@ def fits_kernel(levels, A, starts, jobs, ns, Us) -> bool:
 
 @numba.njit(cache=True)
 def hot_kernel(levels, A, k, starts, jobs, ns, Us) -> int:
-    """mmf_bounds.side_hot_links summed over every side (the layout of fits_kernel)."""
+    """side_hot_links summed over every side (the layout of fits_kernel)."""
     demand = np.zeros(A + 1, np.int64)
     total = 0
     for s in range(Us.shape[0]):

@@ -16,6 +16,8 @@ import pytest
 
 from routing import route
 from routing.mmf_bounds import Bounds
+
+from .mmf_reference import fits_reference, hot_reference, search_python
 from routing.mmf_cuts import CutBounds, balanced_at_least, cut_sides, cut_sides_reference, descend
 from routing.ilp import solve_min_max_paths
 from routing.paths import loads_of, path_table
@@ -166,9 +168,9 @@ def test_the_compiled_side_checks_agree_with_the_plain_loops():
         b = Bounds.__new__(Bounds)
         b.setup(A, rng.random() < 0.5, sides[:3], sides[3:], [1] * J, 10_000)
         levels = [rng.randint(0, A) for _ in range(J)]
-        assert b._fits(levels) == b._fits_reference(levels)
+        assert b._fits(levels) == fits_reference(b, levels)
         for k in range(2, A + 2):
-            assert b._hot(levels, k) == b._hot_reference(levels, k)
+            assert b._hot(levels, k) == hot_reference(b, levels, k)
 
 
 def _full_search(b: Bounds, objective, fixes: dict[int, int]) -> int | None:
@@ -219,10 +221,10 @@ def test_the_step_wise_bound_search_equals_the_full_one():
         fixes = {k: rng.randint(0, J) for k in range(A, 1, -1) if rng.random() < 0.4}
         for k in range(2, A + 1):
             jobs = _full_search(b, lambda lv, k=k: sum(1 for x in lv if x >= k), fixes)
-            assert b._search_python("jobs", k, fixes) == jobs
+            assert search_python(b, "jobs", k, fixes) == jobs
             assert b._search_compiled("jobs", k, fixes) == jobs
             hot = _full_search(b, lambda lv, k=k: b._hot(lv, k), fixes)
-            assert b._search_python("links", k, fixes) == hot
+            assert search_python(b, "links", k, fixes) == hot
             assert b._search_compiled("links", k, fixes) == hot
             seen.add((jobs is None, hot is None))
     assert (True, True) in seen and (False, False) in seen   # budgets run out and do not

@@ -143,7 +143,7 @@ def test_mmf_is_the_lexicographic_optimum_of_brute_force(seed):
 
 
 def test_side_bounds_match_brute_force():
-    from routing.mmf_bounds import side_fits, side_hot_links
+    from .mmf_reference import side_fits, side_hot_links
 
     rng = random.Random(0)
     for _ in range(300):
