@@ -16,7 +16,7 @@ from testbed.net import EmulatedFabric, EmulationSettings
 from testbed.taps import nft_table, tap_name
 
 from .helpers import NOTHING, leftovers, nft_tables
-from .test_shaping import class_bytes
+from .test_shaping_emulated import class_bytes
 
 
 def _ofports(bridge: str) -> dict[str, tuple[int, str]]:
