@@ -33,6 +33,7 @@ from functools import cached_property
 
 import networkx as nx
 
+from .servers import add_nvlink, check_servers
 from .fabric_spec import (DPID_PREFIX, TIER, FabricError, FabricSpec,  # noqa: F401 (theirs)
                           link_key)
 
@@ -224,9 +225,32 @@ class Fabric:
 
     @cached_property
     def servers(self) -> list[list[str]]:
-        """Multi-NIC servers (nics_per_server > 0), each its hosts by NIC; else empty."""
-        n = self.spec.nics_per_server
+        """Servers of several GPUs or NICs (gpus_per_server > 1 or nics_per_server > 0),
+        each its hosts in GPU order; else empty."""
+        n = self.spec.gpus_per_server if self.spec.has_nvlink else self.spec.nics_per_server
         return [self.hosts[i:i + n] for i in range(0, len(self.hosts), n)] if n else []
+
+    @cached_property
+    def server_of(self) -> dict[str, int]:
+        """host -> its server's index in `servers` (empty without NVLink)."""
+        if not self.spec.has_nvlink:
+            return {}
+        return {h: k for k, hs in enumerate(self.servers) for h in hs}
+
+    def same_server(self, a: str, b: str) -> bool:
+        """Two GPUs of one NVLink domain: a transfer between them crosses no fabric link."""
+        s = self.server_of
+        return bool(s) and a != b and s.get(a, -1) == s.get(b, -2)
+
+    @cached_property
+    def nvlink_ends(self) -> dict[str, tuple[int, int]]:
+        """host -> (its link into its NVLink switch, the switch's link to it), as indices in
+        `links`; empty without NVLink."""
+        if not self.spec.has_nvlink:
+            return {}
+        li = self.link_index
+        return {h: (li[h, f"nvs{k + 1}"], li[f"nvs{k + 1}", h])
+                for h, k in self.server_of.items()}
 
     # -- failures ----------------------------------------------------------------------------
     def failable_switch(self, name, role: str | None = None) -> str:
@@ -420,8 +444,9 @@ class Fabric:
         if n > MAX_HOSTS_PER_LEAF:
             raise FabricError(f"nonblocking puts all {n} hosts on one switch, at most "
                               f"{MAX_HOSTS_PER_LEAF} in the emulator; use `predict` for it")
-        rate = self.spec.host_link_mbps
-        return build_fabric(FabricSpec(1, 1, n, rate, rate))
+        rate, s = self.spec.host_link_mbps, self.spec
+        return build_fabric(FabricSpec(1, 1, n, rate, rate, gpus_per_server=s.gpus_per_server,
+                                       nvlink_mbps=s.nvlink_mbps))
 
 
 def host_ip(leaf_index: int, host_slot: int) -> str:
@@ -551,8 +576,11 @@ def _fail(g: nx.DiGraph, spec: FabricSpec) -> None:
 def build_fabric(spec: FabricSpec) -> Fabric:
     """Build and validate the graph for `spec`; raises FabricError on impossible input."""
     _check_sizes(spec)
+    check_servers(spec)
     g = _leaf_spine(spec) if spec.tiers == 2 else _clos3(spec)
     _fail(g, spec)
+    if spec.has_nvlink:
+        add_nvlink(g, spec, spec.n_hosts)
     fabric = Fabric(spec, g)
     for leaf in fabric.leaves:
         if not any(fabric.is_live(leaf, u) for u in fabric.uplinks(leaf)):

@@ -36,7 +36,9 @@ class FabricSpec:
     agg_core_mbps. `topology` names the kind (its module writes the YAML back); `k` is the
     fat-tree's parameter; `nics_per_server` > 0 numbers hosts server by server. Failures:
     failed_switches (any switch but a leaf; two tiers keep them in failed_spines) and
-    failed_links (pairs of adjacent switches)."""
+    failed_links (pairs of adjacent switches). Servers: `gpus_per_server` G > 1 GPUs (each a
+    host with its own NIC) share a non-blocking NVLink switch, each GPU joined to it at
+    `nvlink_mbps`; G = 1 (the default) is a lone NIC per host, without NVLink."""
 
     spines: int = 0
     leaves: int = 0
@@ -55,6 +57,13 @@ class FabricSpec:
     k: int = 0
     failed_switches: tuple[str, ...] = ()
     nics_per_server: int = 0
+    gpus_per_server: int = 1
+    nvlink_mbps: float = 0.0
+
+    @property
+    def has_nvlink(self) -> bool:
+        """Servers of several GPUs joined by NVLink (gpus_per_server > 1)."""
+        return self.gpus_per_server > 1
 
     @property
     def tiers(self) -> int:

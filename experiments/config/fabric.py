@@ -4,10 +4,12 @@ path for every pair of hosts the jobs connect.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from testbed import topologies
-from testbed.fabric import Fabric, FabricError, build_fabric
+from testbed.fabric import Fabric, FabricError, FabricSpec, build_fabric
+from testbed.servers import MAX_GPUS_PER_SERVER, MAX_NVLINK_MBPS
 from testbed.topologies.base import MAX_RATE_MBPS, MIN_RATE_MBPS, RATE_WHY
 from traffic.collectives import unique_connections
 
@@ -55,9 +57,24 @@ def _fabric(d: Any) -> Fabric:
                                                        *kind.extra_failure_keys)}
     failures["failed_links"] = _link_pairs(d, "failed_links", "[leaf1, spine2] or [agg1, core3]")
     try:
-        return build_fabric(kind.spec(sizes, rates, failures))
+        return build_fabric(_servers(d, kind.spec(sizes, rates, failures)))
     except FabricError as e:
         raise ConfigError(str(e)) from None
+
+
+def _servers(d: dict, spec: FabricSpec) -> FabricSpec:
+    """The section's servers (testbed/servers.py) on the kind's spec: gpus_per_server
+    (default 1; rail-optimized: its nics_per_server once NVLink is given) and nvlink_mbps."""
+    nvlink = (_num(d, "nvlink_mbps", "fabric", minimum=MIN_RATE_MBPS,
+                   maximum=MAX_NVLINK_MBPS, why="Mbit/s per GPU, each direction")
+              if "nvlink_mbps" in d else 0.0)
+    default = spec.nics_per_server if nvlink and spec.nics_per_server else 1
+    gpus = _int(d, "gpus_per_server", "fabric", default, minimum=1,
+                maximum=MAX_GPUS_PER_SERVER, why="GPUs in one NVLink domain")
+    if gpus > 1 and not nvlink:
+        raise ConfigError("fabric.nvlink_mbps: required with gpus_per_server > 1; give the "
+                          "NVLink rate per GPU in Mbit/s (NVLink 4: 3600000)")
+    return dataclasses.replace(spec, gpus_per_server=gpus, nvlink_mbps=nvlink)
 
 
 def host_pairs(plans) -> dict[tuple[str, str], tuple[str, str, str]]:

@@ -38,8 +38,12 @@ def draw(fabric: Fabric) -> str:
 
 
 def resolved(spec: FabricSpec) -> dict:
-    """The fabric section as the YAML gives it (it loads again to the same spec)."""
-    return kind(spec).resolved(spec)
+    """The fabric section as the YAML gives it (it loads again to the same spec); the
+    server keys only for servers of several GPUs."""
+    out = kind(spec).resolved(spec)
+    if spec.has_nvlink:
+        out.update(gpus_per_server=spec.gpus_per_server, nvlink_mbps=spec.nvlink_mbps)
+    return out
 
 
 def rate_keys(spec: FabricSpec) -> dict[str, str]:

@@ -20,6 +20,8 @@ MAX_RATE_MBPS = 1_000_000.0
 RATE_WHY = "Mbit/s; `run` shapes at most 1000"
 #: Keys every kind takes for its failures: switch names, and pairs of adjacent switches.
 FAILURE_KEYS = ("failed_switches", "failed_links")
+#: Keys every kind takes for its servers (testbed/servers.py): GPUs per server, NVLink rate.
+SERVER_KEYS = ("gpus_per_server", "nvlink_mbps")
 __all__ = ["MAX_HOSTS", "MAX_HOSTS_PER_LEAF", "MIN_RATE_MBPS", "MAX_RATE_MBPS", "Param",
            "Kind", "FabricError", "check_hosts"]
 
@@ -52,7 +54,8 @@ class Kind:
     @property
     def keys(self) -> set[str]:
         """Every key the kind's fabric section may hold."""
-        return ({"topology", *FAILURE_KEYS, *self.extra_failure_keys, *self.rate_keys.values()}
+        return ({"topology", *FAILURE_KEYS, *SERVER_KEYS, *self.extra_failure_keys,
+                 *self.rate_keys.values()}
                 | {p.key for p in self.params})
 
     def rate_keys_of(self, spec: FabricSpec) -> dict[str, str]:  # noqa: ARG002 - per spec
