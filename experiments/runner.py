@@ -63,6 +63,9 @@ MAX_EMULATED_MBPS = 1000.0
 def check_emulable(exp: Experiment) -> None:
     """Raise ConfigError (before anything is built) for a fabric the emulator cannot shape,
     semantics its agents and controller do not run, or more connections than source ports."""
+    if exp.fabric.spec.has_nvlink:
+        raise ConfigError("fabric.gpus_per_server: the emulator does not build NVLink domains "
+                          "yet (docs/servers.md); use `predict`, or gpus_per_server: 1 for `run`")
     if exp.machines:
         check_splittable(exp)
     check_source_ports(exp.jobs, exp.routing)     # one source port per connection

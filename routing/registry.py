@@ -57,11 +57,20 @@ TIME_LIMITED = ("ilp", "mmf")
 
 def route(name: str, fabric: Fabric, conns: list[Connection], seed: int = 0,
           previous: dict[int, Path | None] | None = None, **options) -> RoutingPlan:
-    """Route `conns` with strategy `name`; `options` go to the strategy (e.g. time_limit_s)."""
+    """Route `conns` with strategy `name`; `options` go to the strategy (e.g. time_limit_s).
+    A transfer between two GPUs of one server crosses NVLink only: no strategy sees it, and
+    its route is None (as within a leaf)."""
     try:
         two_tier, three_tier = KERNELS[name]
     except KeyError:
         raise RoutingError(f"routing: unknown strategy {name!r}; choose from {STRATEGIES}")
+    if fabric.server_of:
+        inside = [c.conn_id for c in conns if fabric.same_server(c.src, c.dst)]
+        if inside:
+            plan = route(name, fabric, [c for c in conns if not fabric.same_server(c.src, c.dst)],
+                         seed, previous, **options)
+            plan.path_of.update(dict.fromkeys(inside))
+            return plan
     if not _WARM and name not in ("ecmp", "gff", "spray"):   # those run no greedy loop
         # once per process: numba's compile or cache load untimed
         warm_kernels()

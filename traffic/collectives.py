@@ -53,12 +53,15 @@ import numpy as np
 from .plans import (ADAPTIVE_UNSENT_BYTES, LISTEN_PORT_BASE, P2P, SOURCE_PORT_BASE,  # noqa: F401
                     SOURCE_PORT_MAX, SOURCE_PORT_SPAN, SPLITS, Collective, Connection, JobPlan,
                     JobSpec, Transfer, Transfers, WorkloadError, source_port, split_bytes)
+from .nccl import channel_groups, pxn_connections
 
 
 def ring_allreduce(spec: JobSpec, index: int, first_conn_id: int,
                    make_conns: bool = True) -> JobPlan:
     """Reduce-scatter then all-gather around each ring of `spec.groups` (see module docstring).
     make_conns=False: the transfers only (connections=[]: a job on shared connections)."""
+    if spec.channels > 1:
+        return _on_channels(ring_allreduce, spec, index, first_conn_id, make_conns)
     for ring in spec.groups:
         if len(ring) < 2:
             raise WorkloadError(f"jobs.{spec.name}.hosts: a ring needs at least 2 hosts")
@@ -77,6 +80,8 @@ def ring_chain(spec: JobSpec, index: int, first_conn_id: int,
     """Ring all-gather or reduce-scatter: n-1 forwarding steps around each ring (see the
     module docstring); the step-k send of rank i waits for rank i-1's step-(k-1) send.
     make_conns=False: the transfers only (connections=[]: a job on shared connections)."""
+    if spec.channels > 1:
+        return _on_channels(ring_chain, spec, index, first_conn_id, make_conns)
     _check_groups(spec)
     shift = 0 if spec.collective is Collective.ALLGATHER else 1
 
@@ -110,6 +115,25 @@ def _ring_plan(spec: JobSpec, index: int, first_conn_id: int, make_conns: bool,
             conns.extend(_connection(spec, index, cid + i, ring[i], ring[(i + 1) % n])
                          for i in range(n))
             cid += n
+    return JobPlan(spec=spec, index=index, connections=conns, transfers=Transfers.join(parts))
+
+
+def _on_channels(planner, spec: JobSpec, index: int, first_conn_id: int,
+                 make_conns: bool) -> JobPlan:
+    """The job's rings as NCCL's channels (traffic/nccl.py): channel c's rings
+    (channel_groups) on split_bytes(S, channels)[c] bytes, planned by `planner` one after
+    another (connections and transfers numbered on), all at once."""
+    conns: list[Connection] = []
+    parts: list[Transfers] = []
+    cid, t0 = first_conn_id, 0
+    for c, size in enumerate(split_bytes(spec.size_bytes, spec.channels)):
+        sub = dataclasses.replace(spec, groups=channel_groups(spec, c), size_bytes=size,
+                                  channels=1)
+        p = planner(sub, index, cid, make_conns)
+        ts = p.transfers
+        parts.append(Transfers(ts.tid + t0, ts.conn, ts.size, ts.step, ts.dep_ptr, ts.dep + t0))
+        conns.extend(p.connections)
+        cid, t0 = cid + sum(len(g) for g in sub.groups), t0 + len(ts)
     return JobPlan(spec=spec, index=index, connections=conns, transfers=Transfers.join(parts))
 
 
@@ -316,7 +340,7 @@ def plan_jobs(specs: list[JobSpec], ring_sync: str = "rank",
             plan = planner(spec, index, next_conn)
         if ring_sync == "flow" and spec.collective in RINGS:
             plan = ring_flows(plan)
-        plan = split_subflows(plan, spec.subflows, next_conn)
+        plan = split_subflows(pxn_connections(plan), spec.subflows, next_conn)
         if spec.host_pairs:
             plan = dataclasses.replace(plan, connections=[
                 dataclasses.replace(c, src_port=0, dst_port=0) for c in plan.connections])
@@ -344,7 +368,7 @@ def share_key(spec: JobSpec) -> tuple | None:
     on no stream, a custom collective or a program's host pairs (never shared)."""
     if not spec.stream or spec.p2p or spec.host_pairs:
         return None
-    return (spec.stream, Collective(spec.collective), spec.subflows,
+    return (spec.stream, Collective(spec.collective), spec.subflows, spec.channels, spec.pxn,
             tuple(tuple(g) for g in spec.groups))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 import numpy as np
 
@@ -53,6 +54,9 @@ class Connection:
     dst: str
     src_port: int
     dst_port: int
+    #: PXN: the GPU whose bytes these are, moved over NVLink to `src` (a GPU of its server on
+    #: the destination's rail), which sends them through its own NIC; "" when src's own
+    nvlink_from: str = ""
 
     @property
     def host_pair(self) -> bool:
@@ -181,6 +185,14 @@ class JobSpec:
     #: a program's traffic (traffic/programs.py): the same DAG, its connections host pairs
     #: (ports 0), modelled and routed but sent by the program, not by agents
     host_pairs: bool = False
+    #: NCCL's channels (traffic/nccl.py): each group runs as this many rings that split
+    #: size_bytes, channel c's order rotated by c in every server block of `channels` ranks
+    channels: int = 1
+    #: PXN: a transfer to another server's GPU on another rail first crosses NVLink to the
+    #: sender's server GPU on the receiver's rail (traffic/nccl.py); only with `servers`
+    pxn: bool = True
+    #: where the job's GPUs sit (traffic/nccl.ServerMap) on a fabric with NVLink; else None
+    servers: Any = None
 
     @property
     def hosts(self) -> list[str]:

@@ -19,8 +19,43 @@ UNROUTED = -1   # link index of a connection that crosses leaves but has no spin
 
 def path_width(fabric: Fabric) -> int:
     """Link slots per connection row: the longest host-to-host path's links (shorter paths
-    are padded with a dummy link of infinite capacity)."""
-    return fabric.max_path_links
+    are padded with a dummy link of infinite capacity), and with NVLink two more (a PXN
+    relay's hop into and out of its server's NVLink switch, just before the last slot)."""
+    return fabric.max_path_links + (2 if fabric.spec.has_nvlink else 0)
+
+
+def _nvlink(fabric: Fabric, table: np.ndarray, conns: list, pad: int) -> np.ndarray:
+    """Put each row's NVLink hops in `table` (rows in `conns` order): a transfer between two
+    GPUs of one server crosses only NVLink (its GPU's link in and the peer's link out), a
+    PXN relay adds the sending GPU's hop to the relaying one. Returns the intra-server rows
+    (no route: they never reach the fabric)."""
+    n = len(table)
+    if not fabric.nvlink_ends:
+        return np.zeros(n, dtype=bool)
+    server, up, down, index = _nvlink_arrays(fabric)
+    conns = conns[:n]
+    src = np.fromiter((index[c.src] for c in conns), np.int64, n)
+    dst = np.fromiter((index[c.dst] for c in conns), np.int64, n)
+    via = np.fromiter((index.get(c.nvlink_from, -1) for c in conns), np.int64, n)
+    intra = (server[src] == server[dst]) & (src != dst)
+    table[intra] = pad
+    table[intra, 0], table[intra, -1] = up[src[intra]], down[dst[intra]]
+    relayed = ~intra & (via >= 0)
+    table[relayed, -3], table[relayed, -2] = up[via[relayed]], down[src[relayed]]
+    return intra
+
+
+def _nvlink_arrays(fabric: Fabric) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    """Per host (fabric.hosts order): its server, its NVLink link in and out; host -> index."""
+    key = ("nvlink-arrays",)
+    cache = fabric._path_cache
+    if key not in cache:
+        index = {h: i for i, h in enumerate(fabric.hosts)}
+        ends = fabric.nvlink_ends
+        cache[key] = (np.array([fabric.server_of[h] for h in fabric.hosts], np.int64),
+                      np.array([ends[h][0] for h in fabric.hosts], np.int64),
+                      np.array([ends[h][1] for h in fabric.hosts], np.int64), index)
+    return cache[key]
 
 
 def conn_links(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | None] | None,
@@ -54,7 +89,8 @@ def conn_links(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | N
     table = np.full((dup, width), pad, dtype=np.int64)
     table[:, 0], table[:, -1] = src[:, 1], dst[:, 2]
     bad = (ends < 0).any(axis=1)
-    cross = ~bad & (src[:, 0] != dst[:, 0]) & (not nonblocking)
+    intra = _nvlink(fabric, table, conns, pad) if not bad.any() else np.zeros(dup, bool)
+    cross = ~bad & (src[:, 0] != dst[:, 0]) & (not nonblocking) & ~intra
     if cross.any():
         bad |= _route_middles(fabric, table, cross, src[:, 0], dst[:, 0], code,
                               list(route_of), allow_unrouted)
@@ -74,7 +110,7 @@ def _route_middles(fabric: Fabric, table: np.ndarray, cross: np.ndarray, a: np.n
     """Fill the switch links of the rows `cross` (leaves a != b; route[code] a spine's name, a
     switch path or None) into table; return the rows whose route is failed, unknown or
     missing (missing: only unless allow_unrouted)."""
-    width, pad = table.shape[1], len(fabric.links)
+    width, pad = fabric.max_path_links, len(fabric.links)
     leaves, n_leaves, n_routes = fabric.leaves, len(fabric.leaves), len(route)
     rows = np.flatnonzero(cross)
     uniq, inv = np.unique((a[rows] * n_leaves + b[rows]) * n_routes + code[rows],
@@ -93,7 +129,7 @@ def _route_middles(fabric: Fabric, table: np.ndarray, cross: np.ndarray, a: np.n
             ok[k] = False
         else:
             middle[k, :len(ids)] = ids
-    table[rows, 1:-1] = middle[inv.reshape(-1)]
+    table[rows, 1:width - 1] = middle[inv.reshape(-1)]
     bad = np.zeros(len(table), dtype=bool)
     bad[rows] = ~ok[inv.reshape(-1)]
     return bad
@@ -103,14 +139,28 @@ def conn_row(fabric: Fabric, c, s: str | tuple | None, width: int, nonblocking: 
              allow_unrouted: bool) -> list[int]:
     """Connection c's link indices when routed via s (a spine's name, a switch path, or
     None): conn_links's row."""
+    if not fabric.nvlink_ends:
+        return _fabric_row(fabric, c, s, width, nonblocking, allow_unrouted)
+    pad = len(fabric.links)
+    row = np.full((1, width), pad, dtype=np.int64)
+    if not fabric.same_server(c.src, c.dst):
+        base = _fabric_row(fabric, c, s, width - 2, nonblocking, allow_unrouted)
+        row[0, :-3], row[0, -1] = base[:-1], base[-1]
+    _nvlink(fabric, row, [c], pad)
+    return row[0].tolist()
+
+
+def _fabric_row(fabric: Fabric, c, s: str | tuple | None, width: int, nonblocking: bool,
+                allow_unrouted: bool) -> list[int]:
+    """conn_row's links in the fabric: host link, switch path, host link."""
     li = fabric.link_index
     try:
         a, b = fabric.leaf_of(c.src), fabric.leaf_of(c.dst)
     except KeyError as e:
         raise PredictorError(f"jobs.{c.job}: host {e} is not in the fabric") from None
-    ends = (li[(c.src, a)], li[(b, c.dst)])
+    ends, pad = (li[(c.src, a)], li[(b, c.dst)]), len(fabric.links)
     if nonblocking or a == b:
-        return [ends[0], *[len(fabric.links)] * (width - 2), ends[1]]
+        return [ends[0], *[pad] * (width - 2), ends[1]]
     if s is None:
         if allow_unrouted:
             return [ends[0], *[UNROUTED] * (width - 2), ends[1]]
@@ -122,7 +172,7 @@ def conn_row(fabric: Fabric, c, s: str | tuple | None, width: int, nonblocking: 
         raise PredictorError(f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) is routed "
                              f"via {'/'.join(path[1:-1]) or s}, which is failed or unknown "
                              f"between {a} and {b}")
-    return [ends[0], *ids, *[len(fabric.links)] * (width - 2 - len(ids)), ends[1]]
+    return [ends[0], *ids, *[pad] * (width - 2 - len(ids)), ends[1]]
 
 
 def spray_links(fabric: Fabric, plans: list[JobPlan], width: int
@@ -140,7 +190,7 @@ def spray_links(fabric: Fabric, plans: list[JobPlan], width: int
         row_of[c.conn_id] = r
         a, b = fabric.leaf_of(c.src), fabric.leaf_of(c.dst)
         table[r, 0], table[r, width - 1] = li[(c.src, a)], li[(b, c.dst)]
-        if a == b:
+        if a == b or fabric.same_server(c.src, c.dst):
             continue
         shares = fabric.spray_shares(a, b)
         if not shares:
@@ -148,6 +198,7 @@ def spray_links(fabric: Fabric, plans: list[JobPlan], width: int
                                  f"path between {a} and {b} to spray over")
         for k, (i, w) in enumerate(shares):
             table[r, 1 + k], weights[r, 1 + k] = i, w
+    _nvlink(fabric, table, conns, pad)
     return table, weights, row_of
 
 
@@ -155,8 +206,10 @@ def spray_width(fabric: Fabric, plans: list[JobPlan]) -> int:
     """Link slots per connection row under per-packet spraying: its two host links and the
     links of every shortest path of its leaf pair with nothing failed (so that repairs fit)."""
     whole = build_fabric(fabric.spec.with_failures((), ()))
-    pairs = {(fabric.leaf_of(c.src), fabric.leaf_of(c.dst)) for c in unique_connections(plans)}
-    return 2 + max((len(whole.spray_shares(a, b)) for a, b in pairs if a != b), default=0)
+    pairs = {(fabric.leaf_of(c.src), fabric.leaf_of(c.dst)) for c in unique_connections(plans)
+             if not fabric.same_server(c.src, c.dst)}
+    return (2 + max((len(whole.spray_shares(a, b)) for a, b in pairs if a != b), default=0)
+            + (2 if fabric.spec.has_nvlink else 0))
 
 
 class ConnRows:

@@ -12,6 +12,7 @@ from typing import Any
 from testbed.fabric import Fabric
 from traffic.collectives import (SOURCE_PORT_SPAN, SPLITS, Collective, JobSpec, WorkloadError,
                                  group_counts, share_key)
+from traffic.nccl import ServerMap, on_servers
 from traffic.predictor import LAZY_TRANSFERS
 
 from .limits import (BYTES_HELD_PER_TRANSFER, BYTES_PER_CONNECTION, BYTES_PER_TRANSFER, MAX_DP,
@@ -21,7 +22,7 @@ from .limits import (BYTES_HELD_PER_TRANSFER, BYTES_PER_CONNECTION, BYTES_PER_TR
 from .explicit import explicit_job, hosts_list
 from .keys import MODEL_JOB_KEYS, PATTERN_JOB_KEYS
 from .programs import program_job
-from .readers import ConfigError, _check_keys, _int, _num, _fmt, _name, _choice
+from .readers import ConfigError, _check_keys, _int, _num, _fmt, _name, _choice, quote
 from .records import SubflowDefaults
 
 
@@ -205,6 +206,27 @@ def subflow_settings(jobs: list[JobSpec], doc: dict) -> tuple[list[JobSpec], Sub
     return out, top
 
 
+def server_settings(jobs: list[JobSpec], doc: dict, fabric: Fabric) -> list[JobSpec]:
+    """Each job's `pxn` (default true, NCCL's) and, on a fabric with NVLink, the job as NCCL
+    runs it on its servers (traffic/nccl.py: rail-aligned ring channels, PXN's relays)."""
+    raw = doc.get("jobs") if isinstance(doc.get("jobs"), list) else []
+    servers = ServerMap.of(fabric.servers) if fabric.server_of else None
+    out = []
+    for i, j in enumerate(jobs):
+        d = raw[i] if i < len(raw) and isinstance(raw[i], dict) else {}
+        pxn = d.get("pxn", True)
+        if not isinstance(pxn, bool):
+            raise ConfigError(f"jobs[{i}].pxn: expected true or false, got {quote(pxn)}")
+        if "pxn" in d and servers is None:
+            raise ConfigError(f"jobs[{i}].pxn: PXN relays over NVLink, and this fabric has no "
+                              "servers; give fabric.gpus_per_server and nvlink_mbps, or drop "
+                              "pxn")
+        if servers is not None and not j.host_pairs:
+            j = on_servers(dataclasses.replace(j, pxn=pxn), servers)
+        out.append(j)
+    return out
+
+
 def _counts(j: JobSpec, ring_sync: str = "rank") -> tuple[int, int]:
     """(connections, transfers per iteration) job j plans, counted without planning it."""
     if j.p2p:                           # a custom collective: its given transfers
@@ -212,7 +234,7 @@ def _counts(j: JobSpec, ring_sync: str = "rank") -> tuple[int, int]:
     c = t = 0
     for g in j.groups:
         gc, gt, _ = group_counts(j.collective, len(g), ring_sync)
-        c, t = c + gc * j.subflows, t + gt * j.subflows
+        c, t = c + gc * j.subflows * j.channels, t + gt * j.subflows * j.channels
     return c, t
 
 

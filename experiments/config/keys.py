@@ -25,16 +25,16 @@ FABRIC_KEYS = set().union(*(k.keys for k in topologies.KINDS.values()))
 
 
 EXPLICIT_JOB_KEYS = {"name", "collective", "hosts", "groups", "size_bytes", "iterations",
-                     "compute_s", "start_s", "subflows", "split", "split_piece_bytes"}
+                     "compute_s", "start_s", "subflows", "split", "split_piece_bytes", "pxn"}
 
 
 MODEL_JOB_KEYS = {"name", "model", "dp", "placement", "iterations", "compute_s",
-                  "start_s", "scale_bytes", "subflows", "split", "split_piece_bytes"}
+                  "start_s", "scale_bytes", "subflows", "split", "split_piece_bytes", "pxn"}
 
 
 PATTERN_JOB_KEYS = {"name", "pattern", "hosts", "stride", "p_leaf", "p_pod", "hotspots",
                     "flows_per_host", "seed", "size_bytes", "iterations", "compute_s", "start_s",
-                    "subflows", "split", "split_piece_bytes"}
+                    "subflows", "split", "split_piece_bytes", "pxn"}
 
 
 PROGRAM_JOB_KEYS = {"name", "program", "hosts", "placement", "ranks", "env", "timeout_s",

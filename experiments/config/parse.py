@@ -14,7 +14,7 @@ from .readers import ConfigError, _check_keys, _section, _int, _num, _name
 from .yamlio import read_yaml, _check_tree
 from .records import Experiment
 from .fabric import _fabric, host_pairs, _check_reachable
-from .jobs import _check_size, _job_key, _jobs, subflow_settings
+from .jobs import _check_size, _job_key, _jobs, server_settings, subflow_settings
 from .timing import _check_timing
 from .strategies import _replay_flows, _routing_replay
 from .events import _events
@@ -45,6 +45,7 @@ def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
         jobs, notes = imported[1](fabric)
         jobs = _imported_jobs(jobs, fabric, _source_kind(d))
     jobs, subflow_defaults = subflow_settings(jobs, d)
+    jobs = server_settings(jobs, d, fabric)      # NCCL on servers (traffic/nccl.py)
     semantics = _semantics(d.get("semantics"))
     _check_shared(semantics, routing)
     _check_size(jobs, routing, _source_kind(d) if imported is not None else None,

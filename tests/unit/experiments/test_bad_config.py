@@ -167,6 +167,24 @@ for cid, path, value, key in [
     ("at-after-every-job", "events.2.at_s", 80_000, "events[2].at_s"),
 ]:
     case(f"limit-{cid}", with_(path, value), key)
+# servers (testbed/servers.py, traffic/nccl.py): GPUs per server, NVLink, PXN
+SERVERS = {**BASE["fabric"], "gpus_per_server": 2, "nvlink_mbps": 3.6e6}
+RAIL = {"topology": "rail-optimized", "nics_per_server": 4, "servers_per_group": 2,
+        "spines_per_group": 2, "host_link_mbps": 10, "spine_link_mbps": 10,
+        "nvlink_mbps": 3.6e6}
+for cid, fabric, key in [
+    ("gpus-not-dividing-hosts", {**SERVERS, "gpus_per_server": 3}, "fabric.gpus_per_server"),
+    ("gpus-without-nvlink", {**BASE["fabric"], "gpus_per_server": 2}, "fabric.nvlink_mbps"),
+    ("nvlink-without-gpus", {**BASE["fabric"], "nvlink_mbps": 3.6e6}, "fabric.nvlink_mbps"),
+    ("nvlink-1e9", {**SERVERS, "nvlink_mbps": 1e9}, "fabric.nvlink_mbps"),
+    ("nvlink-zero", {**SERVERS, "nvlink_mbps": 0}, "fabric.nvlink_mbps"),
+    ("gpus-100", {**SERVERS, "gpus_per_server": 100}, "fabric.gpus_per_server"),
+    ("gpus-string", {**SERVERS, "gpus_per_server": "8"}, "fabric.gpus_per_server"),
+    ("rail-gpus-not-nics", {**RAIL, "gpus_per_server": 2}, "fabric.gpus_per_server"),
+]:
+    case(f"servers-{cid}", {**BASE, "fabric": fabric}, key)
+case("servers-pxn-without-servers", with_("jobs.0.pxn", True), "jobs[0].pxn")
+case("servers-pxn-not-bool", {**with_("jobs.0.pxn", "yes"), "fabric": SERVERS}, "jobs[0].pxn")
 for cid, path, value, key in [
     ("dp-2000", "jobs.0.dp", 2000, "jobs[0].dp"),
     ("dp-1", "jobs.0.dp", 1, "jobs[0].dp"),

@@ -1,0 +1,50 @@
+"""A fabric section with servers: its resolved form loads again to the same experiment, the
+jobs run as NCCL runs them on it, `validate` says why `run` cannot emulate it yet and `run`
+refuses before creating anything."""
+from __future__ import annotations
+
+from experiments.config import parse
+
+from .bad_input import BASE, cli, dump, refused_early
+
+SERVERS = {**BASE, "fabric": {"spines": 2, "leaves": 2, "hosts_per_leaf": 4,
+                              "host_link_mbps": 10, "spine_link_mbps": 10,
+                              "gpus_per_server": 2, "nvlink_mbps": 3.6e6},
+           "jobs": [{"name": "ring", "collective": "allreduce", "size_bytes": 100000,
+                     "hosts": ["h1", "h3", "h5", "h7", "h2", "h4", "h6", "h8"]},
+                    {"name": "a2a", "collective": "alltoall", "size_bytes": 100000,
+                     "hosts": ["h9"], "pxn": False}],
+           "events": [], "emulation": {}}
+
+
+def doc(**changes) -> dict:
+    jobs = [dict(SERVERS["jobs"][0])]
+    return {**SERVERS, "jobs": jobs, **changes}
+
+
+def test_servers_resolve_and_load_again():
+    exp = parse(doc())
+    ring = exp.jobs[0]
+    assert ring.groups == [["h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8"]]
+    assert ring.channels == 2 and ring.pxn
+    again = parse(exp.resolved())
+    assert again.fabric.spec == exp.fabric.spec and again.resolved() == exp.resolved()
+    assert again.jobs[0].groups == ring.groups and again.jobs[0].channels == 2
+
+
+def test_pxn_false_is_written_back():
+    d = doc()
+    d["jobs"][0]["pxn"] = False
+    exp = parse(d)
+    assert exp.resolved()["jobs"][0]["pxn"] is False
+    assert not parse(exp.resolved()).jobs[0].pxn
+
+
+def test_run_refuses_servers_before_anything(sandbox, capsys):
+    cfg = sandbox / "servers.yaml"
+    cfg.write_text(dump(doc()))
+    out = sandbox / "out"
+    refused_early(sandbox, capsys, ["run", str(cfg), "--out", str(out)],
+                  "fabric.gpus_per_server", out)
+    code, _, stdout = cli(capsys, ["validate", str(cfg)])
+    assert code == 0 and "`run` can emulate it: no: fabric.gpus_per_server" in stdout
