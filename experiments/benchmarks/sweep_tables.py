@@ -235,7 +235,7 @@ class Scheme:
     piece_bytes: int
 
     def order(self) -> tuple:
-        """lb_bench's order: even splits (ecmp, spray, greedy, ilp, others; then re-planned
+        """The matrix's order: even splits (ecmp, spray, greedy, ilp, others; then re-planned
         flows; then per-packet), then adaptive ones; K ascending."""
         rank = ("ecmp", "spray", "greedy", "ilp")
         return (self.split != "even", self.routing.endswith("@packet"),
@@ -278,7 +278,7 @@ def lb_row(config: str, s: Scheme, members: list[tuple[int, dict, int]]) -> dict
 
 
 def lb_rows(sweep: Path) -> list[dict]:
-    """One row per scheme of one sweep folder (a config), in lb_bench's order."""
+    """One row per scheme of one sweep folder (a config), in the matrix's order."""
     groups: dict[Scheme, list[tuple[int, dict, int]]] = {}
     name = ""
     for folder, meta, res in finished(sweep):
@@ -296,9 +296,9 @@ def _cell(x: float | None, fmt: str, width: int) -> str:
 
 
 def lb_table(rows: list[dict]) -> list[str]:
-    """lb_bench's table: per row the efficiency (median over seeds, min-max when several),
-    network efficiency, link-load imbalance, most flows on a link, predict's median wall
-    time; emulated rows their model error and the CPU monitor's verdict."""
+    """The matrix as a table: per row the efficiency (median over seeds, min-max when
+    several), network efficiency, link-load imbalance, most flows on a link, predict's median
+    wall time (s); emulated rows their model error and the CPU monitor's verdict."""
     lines = [f"{'config':22} {'routing':12} {'K':>2} {'split':8} {'replan':6} {'conns':>6} "
              f"{'eff':>6} {'(min-max)':>13} {'net eff':>7} {'imbal':>6} {'maxfl':>5} "
              f"{'wall s':>7} {'err':>7}"]

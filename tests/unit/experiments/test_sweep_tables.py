@@ -1,6 +1,6 @@
 """sweep_tables lb and ringflow: the tables read from finished sweep folders equal the figures
-computed directly from `predict` on the same configs (what lb_bench and ring_flow_bench
-printed before they became sweep files)."""
+computed directly from `predict` on the same configs (what the lb_bench and ring_flow_bench
+scripts printed before they became sweep files)."""
 from __future__ import annotations
 
 import statistics
