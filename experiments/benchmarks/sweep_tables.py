@@ -19,7 +19,7 @@ switches) and strategy the efficiency (lowest job), network efficiency (mean ove
 fairness vector's first layer, the busiest link's flow count and the solver status; then where
 the strategies differ.
 
-lb: the folders of experiments/configs/sweeps/lb-CONFIG.yaml (one per config; the
+lb: the folders of experiments/configs/sweeps/lb-<config>.yaml (one per config; the
 -emulated ones too): per config and scheme (routing, K subflows, split, re-planning) the
 efficiency (lowest job's ideal / mean CCT; the median over the hash seeds, with the min and
 max), the network efficiency (mean over jobs; median over seeds), the link-load imbalance (max
@@ -29,7 +29,7 @@ rough figure); emulated runs their model error and the CPU monitor's verdict ("f
 per config the smallest K at which ECMP's median network efficiency reaches 90% of the better
 planner's (greedy, ilp) at K = 1.
 
-ringflow: the folder of experiments/configs/sweeps/ringflow-CONFIG.yaml (semantics.ring_sync
+ringflow: the folder of experiments/configs/sweeps/ringflow-<config>.yaml (semantics.ring_sync
 rank against flow, per routing): the transfers per iteration of each, and per routing the
 jobs' mean CCT ratio flow / steps (median and extremes over jobs) and both efficiencies,
 steps -> flow. (predict's time, steps against flow: predictor_bench --ring-sync-ab.)
