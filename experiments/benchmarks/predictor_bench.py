@@ -12,20 +12,30 @@ recomputations) and completions per second, the peak Python heap of one run (tra
 run separately), and the network-wide efficiency against `ideal`. Targets: one iteration of
 the 5-job scenario in at most 1 s on 2 cores, on the paper's leaf-spine (default) and on the
 2,048-NIC clos3 (--config experiments/configs/clos3-2048-5jobs.yaml).
+
+--ring-sync-ab: instead, per routing, `predict`'s own code (as the command runs it) with the
+config's ring_sync (default `rank`: rings as steps) against `ring_sync: flow` (rings as
+flows, the rest of its semantics kept), alternated (steps, flow, steps, ...; --repeats each)
+after one untimed `flow` run that loads every strategy's kernels: the predictor's median wall
+times (from results.json) and their ratio, and the transfers per iteration of each. The
+numbers the two give: experiments/configs/sweeps/ringflow-*.yaml and `sweep_tables ringflow`.
 """
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 import tracemalloc
 from dataclasses import replace
 from pathlib import Path
 
-from experiments.benchmarks.harness import conditions, predict_timed, repeat
-from experiments.config import load as load_config
+from experiments.benchmarks.harness import (alternate, conditions, predict_experiment_timed,
+                                           predict_timed, ratio_of_medians, repeat)
+from experiments.config import load as load_config, parse, read_yaml
 from routing import route
 from traffic.collectives import plan_jobs
 from traffic.metrics import network_efficiency
+from traffic.prediction import Semantics
 from traffic.predictor import ideal, predict
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,6 +63,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--routing", nargs="+", default=["ecmp", "greedy"])
     ap.add_argument("--iterations", nargs="+", type=int, default=[1, 11],
                     help="iterations per job of each timed run (1-100)")
+    ap.add_argument("--ring-sync-ab", action="store_true",
+                    help="time predict with rings as steps against rings as flows, alternated")
     args = ap.parse_args(argv)
     if not all(1 <= n <= 100 for n in args.iterations):
         ap.error("--iterations: each must be 1-100")
@@ -86,8 +98,37 @@ def one_routing(name: str, cfg: dict, fabric, specs, args: argparse.Namespace) -
           + ", ".join(f"{n} {c:.3f}" for n, c in worst.items()))
 
 
+def with_flow(doc: dict) -> dict:
+    """The config with semantics.ring_sync: flow, its other semantics kept."""
+    sem = doc.get("semantics")
+    sem = Semantics.floodns().as_dict() if sem == "floodns" else dict(sem or {})
+    return {**doc, "semantics": {**sem, "ring_sync": "flow"}}
+
+
+def ring_sync_ab(path: Path, routing: list[str], repeats: int) -> None:
+    """Per routing, predict's wall time (s) with rings as steps and as flows, alternated."""
+    doc = {**read_yaml(path), "routing": routing}
+    steps_exp, flow_exp = parse(doc, path.parent), parse(with_flow(doc), path.parent)
+    predict_experiment_timed(flow_exp)                                 # kernels loaded
+    ab = alternate(lambda: predict_experiment_timed(steps_exp)[1],
+                   lambda: predict_experiment_timed(flow_exp)[1], repeats)
+    counts = [sum(len(p.transfers) for p in e.plans()) for e in (steps_exp, flow_exp)]
+    print(f"\n{path.name}: {counts[0]:,} -> {counts[1]:,} transfers per iteration "
+          "(steps -> flow)")
+    for k, run in enumerate(ab.last_a["runs"]):
+        walls_a = [r["runs"][k]["predict_wall_s"] for r in ab.results_a]
+        walls_b = [r["runs"][k]["predict_wall_s"] for r in ab.results_b]
+        print(f"  {run['routing']:>14}: predict {statistics.median(walls_a):.2f} s -> "
+              f"{statistics.median(walls_b):.2f} s ({ratio_of_medians(walls_a, walls_b):.1f}x "
+              f"faster with flows, medians of {repeats}, order {ab.order[:4]}...)")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.ring_sync_ab:
+        with conditions():
+            ring_sync_ab(args.config, args.routing, args.repeats)
+        return 0
     with conditions():
         cfg, fabric, specs = load(args.config)
         plans = plan_jobs(specs)

@@ -1,8 +1,11 @@
-"""Tables over sweep folders, which `report` does not draw: Hedera's suite and the three-tier
-what-ifs (a script, not a test; it reads finished sweep folders and measures nothing).
+"""Tables over sweep folders, which `report` does not draw: Hedera's suite, the three-tier
+what-ifs, the load-balancing matrix and rings as flows (a script, not a test; it reads
+finished sweep folders and measures nothing).
 
     python -m experiments.benchmarks.sweep_tables hedera results/hp results/he --out results/hedera
     python -m experiments.benchmarks.sweep_tables whatif results/wi
+    python -m experiments.benchmarks.sweep_tables lb results/lb-quickstart results/lb-fat-tree-rings
+    python -m experiments.benchmarks.sweep_tables ringflow results/ringflow-clos3
 
 hedera: the sweep folders of experiments/configs/sweeps/hedera-k4.yaml (predicted) and
 hedera-k4-emulated.yaml (emulated): per traffic pattern and routing the fraction of the
@@ -16,9 +19,25 @@ switches) and strategy the efficiency (lowest job), network efficiency (mean ove
 fairness vector's first layer, the busiest link's flow count and the solver status; then where
 the strategies differ.
 
+lb: the folders of experiments/configs/sweeps/lb-<config>.yaml (one per config; the
+-emulated ones too): per config and scheme (routing, K subflows, split, re-planning) the
+efficiency (lowest job's ideal / mean CCT; the median over the hash seeds, with the min and
+max), the network efficiency (mean over jobs; median over seeds), the link-load imbalance (max
+/ mean bytes over the usable fabric links) and the most flows on one link of the median run,
+the connections and predict's median wall time (points ran in parallel worker processes: a
+rough figure); emulated runs their model error and the CPU monitor's verdict ("flagged"). Then
+per config the smallest K at which ECMP's median network efficiency reaches 90% of the better
+planner's (greedy, ilp) at K = 1.
+
+ringflow: the folder of experiments/configs/sweeps/ringflow-<config>.yaml (semantics.ring_sync
+rank against flow, per routing): the transfers per iteration of each, and per routing the
+jobs' mean CCT ratio flow / steps (median and extremes over jobs) and both efficiencies,
+steps -> flow. (predict's time, steps against flow: predictor_bench --ring-sync-ab.)
+
 A script and not `report`: report's tables are per-run efficiencies with confidence intervals;
 these pivot a sweep's points by their swept values (Hedera's pattern names, the failed
-switches) against the routings, and check the targets of docs/scenarios.md.
+switches, the schemes) against the routings, take medians with the extremes over hash seeds,
+pair runs across points (the CCT ratios), and check the targets of docs/scenarios.md.
 """
 from __future__ import annotations
 
@@ -26,6 +45,7 @@ import argparse
 import json
 import statistics
 import sys
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -202,6 +222,194 @@ def whatif(sweep: Path) -> int:
     return 0
 
 
+# -- the load-balancing matrix ------------------------------------------------------------------
+@dataclass(frozen=True)
+class Scheme:
+    """One row of the matrix: a routing with K subflows split `split` (pieces of piece_bytes)
+    and the semantics' `recompute` (flows: the flows in flight re-planned)."""
+
+    routing: str
+    subflows: int
+    split: str
+    recompute: str
+    piece_bytes: int
+
+    def order(self) -> tuple:
+        """The matrix's order: even splits (ecmp, spray, greedy, ilp, others; then re-planned
+        flows; then per-packet), then adaptive ones; K ascending."""
+        rank = ("ecmp", "spray", "greedy", "ilp")
+        return (self.split != "even", self.routing.endswith("@packet"),
+                self.recompute == "flows",
+                rank.index(self.routing) if self.routing in rank else len(rank),
+                self.routing, self.subflows)
+
+
+def point_scheme(folder: Path) -> tuple[Scheme, int]:
+    """The scheme of a point's config.yaml (its first job's subflows and split; routing left
+    blank) and its connections per iteration (K subflows each their own)."""
+    from experiments.config import load
+    from traffic.collectives import plan_jobs
+    exp = load(folder / "config.yaml")
+    job = exp.jobs[0]
+    return (Scheme("", job.subflows, job.split, exp.semantics.recompute, job.split_piece_bytes),
+            sum(len(p.connections) for p in plan_jobs(exp.jobs)))
+
+
+def lb_row(config: str, s: Scheme, members: list[tuple[int, dict, int]]) -> dict:
+    """One scheme's row from its (seed, run, connections), sorted by seed: medians over the
+    seeds with the extremes; the imbalance and the busiest link of the median run."""
+    runs = [run for _, run, _ in members]
+    effs = sorted(r["efficiency"] for r in runs)
+    mid = sorted(runs, key=lambda r: r["network_efficiency"])[len(runs) // 2]
+    walls = [r["predict_wall_s"] for r in runs if r.get("predict_wall_s") is not None]
+    row = {"config": config, "routing": s.routing, "subflows": s.subflows, "split": s.split,
+           "recompute": s.recompute, "piece_bytes": s.piece_bytes, "seeds": len(runs),
+           "connections": members[0][2], "efficiency": statistics.median(effs),
+           "efficiency_min": effs[0], "efficiency_max": effs[-1],
+           "network_efficiency": statistics.median(r["network_efficiency"] for r in runs),
+           "link_load_imbalance": mid.get("link_load_imbalance"),
+           "max_link_flows": mid.get("max_link_flows"),
+           "predict_wall_s": statistics.median(walls) if walls else None}
+    if runs[0].get("mode") == "emulated":
+        row.update(prediction_error_fraction=statistics.median(
+            r["prediction_error_fraction"] for r in runs),
+            emulator_ok=all(r.get("fidelity", {}).get("ok", True) for r in runs))
+    return row
+
+
+def lb_rows(sweep: Path) -> list[dict]:
+    """One row per scheme of one sweep folder (a config), in the matrix's order."""
+    groups: dict[Scheme, list[tuple[int, dict, int]]] = {}
+    name = ""
+    for folder, meta, res in finished(sweep):
+        name = res["name"]
+        point, conns = point_scheme(folder)
+        for run in res["runs"]:
+            groups.setdefault(replace(point, routing=run["routing"]), []).append(
+                (meta["seed"], run, conns))
+    return [lb_row(name, s, sorted(groups[s], key=lambda m: m[0]))
+            for s in sorted(groups, key=Scheme.order)]
+
+
+def _cell(x: float | None, fmt: str, width: int) -> str:
+    return f"{'-':>{width}}" if x is None else f"{x:{width}{fmt}}"
+
+
+def lb_table(rows: list[dict]) -> list[str]:
+    """The matrix as a table: per row the efficiency (median over seeds, min-max when
+    several), network efficiency, link-load imbalance, most flows on a link, predict's median
+    wall time (s); emulated rows their model error and the CPU monitor's verdict."""
+    lines = [f"{'config':22} {'routing':12} {'K':>2} {'split':8} {'replan':6} {'conns':>6} "
+             f"{'eff':>6} {'(min-max)':>13} {'net eff':>7} {'imbal':>6} {'maxfl':>5} "
+             f"{'wall s':>7} {'err':>7}"]
+    for r in rows:
+        spread = (f"{r['efficiency_min']:.3f}-{r['efficiency_max']:.3f}"
+                  if r["seeds"] > 1 else "")
+        err = r.get("prediction_error_fraction")
+        lines.append(
+            f"{r['config']:22} {r['routing']:12} {r['subflows']:>2} {r['split']:8} "
+            f"{r['recompute']:6} {r['connections']:>6} {r['efficiency']:6.3f} {spread:>13} "
+            f"{r['network_efficiency']:7.3f} {_cell(r['link_load_imbalance'], '.2f', 6)} "
+            f"{r['max_link_flows'] if r['max_link_flows'] is not None else '-':>5} "
+            f"{_cell(r['predict_wall_s'], '.2f', 7)}"
+            + ("" if err is None else f" {err:+7.1%}"
+               + ("" if r["emulator_ok"] else " flagged")))
+    return lines
+
+
+def subflows_needed(rows: list[dict]) -> list[str]:
+    """Per config: the smallest K with ECMP's (even split) median network efficiency >= 0.9 x
+    the better planner's (greedy, ilp) at K = 1, re-planned at iteration bounds."""
+    lines = ["ECMP subflows needed for 90% of planning (network efficiency, K = 1 planner):"]
+    for name in dict.fromkeys(r["config"] for r in rows):
+        mine = [r for r in rows if r["config"] == name]
+        plan = max((r["network_efficiency"] for r in mine if r["routing"] in ("greedy", "ilp")
+                    and r["subflows"] == 1 and r["recompute"] != "flows"), default=None)
+        if plan is None:
+            continue
+        ks = [r["subflows"] for r in mine if r["routing"] == "ecmp" and r["split"] == "even"
+              and r["network_efficiency"] >= 0.9 * plan]
+        tried = max((r["subflows"] for r in mine if r["routing"] == "ecmp"), default=0)
+        lines.append(f"  {name:22} planner {plan:.3f}: "
+                     + (f"K = {min(ks)}" if ks else f"not reached by K = {tried}"))
+    return lines
+
+
+def lb(sweeps: list[Path]) -> int:
+    rows = []
+    for sweep in sweeps:
+        mine = lb_rows(sweep)
+        if not mine:
+            print(f"sweep_tables: {sweep}: no finished points", file=sys.stderr)
+            return 2
+        rows += mine
+    print("\n".join(lb_table(rows)))
+    print()
+    print("\n".join(subflows_needed(rows)))
+    return 0
+
+
+# -- rings as flows against rings as steps -------------------------------------------------------
+def transfers(folder: Path) -> int:
+    """Transfers per iteration of a point's config."""
+    from experiments.config import load
+    return sum(len(p.transfers) for p in load(folder / "config.yaml").plans())
+
+
+@dataclass
+class RingSweep:
+    """One ring_sync sweep folder: its config's name, routing -> run with rings as steps and
+    with rings as flows, and the transfers per iteration of each (steps, flow)."""
+
+    name: str = ""
+    steps: dict[str, dict] = field(default_factory=dict)
+    flows: dict[str, dict] = field(default_factory=dict)
+    transfers: list[int] = field(default_factory=lambda: [0, 0])
+
+
+def ring_runs(sweep: Path) -> RingSweep:
+    """The finished points of one sweep folder over semantics.ring_sync (flow or not)."""
+    out = RingSweep()
+    for folder, _, res in finished(sweep):
+        out.name = res["name"]
+        config = yaml.safe_load((folder / "config.yaml").read_text())
+        flow = (config.get("semantics") or {}).get("ring_sync") == "flow"
+        if not out.transfers[flow]:
+            out.transfers[flow] = transfers(folder)
+        for run in res["runs"]:
+            (out.flows if flow else out.steps)[run["routing"]] = run
+    return out
+
+
+def ring_lines(steps: dict[str, dict], flows: dict[str, dict]) -> list[str]:
+    """Per routing with both variants: the jobs' mean CCT ratio flow / steps (median, the
+    extremes), and the efficiency and network efficiency, steps -> flow."""
+    lines = []
+    for routing in [r for r in steps if r in flows]:
+        a, b = steps[routing], flows[routing]
+        cct = {j["name"]: j["cct_mean_s"] for j in a["jobs"]}
+        ratios = [j["cct_mean_s"] / cct[j["name"]] for j in b["jobs"] if j["name"] in cct]
+        lines.append(f"  {routing:>14}: CCT flow/steps median {statistics.median(ratios):.4f} "
+                     f"(min {min(ratios):.4f}, max {max(ratios):.4f}, {len(ratios)} jobs); "
+                     f"efficiency {a['efficiency']:.3f} -> {b['efficiency']:.3f}; network "
+                     f"efficiency {a['network_efficiency']:.3f} -> "
+                     f"{b['network_efficiency']:.3f}")
+    return lines
+
+
+def ringflow(sweep: Path) -> int:
+    rs = ring_runs(sweep)
+    lines = ring_lines(rs.steps, rs.flows)
+    if not lines:
+        print(f"sweep_tables: {sweep}: no routing finished with rings both as steps and as "
+              "flows", file=sys.stderr)
+        return 2
+    print(f"{rs.name}: {rs.transfers[0]:,} -> {rs.transfers[1]:,} transfers per iteration "
+          "(steps -> flow)")
+    print("\n".join(lines))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="table", required=True)
@@ -211,8 +419,18 @@ def main(argv: list[str] | None = None) -> int:
                     help="folder for hedera.png / hedera.svg")
     wp = sub.add_parser("whatif", help="the three-tier what-ifs from their sweep folder")
     wp.add_argument("sweep", type=Path)
+    lp = sub.add_parser("lb", help="the load-balancing matrix from its sweep folders "
+                        "(experiments/configs/sweeps/lb-*.yaml), one per config")
+    lp.add_argument("sweeps", nargs="+", type=Path, help="sweep output folders")
+    rp = sub.add_parser("ringflow", help="rings as flows against rings as steps from a sweep "
+                        "folder (experiments/configs/sweeps/ringflow-*.yaml)")
+    rp.add_argument("sweep", type=Path)
     args = ap.parse_args(argv)
-    return hedera(args.sweeps, args.out) if args.table == "hedera" else whatif(args.sweep)
+    if args.table == "hedera":
+        return hedera(args.sweeps, args.out)
+    if args.table == "lb":
+        return lb(args.sweeps)
+    return ringflow(args.sweep) if args.table == "ringflow" else whatif(args.sweep)
 
 
 if __name__ == "__main__":
