@@ -11,6 +11,7 @@ import math
 import os
 import signal
 import sys
+import warnings
 from pathlib import Path
 
 
@@ -478,10 +479,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    """Run the command; input errors exit 2, runtime failures 1, each as one line. `predict`
-    with figures starts its figure worker first and ends it on every exit path."""
-    worker = None
+    """Run the command; input errors exit 2, runtime failures 1, each as one line, as is each
+    importer's warning. `predict` with figures starts its figure worker first and ends it on
+    every exit path."""
+    worker, shown = None, warnings.showwarning
     try:
+        warnings.showwarning = _one_line_warnings(shown)
         with deferred():
             if args.command == "predict" and not args.no_plots:
                 # first: it imports matplotlib on another core while this process predicts
@@ -490,8 +493,21 @@ def _dispatch(args: argparse.Namespace) -> int:
         args.figure_worker = worker
         return _run(args)
     finally:                            # ended by the PID started, whatever happened
+        warnings.showwarning = shown
         if worker is not None:
             worker.stop()
+
+
+def _one_line_warnings(shown):
+    """`shown` (warnings.showwarning), but a warning whose class says `one_line` (an
+    importer's assumption: traffic.streams.WorkloadWarning) is one `warning: ...` line on
+    stderr."""
+    def show(message, category, *args, **kwargs):
+        if getattr(category, "one_line", False):
+            print(f"warning: {message}", file=sys.stderr)
+        else:
+            shown(message, category, *args, **kwargs)
+    return show
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -24,10 +24,19 @@ reaches it. A send matched with its receive (src, dst, tag, in order) is a point
 JobSpec. So the network sees the trace's communication at the times its compute lets it start;
 what the network then does to later compute is not fed back (each JobSpec is one iteration).
 
+Chakra's JSON form, `<name>.<rank>.json` (what its feeder's json_node.cpp reads:
+{"workload_graph": [{"Id", "Name", "NodeType", "data_deps", "runtime" (us, as
+duration_micros), and for communication nodes "comm_type", "comm_size", "comm_src",
+"comm_dst", "comm_tag"}, ...]}), is read into the same nodes; as the feeder, it takes data
+dependencies only (no ctrlDeps) and no pg_name (every collective spans every rank). Record k
+of a JSON trace is its k-th node. Chakra's older execution-graph files (`.eg`, before 0.0.4)
+are refused by name.
+
 Errors are ChakraError with one line naming the file and the record (0 = GlobalMetadata).
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,7 +60,13 @@ MAX_RECORD_BYTES = 1 << 20
 MAX_COMM_BYTES = 2 ** 40
 #: One node's duration_micros: at most a day (the config's bound on any one time).
 MAX_DURATION_US = 86_400 * 10 ** 6
-_FILE_RE = re.compile(r"(.+)\.(\d+)\.et")
+_FILE_RE = re.compile(r"(.+)\.(\d+)\.(et|json)")
+#: the JSON form's communication fields (the feeder reads them on SEND, RECV and COLL nodes)
+_JSON_COMM = ("comm_type", "comm_size", "comm_src", "comm_dst", "comm_tag")
+#: Chakra's older schema: what to say of a folder of its files
+OLD_SCHEMA = ("Chakra's older execution-graph schema (before 0.0.4), which this does not "
+              "read; convert the traces they came from to .et with a current chakra_converter "
+              "(chakra_converter PyTorch --input TRACE.json --output NAME)")
 
 
 class ChakraError(ValueError):
@@ -208,21 +223,83 @@ def read_trace(path: str | Path) -> list[Node]:
     return nodes
 
 
+def _json_int(p: Path, k: int, node: dict, key: str, hi: int, default: int | None = None
+              ) -> int:
+    v = node.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= hi:
+        raise ChakraError(f"{p}: record {k}: {key} must be an integer from 0 to {hi:,}, got "
+                          f"{str(v)[:40]!r}")
+    return v
+
+
+def _json_node(p: Path, k: int, node) -> Node:
+    """Record k (the k-th node) of a JSON trace, as the feeder's JSONNode reads it."""
+    if not isinstance(node, dict):
+        raise ChakraError(f"{p}: record {k}: a node must be a JSON object")
+    nid = _json_int(p, k, node, "Id", 2 ** 64 - 1)
+    kind = _json_int(p, k, node, "NodeType", COLL)
+    runtime = _json_int(p, k, node, "runtime", MAX_DURATION_US, 0)
+    deps = node.get("data_deps", [])
+    if not isinstance(deps, list) or not all(isinstance(d, int) and not isinstance(d, bool)
+                                             for d in deps):
+        raise ChakraError(f"{p}: record {k}: data_deps must be a list of node ids")
+    name = node.get("Name", "")
+    attrs = ({key: _json_int(p, k, node, key, MAX_COMM_BYTES) for key in _JSON_COMM
+              if key in node} if kind in (SEND, RECV, COLL) else {})
+    return Node(nid, name if isinstance(name, str) else "", kind, tuple(deps), runtime / 1e6,
+                k, attrs)
+
+
+def read_json_trace(path: str | Path) -> list[Node]:
+    """One rank's nodes from Chakra's JSON form ({"workload_graph": [...]}); ChakraError
+    (file: record k: ...) on bad input."""
+    p = Path(path)
+    try:
+        doc = json.loads(files.read_text(p))
+    except files.InputFileError as e:
+        raise ChakraError(str(e)) from None
+    except (ValueError, RecursionError):
+        doc = None
+    graph = doc.get("workload_graph") if isinstance(doc, dict) else None
+    if not isinstance(graph, list):
+        raise ChakraError(f"{p}: not a Chakra JSON trace: expected one JSON document "
+                          '{"workload_graph": [nodes]} (chakra_jsonizer\'s output is a view, '
+                          "not a trace: give the .et it was made from)")
+    if len(graph) > MAX_NODES:
+        raise ChakraError(f"{p}: more than {MAX_NODES:,} nodes")
+    return [_json_node(p, k, n) for k, n in enumerate(graph, start=1)]
+
+
+def _none_found(d: Path) -> ChakraError:
+    """The error for a folder without traces: an older schema's `.eg` files named as such."""
+    old = sorted(f for f in d.iterdir() if f.name.endswith(".eg"))
+    if old:
+        return ChakraError(f"{d}: {len(old)} .eg file{'s' * (len(old) > 1)} ({old[0].name}"
+                           f"{', ...' * (len(old) > 1)}) and no .et: {OLD_SCHEMA}")
+    return ChakraError(f"{d}: no <name>.<rank>.et (or Chakra JSON <name>.<rank>.json) files")
+
+
 def read_traces(folder: str | Path) -> dict[int, tuple[Path, list[Node]]]:
-    """Every `<name>.<rank>.et` of a folder: rank -> (file, nodes); ranks must be 0..n-1."""
+    """Every `<name>.<rank>.et` of a folder (without any: every `<name>.<rank>.json`,
+    Chakra's JSON form): rank -> (file, nodes); ranks must be 0..n-1."""
     d = Path(folder)
+    if d.name.endswith(".eg") and d.is_file():
+        raise ChakraError(f"{d}: {OLD_SCHEMA}")
     if not d.is_dir():
         raise ChakraError(f"{d}: no such folder of Chakra traces (<name>.<rank>.et)")
-    found: dict[int, Path] = {}
+    forms: dict[str, dict[int, Path]] = {"et": {}, "json": {}}
     for f in sorted(d.iterdir()):
         m = _FILE_RE.fullmatch(f.name)
         if m:
+            found = forms[m.group(3)]
             if int(m.group(2)) in found:
                 raise ChakraError(f"{f}: a second trace of rank {m.group(2)}")
             found[int(m.group(2))] = f
+    found = forms["et"] or forms["json"]
     if not found:
-        raise ChakraError(f"{d}: no <name>.<rank>.et files")
+        raise _none_found(d)
     if len(found) > MAX_RANKS or sorted(found) != list(range(len(found))):
         raise ChakraError(f"{d}: ranks must be 0..n-1 (n <= {MAX_RANKS:,}), found "
                           f"{sorted(found)[:5]}...")
-    return {r: (f, read_trace(f)) for r, f in sorted(found.items())}
+    return {r: (f, read_json_trace(f) if f.suffix == ".json" else read_trace(f))
+            for r, f in sorted(found.items())}

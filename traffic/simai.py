@@ -34,8 +34,11 @@ AICB placeholder of 1 byte): each is counted in `Notes.skipped`.
 Which comms a pass issues, in what order, and which ones the compute waits for follow each
 kind's `iterate_*` in Workload.cc (traffic/simai_passes.py, with `job_specs`). Every group kind is one stream.
 With pp > 1 and pp_comm bytes, a forward pipeline send (stage i -> i+1, the compute waits)
-follows the forward pass and a backward one (reverse) the backward pass. vpp and ga are
-read and not modelled. Errors are SimaiError naming the file and line.
+follows the forward pass and a backward one (reverse) the backward pass; pp > 1 without
+pp_comm sends none, as SimAI (which warns of a format mismatch and adds no pipeline time),
+with a warning. A transformer header without model_parallel_NPU_group is read as 1, with a
+warning that counts the model-parallel collectives so left out. vpp and ga are read and not
+modelled. Errors are SimaiError naming the file and line.
 """
 from __future__ import annotations
 
@@ -206,9 +209,6 @@ def _parallelism(h: Header, all_gpus: int | None, dim0: int, where: str) -> Para
     if par.dp % ep:
         raise SimaiError(f"{where}: ep {ep} does not divide the data-parallel degree "
                          f"{par.dp} (all_gpus / (model_parallel_NPU_group x pp))")
-    if pp > 1 and not h.ints.get("pp_comm"):
-        raise SimaiError(f"{where}: pp {pp} needs pp_comm BYTES, the activations one stage "
-                         "sends the next")
     return par
 
 

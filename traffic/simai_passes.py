@@ -50,6 +50,7 @@ class _Pass:
         self.wl, self.hosts, self.notes = wl, hosts, notes
         self.ctl = Control()
         self.issued: dict[tuple[int, str], str | None] = {}
+        self.alone = 0          # collectives left out: their TP groups are of one rank
         self._groups: dict[str, list[list[str]]] = {}
         if wl.missing:
             notes.skip("layers the header counts but the file lacks (read as empty)",
@@ -82,6 +83,7 @@ class _Pass:
             self.notes.skip(f"{kind} in a phase {self.wl.header.kind} does not involve")
         elif not groups:
             self.notes.skip(f"{kind} in groups of one rank ({group})")
+            self.alone += len(KINDS[kind]) if group == "TP" else 0
         elif size < len(groups[0]):
             self.notes.skip("placeholder smaller than its group")
         else:
@@ -248,7 +250,25 @@ def run(wl: Workload, hosts: list[str], notes: Notes | None = None) -> list[JobS
     else:
         _inference(p, n)
     notes.tail = dict(p.ctl.terms)
+    _assumed(p)
     return p.ctl.specs
+
+
+def _assumed(p: _Pass) -> None:
+    """Warn of what the header left us to assume: no pp_comm with pp > 1 (no pipeline
+    traffic, as SimAI), no model_parallel_NPU_group in a transformer kind or in a file whose
+    comms use TP groups (1)."""
+    h, where = p.wl.header, f"{p.wl.path}:1"
+    if p.wl.par.pp > 1 and not h.ints.get("pp_comm"):
+        p.notes.warn(f"{where}: pp {p.wl.par.pp} but no pp_comm: pipeline traffic left out, "
+                     "as SimAI does; give pp_comm BYTES (what one stage sends the next) to "
+                     "send it")
+    if not h.ints.get("tp") and (h.kind in TRANSFORMERS or p.alone):
+        given = "no model_parallel_NPU_group" if "tp" not in h.ints else \
+            "model_parallel_NPU_group 0"
+        p.notes.warn(f"{where}: {given} in the {h.kind} header: assumed 1, so {p.alone} "
+                     "model-parallel (TP) collectives were left out; give "
+                     "model_parallel_NPU_group: N")
 
 
 def job_specs(path: str | Path, hosts: list[str], host_link_mbps: float,

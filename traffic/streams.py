@@ -12,10 +12,12 @@ of its terms, so no time is guessed before the network has run.
 `Notes` is what an importer says about a workload besides its jobs: comms it did not turn
 into traffic (by reason), and the iteration's end after the last collective (compute that
 follows it), so that `iteration_time_s` can report the iteration from its first compute to
-its last comm or compute.
+its last comm or compute; and `warn`, an assumption the importer made that changes the
+traffic (one line, shown on stderr by the command line and kept in results.json).
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 from traffic.collectives import JobSpec
@@ -30,6 +32,12 @@ class StreamError(ValueError):
     """A program whose dependencies grow past MAX_AFTER."""
 
 
+class WorkloadWarning(UserWarning):
+    """An importer read a file by an assumption that changes its traffic. `one_line`: the
+    command line shows it as one `warning: ...` line (experiments/__main__.py)."""
+    one_line = True
+
+
 @dataclass
 class Notes:
     """What an importer did besides making jobs: `skipped` counts comms sent as no traffic
@@ -40,14 +48,21 @@ class Notes:
     skipped: dict[str, int] = field(default_factory=dict)
     tail: dict[str, float] = field(default_factory=dict)
     collectives: int = 0
+    warnings: list[str] = field(default_factory=list)
 
     def skip(self, reason: str, n: int = 1) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + n
 
+    def warn(self, line: str) -> None:
+        """Keep `line` (one line) and issue it as a WorkloadWarning."""
+        self.warnings.append(line)
+        warnings.warn(line, WorkloadWarning, stacklevel=2)
+
     def as_dict(self) -> dict:
         return {"source": self.source, "time_unit": self.time_unit,
                 "collectives": self.collectives,
-                "skipped_comms": dict(sorted(self.skipped.items()))}
+                "skipped_comms": dict(sorted(self.skipped.items())),
+                "warnings": list(self.warnings)}
 
 
 class Control:

@@ -1,6 +1,6 @@
-"""`jobs_from: {chakra: FOLDER, comm_groups: JSON}`: Chakra .et traces, one per rank
-(traffic/chakra.py, traffic/chakra_jobs.py), and optionally ASTRA-sim's communicator groups
-({"<pg_name>": [ranks...]})."""
+"""`jobs_from: {chakra: FOLDER, comm_groups: JSON}`: Chakra .et traces, one per rank, or
+Chakra's JSON form of them (traffic/chakra.py, traffic/chakra_jobs.py), and optionally
+ASTRA-sim's communicator groups ({"<pg_name>": [ranks...]})."""
 from __future__ import annotations
 
 import json

@@ -103,6 +103,28 @@ def test_a_chakra_duration_past_a_day_names_the_trace(sandbox, capsys):
 
 
 @pytest.mark.parametrize("kind, names", [
+    ("eg", ": 4 .eg files (t.0.eg, ...) and no .et: Chakra's older execution-graph schema "
+           "(before 0.0.4), which this does not read; convert the traces they came from to .et "
+           "with a current chakra_converter"),
+    ("json-list", "/t.0.json: not a Chakra JSON trace"),
+    ("json-id", "/t.0.json: record 1: Id must be an integer")])
+def test_chakra_forms_it_cannot_read_are_named(sandbox, capsys, kind, names):
+    """Outside pass: a folder of .eg files (Chakra's older schema) was said to have no .et
+    files; a JSON trace the reader cannot take is named with its record."""
+    traces = sandbox / "traces"
+    traces.mkdir()
+    for r in range(4):
+        if kind == "eg":
+            (traces / f"t.{r}.eg").write_bytes(b"\x03\xff\xff\xff")
+        else:
+            (traces / f"t.{r}.json").write_text(
+                "[]" if kind == "json-list" else '{"workload_graph": [{"Id": -1}]}')
+    cfg = _import_config(sandbox, {"chakra": str(traces)})
+    refused_early(sandbox, capsys, ["predict", str(cfg), "--out", str(sandbox / "out")],
+                  f"jobs_from.chakra: {traces}{names}", sandbox / "out")
+
+
+@pytest.mark.parametrize("kind, names", [
     ("garbage", "replay_log: "), ("empty", "no flows"), ("non-utf8", "cannot be read"),
     ("short-row", "columns"), ("folder", "no such floodns flow log"),
     ("missing", "no such floodns flow log"), ("wrong-ends", "replay_log: "),

@@ -2,6 +2,7 @@
 on fixtures written by our own writer, the mapping to JobSpecs, and one-line errors."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,83 @@ def test_config_errors():
     with pytest.raises(ConfigError, match="jobs_from.failed_cores: not a key of jobs_from.chakra"):
         parse({"name": "c", "routing": ["ecmp"], "fabric": FABRIC,
                "jobs_from": {"chakra": str(FIX), "failed_cores": 1}})
+
+
+def _as_json(path: Path, nodes: list[dict]) -> None:
+    """`nodes` (write_trace's dicts) in Chakra's JSON form, as its feeder's json_node reads."""
+    graph = [{"Id": n["id"], "Name": f"n{n['id']}", "NodeType": n["type"],
+              "data_deps": n.get("data_deps", []), "runtime": n.get("duration_micros", 0),
+              "is_cpu_op": False, **{k: v for k, v in n.get("attrs", {}).items()
+                                     if k != "pg_name"}} for n in nodes]
+    path.write_text(json.dumps({"workload_graph": graph}))
+
+
+def test_chakra_json_traces_make_the_jobs_their_et_form_makes(tmp_path):
+    """Outside pass: Chakra's JSON form (the feeder's json_node) was not read. Two ranks:
+    compute, an all-reduce over both, a send 0 -> 1 after more compute."""
+    per_rank = [[dict(node(1, 4), duration_micros=100 * (r + 1)),
+                 node(2, 7, deps=[1], **AR),
+                 dict(node(3, 4, deps=[2]), duration_micros=30),
+                 node(4, 5 if r == 0 else 6, deps=[3], comm_src=0, comm_dst=1, comm_tag=3,
+                      comm_size=4096)] for r in range(2)]
+    (tmp_path / "et").mkdir()
+    (tmp_path / "js").mkdir()
+    for r, nodes in enumerate(per_rank):
+        write_trace(tmp_path / "et" / f"t.{r}.et", nodes)
+        _as_json(tmp_path / "js" / f"t.{r}.json", nodes)
+    (tmp_path / "js" / "comm_groups.json").write_text("{}")      # not a trace: ignored
+    et = job_specs(read_traces(tmp_path / "et"), HOSTS, 100.0)
+    js = job_specs(read_traces(tmp_path / "js"), HOSTS, 100.0)
+    assert len(js) == 2 and [(s.name, s.collective, s.groups, s.size_bytes, s.start_s,
+                              s.after) for s in js] == [
+        (s.name, s.collective, s.groups, s.size_bytes, s.start_s, s.after) for s in et]
+    ar, send = sorted(js, key=lambda s: s.collective is Collective.PIPELINE)
+    assert ar.collective is Collective.ALLREDUCE and ar.start_s == pytest.approx(200e-6)
+    assert send.after == ((ar.name, pytest.approx(30e-6)),) and send.size_bytes == 4096
+
+
+def test_chakras_published_json_sample_reads_as_its_feeder_reads_it():
+    from traffic.chakra import read_json_trace
+    from traffic.streams import Notes
+    sample = FIX.parent / "chakra-tests" / "json_trace" / "small_chakra.0.json"
+    nodes = read_json_trace(sample)
+    assert [n.id for n in nodes] == [216, 217, 430, 432, 433, 435, 541]
+    assert nodes[5].deps == (432, 216, 217)                 # data_deps only (no ctrlDeps)
+    assert nodes[0].duration_s == pytest.approx(318e-6)      # runtime: us
+    notes = Notes("chakra", "us")
+    assert job_specs(read_traces(sample.parent), HOSTS, 100.0, notes=notes) == []   # 1 rank
+    assert notes.skipped["collective nodes without comm_type (run as their duration)"] == 3
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("[1, 2]", "t.0.json: not a Chakra JSON trace"),
+    ("{\"workload_graph\": [", "t.0.json: not a Chakra JSON trace"),
+    ('{"workload_graph": [{"Id": "x", "NodeType": 4}]}', "t.0.json: record 1: Id must be"),
+    ('{"workload_graph": [{"Id": 1, "NodeType": 4, "data_deps": [true]}]}',
+     "t.0.json: record 1: data_deps must be"),
+    ('{"workload_graph": [{"Id": 1, "NodeType": 4, "runtime": 1e99}]}',
+     "t.0.json: record 1: runtime must be"),
+    ('{"workload_graph": [{"Id": 1, "NodeType": 7, "comm_size": -1}]}',
+     "t.0.json: record 1: comm_size must be"),
+])
+def test_bad_json_traces_name_file_and_record(tmp_path, text, needle):
+    (tmp_path / "t.0.json").write_text(text)
+    with pytest.raises(ChakraError) as e:
+        read_traces(tmp_path)
+    assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_folder_of_older_eg_files_is_named(tmp_path):
+    """Outside pass: a folder of .eg files (Chakra's older execution graphs) was refused as
+    having no .et files, which named neither the schema nor the fix."""
+    for r in range(2):
+        (tmp_path / f"t.{r}.eg").write_bytes(b"\x03\xff\xff\xff")
+    with pytest.raises(ChakraError) as e:
+        read_traces(tmp_path)
+    assert str(e.value) == (
+        f"{tmp_path}: 2 .eg files (t.0.eg, ...) and no .et: Chakra's older execution-graph "
+        "schema (before 0.0.4), which this does not read; convert the traces they came from "
+        "to .et with a current chakra_converter (chakra_converter PyTorch --input TRACE.json "
+        "--output NAME)")
+    with pytest.raises(ChakraError, match="t.0.eg: Chakra's older execution-graph schema"):
+        read_traces(tmp_path / "t.0.eg")

@@ -2,14 +2,17 @@
 one-line errors naming the file and line."""
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
+import yaml
 
 from experiments.config import ConfigError, parse
 from traffic.collectives import Collective
 from traffic.simai import Parallelism, SimaiError, read_workload
 from traffic.simai_passes import job_specs
+from traffic.streams import Notes, WorkloadWarning
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "simai" / "tp2-dp4.txt"
 HOSTS = [f"h{i}" for i in range(1, 9)]
@@ -117,3 +120,72 @@ def test_a_workload_past_the_memory_bound_is_refused_with_its_size(tmp_path):
     assert f"the jobs send {total:,} transfers per iteration over {total:,} connections" in msg
     assert msg.endswith("use fewer or smaller groups, or semantics.connections: stream (a "
                         "stream's collectives share their connections: docs/prediction.md)")
+
+
+PP_ROWS = "1\na -1 10 NONE 0 10 NONE 0 10 ALLREDUCE 1000 0\n"
+PP_HEADER = ("HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 1 ep: 1 pp: 2 vpp: 1 "
+             "ga: 1 all_gpus: 4 checkpoints: 0 checkpoint_initiates: 0")
+
+
+def test_pp_without_pp_comm_runs_without_pipeline_traffic_and_warns(tmp_path):
+    """Outside pass: pp > 1 without pp_comm was refused; SimAI warns and adds no pipeline
+    time (Layer.cc: pp_commsize 0)."""
+    p, q = tmp_path / "w.txt", tmp_path / "with.txt"
+    p.write_text(PP_HEADER + "\n" + PP_ROWS)
+    q.write_text(PP_HEADER + " pp_comm: 4096\n" + PP_ROWS)
+    notes = Notes("simai", "cycles")
+    with pytest.warns(WorkloadWarning) as got:
+        specs = job_specs(p, HOSTS[:4], 100.0, notes=notes)
+    assert [str(w.message) for w in got] == notes.warnings == [
+        f"{p}:1: pp 2 but no pp_comm: pipeline traffic left out, as SimAI does; give pp_comm "
+        "BYTES (what one stage sends the next) to send it"]
+    assert [s.collective for s in specs] == [Collective.ALLREDUCE]        # DP only
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", WorkloadWarning)
+        piped = job_specs(q, HOSTS[:4], 100.0)
+    assert [s.collective for s in piped].count(Collective.PIPELINE) == 2  # fwd and bwd
+
+
+ASTRA1_ROWS = ("3\n"
+               "a -1 10 ALLREDUCE 1000 10 ALLREDUCE 1000 10 ALLREDUCE 1000 0\n"
+               "b -1 10 ALLGATHER 1000 10 REDUCESCATTER 1000 10 ALLREDUCE 1000 0\n"
+               "c -1 10 ALLREDUCEALLTOALL 1000 10 NONE 0 10 ALLREDUCE 1000 0\n")
+
+
+@pytest.mark.parametrize("header", ["HYBRID_TRANSFORMER", "HYBRID_TRANSFORMER_FWD_IN_BCKWD"])
+def test_astra_sim_transformer_without_its_group_says_what_it_left_out(tmp_path, header):
+    """Outside pass: an ASTRA-sim 1.0 transformer header without model_parallel_NPU_group
+    was read as 1 in silence. The count is the model-parallel collectives the same file
+    makes with a group of 2."""
+    p, two = tmp_path / "w.txt", tmp_path / "two.txt"
+    p.write_text(header + "\n" + ASTRA1_ROWS)
+    two.write_text(header + " model_parallel_NPU_group: 2\n" + ASTRA1_ROWS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", WorkloadWarning)
+        tp = [s for s in job_specs(two, HOSTS[:4], 100.0) if s.stream == "TP"]
+    assert len(tp) == 6                    # fwd: 1 + 1 + 2 (all-reduce, all-to-all); ig: 2
+    notes = Notes("simai", "cycles")
+    with pytest.warns(WorkloadWarning):
+        specs = job_specs(p, HOSTS[:4], 100.0, notes=notes)
+    assert notes.warnings == [
+        f"{p}:1: no model_parallel_NPU_group in the {header} header: assumed 1, so "
+        f"{len(tp)} model-parallel (TP) collectives were left out; give "
+        "model_parallel_NPU_group: N"]
+    assert [s.stream for s in specs] == ["DP"] * 3
+
+
+def test_the_cli_shows_an_importer_warning_as_one_line(tmp_path, capsys):
+    from experiments.__main__ import main
+    p = tmp_path / "w.txt"
+    p.write_text(PP_HEADER + "\n" + PP_ROWS)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"name: s\nrouting: [ecmp]\njobs_from: {{simai: {p}}}\nfabric: {{spines: 2, "
+                   "leaves: 2, hosts_per_leaf: 2, host_link_mbps: 100, spine_link_mbps: 100}\n")
+    capsys.readouterr()
+    assert main(["validate", str(cfg)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"warning: {p}:1: pp 2 but no pp_comm: pipeline traffic left out, as SimAI "
+                   "does; give pp_comm BYTES (what one stage sends the next) to send it"]
+    with pytest.warns(WorkloadWarning):
+        exp = parse(yaml.safe_load(cfg.read_text()))
+    assert exp.workload.as_dict()["warnings"] == [err[0].removeprefix("warning: ")]
