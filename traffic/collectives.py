@@ -41,144 +41,21 @@ Source ports: connection c uses SOURCE_PORT_BASE + (c mod SOURCE_PORT_SPAN), so 
 20000..65535 at any scale; `plan_jobs` checks that every connection's 5-tuple is unique.
 
 The records (JobSpec, JobPlan, Connection, Transfer, Transfers, the ports) live in
-traffic/plans.py and are imported here too; this module plans them.
+traffic/plans.py and are imported here too; this module plans them, the rings in
+traffic/rings.py (re-exported here).
 """
 from __future__ import annotations
 
 import dataclasses
-import itertools
 
 import numpy as np
 
 from .plans import (ADAPTIVE_UNSENT_BYTES, LISTEN_PORT_BASE, P2P, SOURCE_PORT_BASE,  # noqa: F401
                     SOURCE_PORT_MAX, SOURCE_PORT_SPAN, SPLITS, Collective, Connection, JobPlan,
                     JobSpec, Transfer, Transfers, WorkloadError, source_port, split_bytes)
-from .nccl import channel_groups, pxn_connections
-
-
-def ring_allreduce(spec: JobSpec, index: int, first_conn_id: int,
-                   make_conns: bool = True) -> JobPlan:
-    """Reduce-scatter then all-gather around each ring of `spec.groups` (see module docstring).
-    make_conns=False: the transfers only (connections=[]: a job on shared connections)."""
-    if spec.channels > 1:
-        return _on_channels(ring_allreduce, spec, index, first_conn_id, make_conns)
-    for ring in spec.groups:
-        if len(ring) < 2:
-            raise WorkloadError(f"jobs.{spec.name}.hosts: a ring needs at least 2 hosts")
-
-    def sizes(n: int) -> np.ndarray:
-        # reduce-scatter step k: rank i sends chunk (i - k); all-gather: (i + 1 - k')
-        k = np.arange(2 * (n - 1))[:, None]
-        i = np.arange(n)[None, :]
-        chunk = np.where(k < n - 1, (i - k) % n, (i + 1 - (k - (n - 1))) % n)
-        return np.array(split_bytes(spec.size_bytes, n))[chunk]
-    return _ring_plan(spec, index, first_conn_id, make_conns, lambda n: 2 * (n - 1), sizes)
-
-
-def ring_chain(spec: JobSpec, index: int, first_conn_id: int,
-               make_conns: bool = True) -> JobPlan:
-    """Ring all-gather or reduce-scatter: n-1 forwarding steps around each ring (see the
-    module docstring); the step-k send of rank i waits for rank i-1's step-(k-1) send.
-    make_conns=False: the transfers only (connections=[]: a job on shared connections)."""
-    if spec.channels > 1:
-        return _on_channels(ring_chain, spec, index, first_conn_id, make_conns)
-    _check_groups(spec)
-    shift = 0 if spec.collective is Collective.ALLGATHER else 1
-
-    def sizes(n: int) -> np.ndarray:
-        k = np.arange(n - 1)[:, None]
-        i = np.arange(n)[None, :]
-        return np.array(split_bytes(spec.size_bytes, n))[(i - k - shift) % n]
-    return _ring_plan(spec, index, first_conn_id, make_conns, lambda n: n - 1, sizes)
-
-
-def _ring_plan(spec: JobSpec, index: int, first_conn_id: int, make_conns: bool,
-               steps_of, sizes_of) -> JobPlan:
-    """The rings of `spec.groups` in order, ring r's connections numbered after ring r-1's
-    and its transfers after ring r-1's; a run of rings of one size n is planned at once
-    (every ring of a size sends the same bytes per step: sizes_of(n), (steps_of(n), n))."""
-    conns: list[Connection] = []
-    parts: list[Transfers] = []
-    t0 = base = 0                        # transfers, connections so far
-    for n, run in itertools.groupby(len(g) for g in spec.groups):
-        if spec.size_bytes < n:
-            raise WorkloadError(
-                f"jobs.{spec.name}.size_bytes: must be at least the ring size ({n})")
-        rings = len(list(run))
-        one = _ring_steps(n, steps_of(n), 0, 0, sizes_of(n))
-        parts.append(_repeat_ring(one, rings, t0, first_conn_id + base, n))
-        t0, base = t0 + rings * len(one), base + rings * n
-    if make_conns:
-        cid = first_conn_id
-        for ring in spec.groups:
-            n = len(ring)
-            conns.extend(_connection(spec, index, cid + i, ring[i], ring[(i + 1) % n])
-                         for i in range(n))
-            cid += n
-    return JobPlan(spec=spec, index=index, connections=conns, transfers=Transfers.join(parts))
-
-
-def _on_channels(planner, spec: JobSpec, index: int, first_conn_id: int,
-                 make_conns: bool) -> JobPlan:
-    """The job's rings as NCCL's channels (traffic/nccl.py): channel c's rings
-    (channel_groups) on split_bytes(S, channels)[c] bytes, planned by `planner` one after
-    another (connections and transfers numbered on), all at once."""
-    conns: list[Connection] = []
-    parts: list[Transfers] = []
-    cid, t0 = first_conn_id, 0
-    for c, size in enumerate(split_bytes(spec.size_bytes, spec.channels)):
-        sub = dataclasses.replace(spec, groups=channel_groups(spec, c), size_bytes=size,
-                                  channels=1)
-        p = planner(sub, index, cid, make_conns)
-        ts = p.transfers
-        parts.append(Transfers(ts.tid + t0, ts.conn, ts.size, ts.step, ts.dep_ptr, ts.dep + t0))
-        conns.extend(p.connections)
-        cid, t0 = cid + sum(len(g) for g in sub.groups), t0 + len(ts)
-    return JobPlan(spec=spec, index=index, connections=conns, transfers=Transfers.join(parts))
-
-
-def _repeat_ring(one: Transfers, rings: int, t0: int, conn0: int, n: int) -> Transfers:
-    """`rings` copies of one ring's transfers (numbered from 0, on connections 0..n-1): copy
-    r's transfers from t0 + r x len(one), on connections from conn0 + r x n."""
-    per, deps = len(one), one.dep.size
-    r = np.arange(rings, dtype=np.int64)[:, None]
-    t_off = t0 + per * r
-    ptr = np.zeros(rings * per + 1, dtype=np.int64)
-    ptr[1:] = (one.dep_ptr[1:][None, :] + deps * r).ravel()
-    return Transfers((one.tid + t_off).ravel(), (one.conn + conn0 + n * r).ravel(),
-                     np.tile(one.size, rings), np.tile(one.step, rings), ptr,
-                     (one.dep + t_off).ravel())
-
-
-def _ring_steps(n: int, steps: int, t0: int, conn0: int, size: np.ndarray) -> Transfers:
-    """A ring's transfers (steps x n, step-major; rank i sends on connection conn0 + i):
-    rank i's step-k send waits for rank i-1's step-(k-1) send. size: (steps, n) bytes."""
-    k = np.repeat(np.arange(steps, dtype=np.int64), n)
-    i = np.tile(np.arange(n, dtype=np.int64), steps)
-    has = k > 0
-    dep = (t0 + (k - 1) * n + (i - 1) % n)[has]
-    dep_ptr = np.zeros(steps * n + 1, dtype=np.int64)
-    np.cumsum(has, out=dep_ptr[1:])
-    return Transfers(t0 + k * n + i, conn0 + i, size.reshape(-1).astype(np.int64), k,
-                     dep_ptr, dep)
-
-
-def _check_groups(spec: JobSpec, min_size: int = 2) -> None:
-    if not spec.groups:
-        raise WorkloadError(f"jobs.{spec.name}.hosts: a job needs at least one group of hosts")
-    for g in spec.groups:
-        if len(g) < min_size:
-            raise WorkloadError(
-                f"jobs.{spec.name}.hosts: {spec.collective.value} needs at least {min_size} hosts")
-        if len(set(g)) != len(g):
-            raise WorkloadError(f"jobs.{spec.name}.hosts: a host appears twice in one group")
-    if spec.size_bytes < 1:
-        raise WorkloadError(f"jobs.{spec.name}.size_bytes: must be a positive number of bytes")
-
-
-def _connection(spec: JobSpec, index: int, conn_id: int, src: str, dst: str) -> Connection:
-    return Connection(conn_id=conn_id, job=spec.name, src=src, dst=dst,
-                      src_port=source_port(conn_id), dst_port=LISTEN_PORT_BASE + index)
+from .nccl import pxn_connections
+from .rings import ring_allreduce, ring_chain
+from .plans import check_groups, connection
 
 
 def all_to_all(spec: JobSpec, index: int, first_conn_id: int,
@@ -186,7 +63,7 @@ def all_to_all(spec: JobSpec, index: int, first_conn_id: int,
     """Every rank sends S/n bytes to every other rank of its group at once: one connection and
     one transfer per ordered pair (i, j), i != j, in that order, no dependencies (rank j
     receives chunk j of the split). make_conns=False: the transfers only (connections=[])."""
-    _check_groups(spec)
+    check_groups(spec)
     conns: list[Connection] = []
     sizes: list[np.ndarray] = []
     chunks: dict[int, np.ndarray] = {}   # group size -> each pair's bytes, row-major
@@ -200,7 +77,7 @@ def all_to_all(spec: JobSpec, index: int, first_conn_id: int,
             chunks[n] = np.broadcast_to(row, (n, n))[~np.eye(n, dtype=bool)]
         if make_conns:
             base = first_conn_id + len(conns)
-            conns.extend(_connection(spec, index, base + k, a, b) for k, (a, b) in enumerate(
+            conns.extend(connection(spec, index, base + k, a, b) for k, (a, b) in enumerate(
                 (a, b) for a in group for b in group if a != b))
         sizes.append(chunks[n])
     size = np.concatenate(sizes) if sizes else np.zeros(0, np.int64)
@@ -214,13 +91,13 @@ def all_to_all(spec: JobSpec, index: int, first_conn_id: int,
 def pipeline_p2p(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
     """Pipeline point-to-point: stage i -> stage i+1 carries S bytes, and stage i+1 forwards
     only once it has received (transfer i depends on transfer i-1); groups run in parallel."""
-    _check_groups(spec)
+    check_groups(spec)
     conns: list[Connection] = []
     transfers: list[Transfer] = []
     for stages in spec.groups:
         t0 = len(transfers)
         for i in range(len(stages) - 1):
-            c = _connection(spec, index, first_conn_id + len(conns), stages[i], stages[i + 1])
+            c = connection(spec, index, first_conn_id + len(conns), stages[i], stages[i + 1])
             conns.append(c)
             transfers.append(Transfer(tid=t0 + i, conn_id=c.conn_id, size_bytes=spec.size_bytes,
                                       step=i, deps=() if i == 0 else (t0 + i - 1,)))
@@ -229,14 +106,14 @@ def pipeline_p2p(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
 
 def independent_flows(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
     """One connection and one transfer of S bytes per [src, dst] group, all at once."""
-    _check_groups(spec)
+    check_groups(spec)
     conns: list[Connection] = []
     transfers: list[Transfer] = []
     for g in spec.groups:
         if len(g) != 2:
             raise WorkloadError(f"jobs.{spec.name}.groups: a flow is one [src, dst] pair, "
                                 f"got {len(g)} hosts")
-        c = _connection(spec, index, first_conn_id + len(conns), g[0], g[1])
+        c = connection(spec, index, first_conn_id + len(conns), g[0], g[1])
         conns.append(c)
         transfers.append(Transfer(tid=len(transfers), conn_id=c.conn_id,
                                   size_bytes=spec.size_bytes, step=0))
@@ -257,7 +134,7 @@ def custom_p2p(spec: JobSpec, index: int, first_conn_id: int) -> JobPlan:
                                 "carry bytes and wait only for earlier transfers")
         c = conns.get((t.src, t.dst))
         if c is None:
-            c = _connection(spec, index, first_conn_id + len(conns), t.src, t.dst)
+            c = connection(spec, index, first_conn_id + len(conns), t.src, t.dst)
             conns[t.src, t.dst] = c
         transfers.append(Transfer(tid=i, conn_id=c.conn_id, size_bytes=t.size_bytes,
                                   step=_depth(spec.p2p, i, transfers), deps=tuple(t.deps)))

@@ -8,6 +8,8 @@ transform of the jobs, as subflows are one, applied when the fabric has NVLink.
   order rotated by c inside every server: 2 servers x 4 GPUs, channel 1 is
   g1 g2 g3 g0 | g1 g2 g3 g0 (server 1 | server 2), so its hop between servers leaves
   server 1 from g0 for g1 of server 2. Hops inside a server cross NVLink only.
+* Hierarchical all-reduce (`algorithm: hierarchical`, traffic/rings.py): reduce-scatter
+  inside every server, all-reduce across servers per rail, all-gather inside.
 * PXN (`pxn`, NCCL's default since 2.12): a transfer to a GPU of another server whose GPU
   index (its NIC's rail) differs from the sender's first crosses NVLink to the sender's
   server GPU of the receiver's index, which sends it through its own NIC: the bytes stay on
@@ -15,8 +17,7 @@ transform of the jobs, as subflows are one, applied when the fabric has NVLink.
   Without PXN the sender's own NIC sends it, across rails. The same rule holds for
   all-to-all and every other collective.
 
-Not modelled (docs/servers.md): NCCL's tree, NVLS, CollNet and PAT algorithms, and the
-hierarchical all-reduce as three phases.
+Not modelled (docs/servers.md): NCCL's tree, NVLS, CollNet and PAT algorithms.
 """
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ import dataclasses
 from typing import Sequence
 
 from .plans import Collective, Connection, JobPlan, JobSpec
+
+#: A job's `algorithm` on servers: rail-aligned rings, or (all-reduce) the hierarchical one.
+ALGORITHMS = ("ring", "hierarchical")
 
 #: The collectives NCCL runs as rings (channels apply to them).
 RING_COLLECTIVES = (Collective.ALLREDUCE, Collective.ALLGATHER, Collective.REDUCE_SCATTER)

@@ -188,6 +188,9 @@ class JobSpec:
     #: NCCL's channels (traffic/nccl.py): each group runs as this many rings that split
     #: size_bytes, channel c's order rotated by c in every server block of `channels` ranks
     channels: int = 1
+    #: NCCL's algorithm for an all-reduce on servers: "ring" (rail-aligned channels) or
+    #: "hierarchical" (traffic/rings.hierarchical_allreduce)
+    algorithm: str = "ring"
     #: PXN: a transfer to another server's GPU on another rail first crosses NVLink to the
     #: sender's server GPU on the receiver's rail (traffic/nccl.py); only with `servers`
     pxn: bool = True
@@ -230,3 +233,24 @@ def split_bytes(total: int, parts: int) -> list[int]:
     """Split `total` bytes into `parts` chunks whose sizes differ by at most one byte."""
     base, extra = divmod(total, parts)
     return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+def check_groups(spec: JobSpec, min_size: int = 2) -> None:
+    """Every group has at least min_size distinct hosts and the job some bytes; WorkloadError
+    naming the job otherwise."""
+    if not spec.groups:
+        raise WorkloadError(f"jobs.{spec.name}.hosts: a job needs at least one group of hosts")
+    for g in spec.groups:
+        if len(g) < min_size:
+            raise WorkloadError(
+                f"jobs.{spec.name}.hosts: {spec.collective.value} needs at least {min_size} hosts")
+        if len(set(g)) != len(g):
+            raise WorkloadError(f"jobs.{spec.name}.hosts: a host appears twice in one group")
+    if spec.size_bytes < 1:
+        raise WorkloadError(f"jobs.{spec.name}.size_bytes: must be a positive number of bytes")
+
+
+def connection(spec: JobSpec, index: int, conn_id: int, src: str, dst: str) -> Connection:
+    """Connection conn_id of job `index` from src to dst: its source port, the job's port."""
+    return Connection(conn_id=conn_id, job=spec.name, src=src, dst=dst,
+                      src_port=source_port(conn_id), dst_port=LISTEN_PORT_BASE + index)

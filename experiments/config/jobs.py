@@ -12,7 +12,7 @@ from typing import Any
 from testbed.fabric import Fabric
 from traffic.collectives import (SOURCE_PORT_SPAN, SPLITS, Collective, JobSpec, WorkloadError,
                                  group_counts, share_key)
-from traffic.nccl import ServerMap, on_servers
+from traffic.nccl import ALGORITHMS, ServerMap, on_servers
 from traffic.predictor import LAZY_TRANSFERS
 
 from .limits import (BYTES_HELD_PER_TRANSFER, BYTES_PER_CONNECTION, BYTES_PER_TRANSFER, MAX_DP,
@@ -207,8 +207,9 @@ def subflow_settings(jobs: list[JobSpec], doc: dict) -> tuple[list[JobSpec], Sub
 
 
 def server_settings(jobs: list[JobSpec], doc: dict, fabric: Fabric) -> list[JobSpec]:
-    """Each job's `pxn` (default true, NCCL's) and, on a fabric with NVLink, the job as NCCL
-    runs it on its servers (traffic/nccl.py: rail-aligned ring channels, PXN's relays)."""
+    """Each job's `pxn` (default true, NCCL's) and `algorithm` (ring, or hierarchical for an
+    all-reduce) and, on a fabric with NVLink, the job as NCCL runs it on its servers
+    (traffic/nccl.py: rail-aligned ring channels, PXN's relays)."""
     raw = doc.get("jobs") if isinstance(doc.get("jobs"), list) else []
     servers = ServerMap.of(fabric.servers) if fabric.server_of else None
     out = []
@@ -217,14 +218,30 @@ def server_settings(jobs: list[JobSpec], doc: dict, fabric: Fabric) -> list[JobS
         pxn = d.get("pxn", True)
         if not isinstance(pxn, bool):
             raise ConfigError(f"jobs[{i}].pxn: expected true or false, got {quote(pxn)}")
-        if "pxn" in d and servers is None:
-            raise ConfigError(f"jobs[{i}].pxn: PXN relays over NVLink, and this fabric has no "
-                              "servers; give fabric.gpus_per_server and nvlink_mbps, or drop "
-                              "pxn")
+        algorithm = _choice(d, "algorithm", f"jobs[{i}]", ALGORITHMS, "ring")
+        if ("pxn" in d or algorithm != "ring") and servers is None:
+            key = "pxn" if "pxn" in d else "algorithm"
+            raise ConfigError(f"jobs[{i}].{key}: this needs servers of several GPUs on NVLink; "
+                              f"give fabric.gpus_per_server and nvlink_mbps, or drop {key}")
         if servers is not None and not j.host_pairs:
-            j = on_servers(dataclasses.replace(j, pxn=pxn), servers)
+            j = on_servers(dataclasses.replace(j, pxn=pxn, algorithm=algorithm), servers)
+            _check_algorithm(j, i, doc)
         out.append(j)
     return out
+
+
+def _check_algorithm(j: JobSpec, i: int, doc: dict) -> None:
+    """A hierarchical all-reduce: an all-reduce over servers that each hold the same number
+    (> 1) of its GPUs, planned in its phases (ring_sync: rank); ConfigError otherwise."""
+    if j.algorithm != "hierarchical":
+        return
+    sem = doc.get("semantics") if isinstance(doc.get("semantics"), dict) else {}
+    if Collective(j.collective) is not Collective.ALLREDUCE or j.channels < 2:
+        raise ConfigError(f"jobs[{i}].algorithm: hierarchical is an all-reduce over servers "
+                          "that each hold the same number (> 1) of its GPUs; use ring")
+    if sem.get("ring_sync", "rank") != "rank":
+        raise ConfigError(f"jobs[{i}].algorithm: hierarchical runs in three phases, which "
+                          "semantics.ring_sync: flow would overlap; use ring_sync: rank")
 
 
 def _counts(j: JobSpec, ring_sync: str = "rank") -> tuple[int, int]:

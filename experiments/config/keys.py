@@ -25,16 +25,18 @@ FABRIC_KEYS = set().union(*(k.keys for k in topologies.KINDS.values()))
 
 
 EXPLICIT_JOB_KEYS = {"name", "collective", "hosts", "groups", "size_bytes", "iterations",
-                     "compute_s", "start_s", "subflows", "split", "split_piece_bytes", "pxn"}
+                     "compute_s", "start_s", "subflows", "split", "split_piece_bytes", "pxn",
+                     "algorithm"}
 
 
 MODEL_JOB_KEYS = {"name", "model", "dp", "placement", "iterations", "compute_s",
-                  "start_s", "scale_bytes", "subflows", "split", "split_piece_bytes", "pxn"}
+                  "start_s", "scale_bytes", "subflows", "split", "split_piece_bytes", "pxn",
+                  "algorithm"}
 
 
 PATTERN_JOB_KEYS = {"name", "pattern", "hosts", "stride", "p_leaf", "p_pod", "hotspots",
                     "flows_per_host", "seed", "size_bytes", "iterations", "compute_s", "start_s",
-                    "subflows", "split", "split_piece_bytes", "pxn"}
+                    "subflows", "split", "split_piece_bytes", "pxn", "algorithm"}
 
 
 PROGRAM_JOB_KEYS = {"name", "program", "hosts", "placement", "ranks", "env", "timeout_s",

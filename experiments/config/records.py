@@ -176,7 +176,8 @@ def _explicit(j: JobSpec) -> dict:
             **({"hosts": list(j.groups[0])} if len(j.groups) == 1
                else {"groups": [list(g) for g in j.groups]}),
             "size_bytes": j.size_bytes, "iterations": j.iterations, "compute_s": j.compute_s,
-            "start_s": j.start_s, **_subflow_keys(j), **({} if j.pxn else {"pxn": False})}
+            "start_s": j.start_s, **_subflow_keys(j), **({} if j.pxn else {"pxn": False}),
+            **({} if j.algorithm == "ring" else {"algorithm": j.algorithm})}
 
 
 def _program(p: ProgramSpec, traffic: JobSpec | None) -> dict:

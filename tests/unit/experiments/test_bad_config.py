@@ -184,6 +184,17 @@ for cid, fabric, key in [
 ]:
     case(f"servers-{cid}", {**BASE, "fabric": fabric}, key)
 case("servers-pxn-without-servers", with_("jobs.0.pxn", True), "jobs[0].pxn")
+case("servers-algorithm-without-servers", with_("jobs.0.algorithm", "hierarchical"),
+     "jobs[0].algorithm")
+case("servers-algorithm-unknown", {**with_("jobs.0.algorithm", "tree"), "fabric": SERVERS},
+     "jobs[0].algorithm")
+case("servers-hierarchical-one-gpu-per-server", {**with_("jobs.0.algorithm", "hierarchical"),
+                                                 "fabric": SERVERS}, "jobs[0].algorithm")
+case("servers-hierarchical-flow", {**with_("jobs.0.algorithm", "hierarchical"),
+                                   "fabric": SERVERS, "semantics": {"ring_sync": "flow"},
+                                   "jobs": [{**BASE["jobs"][0], "hosts": ["h1", "h2", "h3", "h4"],
+                                             "algorithm": "hierarchical"}]},
+     "jobs[0].algorithm")
 case("servers-pxn-not-bool", {**with_("jobs.0.pxn", "yes"), "fabric": SERVERS}, "jobs[0].pxn")
 for cid, path, value, key in [
     ("dp-2000", "jobs.0.dp", 2000, "jobs[0].dp"),

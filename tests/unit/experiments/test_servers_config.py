@@ -40,6 +40,17 @@ def test_pxn_false_is_written_back():
     assert not parse(exp.resolved()).jobs[0].pxn
 
 
+def test_hierarchical_is_written_back_and_planned_in_phases():
+    d = doc()
+    d["jobs"][0]["algorithm"] = "hierarchical"
+    exp = parse(d)
+    assert exp.resolved()["jobs"][0]["algorithm"] == "hierarchical"
+    again = parse(exp.resolved())
+    assert again.jobs[0].algorithm == "hierarchical"
+    # 4 servers x 2 GPUs: 8 reduce-scatter + 8 rail connections (all-gather reuses the first)
+    assert len(again.plans()[0].connections) == 16
+
+
 def test_run_refuses_servers_before_anything(sandbox, capsys):
     cfg = sandbox / "servers.yaml"
     cfg.write_text(dump(doc()))

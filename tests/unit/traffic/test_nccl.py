@@ -75,3 +75,45 @@ def test_a_transfer_inside_a_server_crosses_nvlink_only():
     relayed = {RAIL.links[i] for i in table[1] if i not in (pad, -1)}
     # h1 -> h6 (GPU 1 of server 2): over NVLink to h2 (GPU 1 of server 1), then rail 2
     assert {("h1", "nvs1"), ("nvs1", "h2"), ("h2", "leaf2"), ("leaf2", "h6")} <= relayed
+
+
+def test_hierarchical_allreduce_moves_the_closed_form_bytes_in_three_phases():
+    spec = dataclasses.replace(job(Collective.ALLREDUCE, [f"h{i}" for i in range(1, 9)],
+                                   size=8000), algorithm="hierarchical")
+    plan = plan_jobs([spec])[0]
+    ts, conns = plan.transfers, {c.conn_id: c for c in plan.connections}
+    k, m, size = 4, 2, 8000
+    sent = np.bincount(ts.conn, weights=ts.size)
+    inside = sum(sent[c] for c, x in conns.items() if RAIL.same_server(x.src, x.dst))
+    across = sum(sent[c] for c, x in conns.items() if not RAIL.same_server(x.src, x.dst))
+    # reduce-scatter and all-gather inside: (k-1)/k x S per GPU each; rails: 2(m-1)/m x S/k
+    assert inside == m * k * 2 * (k - 1) / k * size
+    assert across == m * k * 2 * (m - 1) / m * size / k
+    assert all(RAIL.leaf_of(x.src) == RAIL.leaf_of(x.dst) and not x.nvlink_from
+               for x in conns.values() if not RAIL.same_server(x.src, x.dst))
+    # every rail transfer of step 0 waits for its sender's last reduce-scatter receive
+    step = dict(zip(ts.tid.tolist(), ts.step.tolist()))
+    for i in range(len(ts)):
+        deps = ts.dep[ts.dep_ptr[i]:ts.dep_ptr[i + 1]].tolist()
+        assert all(step[d] < step[int(ts.tid[i])] for d in deps)
+        if step[int(ts.tid[i])] == k - 1:             # the rails' first step
+            x = conns[int(ts.conn[i])]
+            (d,) = deps
+            assert conns[int(ts.conn[ts.tid.tolist().index(d)])].dst == x.src
+    assert int(ts.step.max()) == (k - 1) + 2 * (m - 1) + (k - 1) - 1
+
+
+def test_ring_and_hierarchical_times_against_their_closed_forms():
+    from traffic.predictor import predict
+    hosts, size, rate = [f"h{i}" for i in range(1, 9)], 8_000_000, 100e6
+    n, m, k = 8, 2, 4
+    ring = plan_jobs([job(Collective.ALLREDUCE, hosts, size=size)])
+    hier = plan_jobs([dataclasses.replace(job(Collective.ALLREDUCE, hosts, size=size),
+                                          algorithm="hierarchical")])
+    t_ring = predict(RAIL, ring, None).jobs["j"].mean_cct_s
+    t_hier = predict(RAIL, hier, None).jobs["j"].mean_cct_s
+    # per NIC: a rail-aligned ring sends 2(n-1)/n x S/k, hierarchical 2(m-1)/m x S/k; the
+    # NVLink phases add (k-1)/k x S twice at 3.6 Tbit/s
+    assert abs(t_ring - 2 * (n - 1) / n * size / k * 8 / rate) < 1e-9
+    nvlink = 2 * (k - 1) / k * size * 8 / 3.6e12
+    assert abs(t_hier - (2 * (m - 1) / m * size / k * 8 / rate + nvlink)) < 1e-9
