@@ -33,7 +33,9 @@ class Simai(Format):
             hosts = list(fabric.hosts)
             notes = Notes("simai", "cycles of 1 ns")
             n = gpus or len(hosts)
-            per_leaf = sum(1 for h in hosts if fabric.leaf_of(h) == fabric.leaf_of(hosts[0]))
+            # dimension 0 is a server's GPUs (SimAI's gpus_per_server), else a leaf's hosts
+            per_leaf = (fabric.spec.gpus_per_server if fabric.spec.has_nvlink else
+                        sum(1 for h in hosts if fabric.leaf_of(h) == fabric.leaf_of(hosts[0])))
             try:
                 specs = simai_passes.job_specs(path, hosts, fabric.spec.host_link_mbps, gpus,
                                                dim0 or simai.default_dim0(n, per_leaf), notes,

@@ -59,3 +59,20 @@ def test_run_refuses_servers_before_anything(sandbox, capsys):
                   "fabric.gpus_per_server", out)
     code, _, stdout = cli(capsys, ["validate", str(cfg)])
     assert code == 0 and "`run` can emulate it: no: fabric.gpus_per_server" in stdout
+
+
+def test_a_simai_file_puts_tensor_parallel_inside_servers():
+    from pathlib import Path
+    fix = Path(__file__).resolve().parents[2] / "fixtures" / "simai" / "tp2-dp4.txt"
+    fabric = {"spines": 2, "leaves": 2, "hosts_per_leaf": 4, "host_link_mbps": 100,
+              "spine_link_mbps": 100}
+    docs = {g: {"name": "s", "routing": ["ecmp"], "jobs_from": {"simai": str(fix)},
+                "fabric": {**fabric, **({"gpus_per_server": 2, "nvlink_mbps": 3.6e6}
+                                        if g > 1 else {})}} for g in (1, 2)}
+    for g, d in docs.items():
+        exp = parse(d)
+        # the tensor-parallel groups (model_parallel_NPU_group: 2) are ranks 2i, 2i+1
+        tp = [c for p in exp.plans() for c in p.connections if p.spec.groups[0] == ["h1", "h2"]]
+        assert len(tp) >= 3 * 4 * 2       # embedding, attention's gather and scatter
+        inside = [exp.fabric.same_server(c.src, c.dst) for c in tp]
+        assert all(inside) if g == 2 else not any(inside)
