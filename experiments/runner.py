@@ -64,8 +64,7 @@ def check_emulable(exp: Experiment) -> None:
     """Raise ConfigError (before anything is built) for a fabric the emulator cannot shape,
     semantics its agents and controller do not run, or more connections than source ports."""
     if exp.fabric.spec.has_nvlink:
-        raise ConfigError("fabric.gpus_per_server: the emulator does not build NVLink domains "
-                          "yet (docs/servers.md); use `predict`, or gpus_per_server: 1 for `run`")
+        _check_servers(exp)
     if exp.machines:
         check_splittable(exp)
     check_source_ports(exp.jobs, exp.routing)     # one source port per connection
@@ -91,6 +90,21 @@ def check_emulable(exp: Experiment) -> None:
             raise ConfigError(f"fabric.{key}: the emulator shapes at most "
                               f"{MAX_EMULATED_MBPS:g} Mbit/s per link; scale rates down for "
                               "`run`, or use `predict` at this scale")
+
+
+def _check_servers(exp: Experiment) -> None:
+    """Servers the emulator can build: NVLink shaped as any link, one machine, and one PXN
+    setting for every job (the hosts' routes carry it)."""
+    if exp.fabric.spec.nvlink_mbps > MAX_EMULATED_MBPS:
+        raise ConfigError(f"fabric.nvlink_mbps: the emulator shapes at most "
+                          f"{MAX_EMULATED_MBPS:g} Mbit/s per link; scale NVLink down with the "
+                          "NICs for `run` (e.g. 9x host_link_mbps, as NVLink 4 to 400G)")
+    if exp.machines:
+        raise ConfigError("machines: servers with NVLink are emulated on one machine; drop "
+                          "machines or gpus_per_server")
+    if len({j.pxn for j in exp.jobs}) > 1:
+        raise ConfigError("jobs: pxn must be the same for every job of a `run` on servers (the "
+                          "hosts' routes carry it); use `predict` to mix them")
 
 
 def check_splittable(exp: Experiment) -> None:
@@ -124,7 +138,13 @@ def _fabric(exp: Experiment, run_id: str, settings: EmulationSettings, out_dir: 
         log(f"splitting it over {len(exp.machines)} machines: "
             + ", ".join(m.name for m in exp.machines))
         return SplitEmulation(exp, run_id, settings, out_dir / "machines", log)
-    return EmulatedFabric(exp.fabric, run_id, settings)
+    return EmulatedFabric(exp.fabric, run_id, settings, pxn=jobs_pxn(exp))
+
+
+def jobs_pxn(exp: Experiment) -> bool:
+    """Whether the jobs relay across rails (PXN): one setting for every job of a run, as
+    the hosts' routes carry it (check_emulable)."""
+    return all(j.pxn for j in exp.jobs)
 
 
 def run_experiment(exp: Experiment, out_dir: Path,
@@ -278,7 +298,7 @@ def run_nonblocking(exp: Experiment, twin: Fabric, plans: list[JobPlan], ideal_p
     offset = port_offset + i * sum(len(p.connections) for p in plans)
     one = dataclasses.replace(exp, fabric=twin, events=[])
     log(f"building the non-blocking reference: one switch, {len(twin.hosts)} hosts")
-    with EmulatedFabric(twin, f"{run_id}-nb", settings) as emu:
+    with EmulatedFabric(twin, f"{run_id}-nb", settings, pxn=jobs_pxn(exp)) as emu:
         conns = [c for p in plans for c in p.connections]
         return run_one_routing(one, emu, entry, route(ECMP, twin, conns),
                                with_port_offset(plans, offset), ideal_pred, goodput,

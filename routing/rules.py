@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from testbed.fabric import Fabric
 from testbed.openflow import FlowRule, GroupRule, Rule, rule_key
+from testbed.servers import nvlink_mac
 from traffic.collectives import Connection
 
 from .host_enforced import PLANNED_PORT_FLAG, PORT_RULE_PRIORITY, choice_fields, path_of_port
@@ -49,9 +50,11 @@ FLOW_PRIORITY, PAIR_PRIORITY = 200, 150
 
 
 def five_tuple_match(fabric: Fabric, c: Connection) -> str:
+    """A connection's match: its sender's address (under PXN the GPU whose bytes the relay
+    forwards), its receiver's, and its ports."""
     if c.host_pair:
-        return f"ip,nw_src={fabric.ip_of(c.src)},nw_dst={fabric.ip_of(c.dst)}"
-    return (f"tcp,nw_src={fabric.ip_of(c.src)},nw_dst={fabric.ip_of(c.dst)},"
+        return f"ip,nw_src={fabric.ip_of(c.sender)},nw_dst={fabric.ip_of(c.dst)}"
+    return (f"tcp,nw_src={fabric.ip_of(c.sender)},nw_dst={fabric.ip_of(c.dst)},"
             f"tp_src={c.src_port},tp_dst={c.dst_port}")
 
 
@@ -123,6 +126,11 @@ def base_rules(fabric: Fabric) -> list[Rule]:
                 rules.append(GroupRule(leaf, gid, uplinks))
                 rules.append(FlowRule(leaf, 20, f"ip,nw_dst={leaf_prefix(fabric, dst)}",
                                       f"group:{gid}"))
+    for nvs in fabric.nvswitches:       # NVLink: to each GPU's port by its MAC
+        for h in fabric.graph.successors(nvs):
+            node = fabric.graph.nodes[h]
+            rules.append(FlowRule(nvs, 100, f"dl_dst={nvlink_mac(node['server'], node['gpu'])}",
+                                  f"output:{fabric.port(nvs, h)}"))
     for sw in fabric.upper_switches:
         pod_leaves = [x for x in fabric.leaves if fabric.pod_of(x) == fabric.pod_of(sw)]
         for leaf in fabric.leaves:
@@ -146,7 +154,7 @@ def counting_rules(fabric: Fabric, conns: list[Connection]) -> list[Rule]:
     rules: list[Rule] = []
     for c in conns:
         a, b = fabric.leaf_of(c.src), fabric.leaf_of(c.dst)
-        if a == b:
+        if a == b or fabric.same_server(c.src, c.dst):
             continue
         on = dict.fromkeys(sw for p in fabric.switch_paths(a, b) for sw in p[1:-1])
         for sw in on:

@@ -78,8 +78,13 @@ class Fabric:
 
     @cached_property
     def switches(self) -> list[str]:
-        """Every switch, tier by tier from the leaves up."""
-        return self.leaves + self.aggs + self.cores + self.spines
+        """Every switch, tier by tier from the leaves up, then the servers' NVLink switches."""
+        return self.leaves + self.aggs + self.cores + self.spines + self.nvswitches
+
+    @cached_property
+    def nvswitches(self) -> list[str]:
+        """The servers' NVLink switches (nvs1.., testbed/servers.py); none without NVLink."""
+        return self._role("nvswitch")
 
     @property
     def tiers(self) -> int:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 #: DPID prefix (first byte) per role: never derived from a name (Mininet would take the first
 #: number in it, so leaf1 and spine1 would collide).
-DPID_PREFIX = {"leaf": 1, "spine": 2, "agg": 3, "core": 4}
+DPID_PREFIX = {"leaf": 1, "spine": 2, "agg": 3, "core": 4, "nvswitch": 5}
 
 
 #: Tier of each switch role, from the leaves up.

@@ -51,7 +51,7 @@ def placement(fabric: Fabric, processes: int) -> dict[str, int]:
         return {sw: 0 for sw in fabric.switches}
     from .split import split_fabric
     owner = split_fabric(fabric, processes).owner
-    return {sw: owner[sw] for sw in fabric.switches}
+    return {sw: owner.get(sw, 0) for sw in fabric.switches}   # NVLink switches: the first
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from . import instances, taps
 from .fabric import TIER, Fabric
+from .servers import ServerMap, nvlink_mac
 from .instances import OvsInstance
 from .ovs import (TestbedError, check_socket_buffers, ovs_running, pick_datapath, run,
                   vswitchd_malloc_tuned)
@@ -105,6 +106,12 @@ def _ns_run_all(jobs: dict, timeout_s: float = 120.0) -> None:
                 p.communicate()
 
 
+def nvlink_port_mac(f: Fabric, h: str) -> str:
+    """The MAC of host h's NVLink port (testbed/servers.py)."""
+    node = f.graph.nodes[h]
+    return nvlink_mac(node["server"], node["gpu"])
+
+
 def host_mac(ip: str) -> str:
     """A host's MAC from its IPv4 address (02: locally administered), so that every machine of
     a split fabric knows every host's MAC for its static ARP entries."""
@@ -137,7 +144,7 @@ class EmulatedFabric:
     switch in one ovs-vswitchd of the run's own (testbed/instances.py), the tunnels attached."""
 
     def __init__(self, fabric: Fabric, run_id: str, settings: EmulationSettings | None = None,
-                 part: Part | None = None):
+                 part: Part | None = None, pxn: bool | None = None):
         self.fabric = fabric
         self.run_id = run_id
         self.settings = settings or EmulationSettings()
@@ -145,6 +152,8 @@ class EmulatedFabric:
         self.datapath = "unknown"
         self.port_type = "system"       # as built: tap only on the userspace datapath
         self.send_buffer_bytes: int | None = None
+        #: servers: GPUs reach other servers' GPUs on other rails through PXN's relay
+        self.pxn = bool(fabric.server_of) and (pxn if pxn is not None else True)
         self.malloc_tuned: bool | None = None    # ovs-vswitchd's glibc settings (testbed/ovs.py)
         self.net = None
         self.record = RunRecord(run_id)
@@ -242,8 +251,9 @@ class EmulatedFabric:
         for u, v in f.links:   # each link once: from the host, or from the lower tier
             if self.part and not (self.part.has(u) and self.part.has(v)):
                 continue       # a tunnel, or another machine's link
-            if f.role(u) == "host":
-                net.addLink(u, v, port1=0, port2=f.port(v, u))
+            if f.role(u) == "host":      # its NIC (port 0), or its NVLink port (1)
+                net.addLink(u, v, port1=f.port(u, v), port2=f.port(v, u),
+                            **({"addr1": nvlink_port_mac(f, u)} if f.port(u, v) else {}))
             elif f.role(v) != "host" and TIER[f.role(u)] < TIER[f.role(v)]:
                 net.addLink(u, v, port1=f.port(u, v), port2=f.port(v, u))
         net.build()
@@ -368,7 +378,34 @@ class EmulatedFabric:
                               f"dev {intf} mtu {mtu} && sysctl -q -w "
                               f"net.ipv6.conf.all.disable_ipv6=1 && tc -batch {tc_file} && "
                               f"ip -batch {arp_file}")
+                if f.server_of:
+                    scripts[h] += " && " + self._nvlink_script(h, Path(tmp), mtu)
             _ns_run_all({net.get(h): ["sh", "-c", s] for h, s in scripts.items()})
+
+    def _nvlink_script(self, h: str, tmp: Path, mtu: str) -> str:
+        """Host h's NVLink port (eth1): offloads off, its MTU and shaper; its server's peers
+        reached through it (a /32 route and a neighbour entry each), and under PXN every GPU
+        of another server on another rail through the peer on that GPU's rail, which
+        forwards it out of its own NIC (ip_forward, no reverse-path filter)."""
+        f, intf = self.fabric, f"{h}-eth1"
+        nvs = f"nvs{f.server_of[h] + 1}"
+        tc_file, ip_file = tmp / f"{h}.nv.tc", tmp / f"{h}.nv.ip"
+        tc_file.write_text("\n".join(tc_batch(intf, self._shaping(f.capacity_mbps(h, nvs))))
+                           + "\n")
+        peers = [p for p in f.servers[f.server_of[h]] if p != h]
+        lines = [f"route replace {f.ip_of(p)}/32 dev {intf}\n"
+                 f"neigh replace {f.ip_of(p)} lladdr {nvlink_port_mac(f, p)} dev {intf} "
+                 "nud permanent\n" for p in peers]
+        if self.pxn:
+            servers = ServerMap.of(f.servers)
+            lines += [f"route replace {f.ip_of(b)}/32 via {f.ip_of(r)} dev {intf} onlink\n"
+                      for b in f.hosts if (r := servers.relay(h, b)) is not None]
+        ip_file.write_text("".join(lines))
+        sysctls = " ".join(f"net.ipv4.conf.{i}.rp_filter=0" for i in
+                           ("all", "default", f"{h}-eth0", intf))
+        return (f"ethtool -K {intf} {' '.join(HOST_OFFLOADS_OFF)} && ip link set dev {intf} "
+                f"mtu {mtu} && tc -batch {tc_file} && sysctl -q -w net.ipv4.ip_forward=1 "
+                f"net.ipv4.conf.all.send_redirects=0 {sysctls} && ip -batch {ip_file}")
 
     def _tap_ports(self) -> None:
         """Swap every switch port's veth for a tap of the same OpenFlow port number (one

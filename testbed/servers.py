@@ -14,6 +14,9 @@ one GPU per server is the same graph, link for link.
 """
 from __future__ import annotations
 
+import dataclasses
+from typing import Sequence
+
 import networkx as nx
 
 from .fabric_spec import FabricError, FabricSpec
@@ -24,6 +27,12 @@ MAX_GPUS_PER_SERVER = 72
 #: the bound leaves room for NVLink 5 (7.2 Tbit/s).
 MAX_NVLINK_MBPS = 10_000_000.0
 NVSWITCH_ROLE = "nvswitch"
+
+
+def nvlink_mac(server: int, gpu: int) -> str:
+    """The MAC of GPU `gpu`'s NVLink port (its eth1) in server `server` (both 1-based), fixed
+    so that the NVLink switch's rules and the hosts' neighbour entries agree (02:4e: local)."""
+    return f"02:4e:{server >> 8:02x}:{server & 255:02x}:{gpu >> 8:02x}:{gpu & 255:02x}"
 
 
 def check_servers(spec: FabricSpec) -> None:
@@ -61,3 +70,22 @@ def add_nvlink(g: nx.DiGraph, spec: FabricSpec, n_hosts: int) -> None:
             g.nodes[h]["server"], g.nodes[h]["gpu"] = k, i
             g.add_edge(h, nvs, capacity_mbps=spec.nvlink_mbps, port=1, live=True)
             g.add_edge(nvs, h, capacity_mbps=spec.nvlink_mbps, port=i, live=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerMap:
+    """Where each GPU sits: host -> (server, GPU index), and each server's hosts by index."""
+
+    place: dict[str, tuple[int, int]]
+    servers: tuple[tuple[str, ...], ...]
+
+    @staticmethod
+    def of(servers: Sequence[Sequence[str]]) -> "ServerMap":
+        return ServerMap({h: (k, i) for k, hs in enumerate(servers) for i, h in enumerate(hs)},
+                         tuple(tuple(hs) for hs in servers))
+
+    def relay(self, src: str, dst: str) -> str | None:
+        """The GPU of src's server on dst's rail when dst is on another server and another
+        rail (PXN's relay); None when src's own NIC is on dst's rail or both share a server."""
+        (s, i), (t, j) = self.place[src], self.place[dst]
+        return None if s == t or i == j else self.servers[s][j]

@@ -88,13 +88,13 @@ def agent_plans(fabric: Fabric, plan: JobPlan, seed: int, tcp_cc: str,
             "report_transfers": report_transfers,
             "outgoing": [{"conn_id": c.conn_id, "dst_ip": fabric.ip_of(c.dst),
                           "dst_port": c.dst_port, "src_port": c.src_port}
-                         for c in plan.connections if c.src == h],
-            "incoming": [{"conn_id": c.conn_id, "src_ip": fabric.ip_of(c.src),
+                         for c in plan.connections if c.sender == h],
+            "incoming": [{"conn_id": c.conn_id, "src_ip": fabric.ip_of(c.sender),
                           "src_port": c.src_port}
                          for c in plan.connections if c.dst == h],
             "sends": [{"tid": t.tid, "conn_id": t.conn_id, "size_bytes": t.size_bytes,
                        "deps": list(t.deps), **pools.get(t.tid, {})}
-                      for t in plan.transfers if conns[t.conn_id].src == h],
+                      for t in plan.transfers if conns[t.conn_id].sender == h],
             "recvs": [{"tid": t.tid, "conn_id": t.conn_id, "size_bytes": t.size_bytes,
                        **pools.get(t.tid, {})}
                       for t in plan.transfers if conns[t.conn_id].dst == h],

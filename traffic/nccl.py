@@ -22,7 +22,8 @@ Not modelled (docs/servers.md): NCCL's tree, NVLS, CollNet and PAT algorithms.
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+
+from testbed.servers import ServerMap
 
 from .plans import Collective, Connection, JobPlan, JobSpec
 
@@ -31,25 +32,6 @@ ALGORITHMS = ("ring", "hierarchical")
 
 #: The collectives NCCL runs as rings (channels apply to them).
 RING_COLLECTIVES = (Collective.ALLREDUCE, Collective.ALLGATHER, Collective.REDUCE_SCATTER)
-
-
-@dataclasses.dataclass(frozen=True)
-class ServerMap:
-    """Where each GPU sits: host -> (server, GPU index), and each server's hosts by index."""
-
-    place: dict[str, tuple[int, int]]
-    servers: tuple[tuple[str, ...], ...]
-
-    @staticmethod
-    def of(servers: Sequence[Sequence[str]]) -> "ServerMap":
-        return ServerMap({h: (k, i) for k, hs in enumerate(servers) for i, h in enumerate(hs)},
-                         tuple(tuple(hs) for hs in servers))
-
-    def relay(self, src: str, dst: str) -> str | None:
-        """The GPU of src's server on dst's rail when dst is on another server and another
-        rail (PXN's relay); None when src's own NIC is on dst's rail or both share a server."""
-        (s, i), (t, j) = self.place[src], self.place[dst]
-        return None if s == t or i == j else self.servers[s][j]
 
 
 def rail_order(group: list[str], servers: ServerMap) -> tuple[list[str], int]:

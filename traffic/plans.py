@@ -59,6 +59,12 @@ class Connection:
     nvlink_from: str = ""
 
     @property
+    def sender(self) -> str:
+        """The GPU that sends the bytes (the emulator's sending agent, the rules' nw_src):
+        nvlink_from under PXN, else src."""
+        return self.nvlink_from or self.src
+
+    @property
     def host_pair(self) -> bool:
         """All IPv4 traffic from src to dst whatever its ports (both 0): a program's traffic,
         whose ports are ephemeral, as declared or as the controller learned it."""

@@ -51,14 +51,22 @@ def test_hierarchical_is_written_back_and_planned_in_phases():
     assert len(again.plans()[0].connections) == 16
 
 
-def test_run_refuses_servers_before_anything(sandbox, capsys):
-    cfg = sandbox / "servers.yaml"
-    cfg.write_text(dump(doc()))
-    out = sandbox / "out"
+def test_run_refuses_what_it_cannot_emulate_before_anything(sandbox, capsys):
+    cfg, out = sandbox / "servers.yaml", sandbox / "out"
+    cfg.write_text(dump(doc()))                 # NVLink at 3.6 Tbit/s: beyond the shapers
     refused_early(sandbox, capsys, ["run", str(cfg), "--out", str(out)],
-                  "fabric.gpus_per_server", out)
+                  "fabric.nvlink_mbps", out)
     code, _, stdout = cli(capsys, ["validate", str(cfg)])
-    assert code == 0 and "`run` can emulate it: no: fabric.gpus_per_server" in stdout
+    assert code == 0 and "`run` can emulate it: no: fabric.nvlink_mbps" in stdout
+    mixed = doc(fabric={**SERVERS["fabric"], "nvlink_mbps": 90})
+    mixed["jobs"].append({**SERVERS["jobs"][1], "hosts": ["h1", "h8"]})
+    mixed["jobs"][0]["hosts"] = ["h2", "h3", "h4", "h5"]
+    cfg.write_text(dump(mixed))
+    refused_early(sandbox, capsys, ["run", str(cfg), "--out", str(out)], "pxn", out)
+    del mixed["jobs"][1]
+    cfg.write_text(dump(mixed))
+    code, _, stdout = cli(capsys, ["validate", str(cfg)])
+    assert code == 0 and "`run` can emulate it: yes" in stdout
 
 
 def test_a_simai_file_puts_tensor_parallel_inside_servers():

@@ -38,7 +38,9 @@ def test_every_kind_gets_one_nvlink_switch_per_server(spec, g):
     assert sorted(fabric_links) == sorted(plain.links)
     assert all(f.port(*e) == plain.port(*e) for e in plain.links)
     assert len(f.links) == len(plain.links) + 2 * len(f.hosts)
-    assert f.switches == plain.switches and f.leaves == plain.leaves
+    assert f.switches == plain.switches + nvs and f.nvswitches == nvs
+    assert f.leaves == plain.leaves and f.upper_switches == plain.upper_switches
+    assert [f.dpid_of(x) for x in nvs] == [f"05{k:014x}" for k in range(1, len(nvs) + 1)]
 
 
 def test_servers_share_a_leaf_or_sit_on_rails():

@@ -1,0 +1,53 @@
+"""Servers on the real emulator (docs/servers.md): GPUs joined by an NVLink switch of their
+own, rail-aligned rings whose hops between servers leave by the NIC on the receiver's rail
+(PXN: the sender's bytes cross NVLink to the relaying GPU, which forwards them), so no byte
+reaches a spine; without PXN a cross-rail transfer crosses one."""
+from __future__ import annotations
+
+from experiments.config import parse
+from experiments.runner import run_experiment
+
+from .helpers import NOTHING, leftovers
+
+SERVERS = {
+    "name": "itest-servers", "seed": 1,
+    "fabric": {"topology": "rail-optimized", "nics_per_server": 4, "servers_per_group": 2,
+               "spines_per_group": 2, "host_link_mbps": 20, "spine_link_mbps": 20,
+               "nvlink_mbps": 180},
+    "jobs": [{"name": "ring", "collective": "allreduce", "size_bytes": 2_000_000,
+              "iterations": 2, "hosts": ["h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8"]}],
+    "routing": ["ecmp"],
+}
+CROSS = {**SERVERS, "jobs": [{"name": "cross", "collective": "alltoall", "pxn": False,
+                              "size_bytes": 1_000_000, "iterations": 2,
+                              "hosts": ["h1", "h6"]}]}
+
+
+def spine_bytes(run: dict, fabric) -> dict[int, int]:
+    """conn_id -> the bytes the spines counted for it."""
+    return {p["conn_id"]: sum(n for s, n in (p["switch_bytes"] or {}).items()
+                              if s in fabric.spines) for p in run["paths"]}
+
+
+def test_rail_aligned_rings_relay_over_nvlink_and_never_reach_a_spine(tmp_path):
+    exp = parse(SERVERS)
+    plan = exp.plans()[0]
+    relayed = [c for c in plan.connections if c.nvlink_from]
+    assert len(relayed) == 2 * 4 and len(plan.connections) == 4 * 8   # 2 hops x 4 channels
+    res = run_experiment(exp, tmp_path, log=lambda s: None)
+    (run,) = res["runs"]
+    assert all(j["bytes_verified"] for j in run["jobs"])
+    assert not any(spine_bytes(run, exp.fabric).values())
+    assert abs(run["prediction_error_fraction"]) < 0.1, run["prediction_error_fraction"]
+    assert leftovers() == NOTHING
+
+
+def test_without_pxn_a_cross_rail_transfer_crosses_a_spine(tmp_path):
+    exp = parse(CROSS)
+    res = run_experiment(exp, tmp_path, log=lambda s: None)
+    (run,) = res["runs"]
+    assert all(j["bytes_verified"] for j in run["jobs"])
+    crossed = spine_bytes(run, exp.fabric)
+    assert len(crossed) == 2 and all(n >= 1_000_000 // 2 for n in crossed.values()), crossed
+    assert abs(run["prediction_error_fraction"]) < 0.1, run["prediction_error_fraction"]
+    assert leftovers() == NOTHING
