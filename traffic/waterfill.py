@@ -457,9 +457,11 @@ def compact(done: np.ndarray, job: np.ndarray, tid: np.ndarray, rem: np.ndarray,
     for f in range(done.size):
         if done[f]:
             continue
-        job[n], tid[n], row[n] = job[f], tid[f], row[f]
         rem[n] = 0.0 if rem[f] <= 0.0 else rem[f]       # np.maximum(rem, 0): nan kept
-        links[n, :] = links[f, :]
+        if n != f:                  # element by element: a row slice per flow cost ~15 ns
+            job[n], tid[n], row[n] = job[f], tid[f], row[f]
+            for k in range(links.shape[1]):
+                links[n, k] = links[f, k]
         n += 1
     return n
 
