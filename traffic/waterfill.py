@@ -178,8 +178,11 @@ def _shared_links(flow_links: np.ndarray, capacity_mbps: np.ndarray, weights: np
             link = flow_links[f, k]
             if on[link] == 0:                             # infinite: never a bottleneck
                 continue
-            if on[link] == 1:
+            if on[link] == 1:                 # private: its only visit puts it back
                 own_cap[f] = min(own_cap[f], capacity_mbps[link] / _w(weights, f, k))
+                on[link] = 0
+                if not unweighted:
+                    weight[link] = 0.0
                 continue
             d = lut[link]
             if d < 0:                         # first seen: its segment after the last one's
@@ -198,15 +201,10 @@ def _shared_links(flow_links: np.ndarray, capacity_mbps: np.ndarray, weights: np
         link = used[d]
         remaining[d] = capacity_mbps[link]
         count[d] = on[link] if unweighted else weight[link]
-        lut[link] = -1                                    # the scratch back as it came
+        on[link] = 0                                      # the scratch back as it came
         weight[link] = 0.0
+        lut[link] = -1
     share = remaining / count
-    for f in range(n_flows):
-        for k in range(width):
-            link = flow_links[f, k]
-            on[link] = 0
-            if not unweighted:
-                weight[link] = 0.0
     return own_cap, fl, remaining, count, ptr[:n_links + 1], share, by_link
 
 
