@@ -31,7 +31,63 @@ EPS = 1e-9
 
 def natural_demands(pairs: list[tuple[str, str]], max_rounds: int = 1000) -> list[float]:
     """Hedera's demand estimator: per flow (src host, dst host), its max-min fair rate when
-    only the hosts' NICs (capacity 1 each way) limit it."""
+    only the hosts' NICs (capacity 1 each way) limit it. Compiled (sender_demands_kernel)
+    while no receiver is over its NIC, else natural_demands_reference."""
+    src_ptr, src_idx = _groups([s for s, _ in pairs])
+    dst_ptr, dst_idx = _groups([d for _, d in pairs])
+    demand, ok = sender_demands_kernel(src_ptr, src_idx, dst_ptr, dst_idx, len(pairs),
+                                       max_rounds)
+    return demand.tolist() if ok else natural_demands_reference(pairs, max_rounds)
+
+
+def _groups(hosts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The flows by host, as CSR (ptr, idx): hosts in order of first appearance, each one's
+    flows ascending (the estimator's dict of lists)."""
+    by: dict[str, list[int]] = defaultdict(list)
+    for i, h in enumerate(hosts):
+        by[h].append(i)
+    ptr = np.zeros(len(by) + 1, dtype=np.int64)
+    np.cumsum([len(v) for v in by.values()], out=ptr[1:])
+    return ptr, np.fromiter((i for v in by.values() for i in v), np.int64, len(hosts))
+
+
+@numba.njit(cache=True)
+def sender_demands_kernel(src_ptr: np.ndarray, src_idx: np.ndarray, dst_ptr: np.ndarray,
+                          dst_idx: np.ndarray, n: int, max_rounds: int):
+    """natural_demands_reference's rounds, the same float operations in the same order,
+    while every receiver's demands sum to at most 1 + EPS (the senders alone decide):
+    (demand, True), or (partial, False) as soon as a receiver is over its NIC."""
+    demand = np.zeros(n)
+    converged = np.zeros(n, np.bool_)
+    for _ in range(max_rounds):
+        changed = False
+        for g in range(src_ptr.size - 1):             # senders share what is left equally
+            fixed, n_open = 0.0, 0
+            for j in range(src_ptr[g], src_ptr[g + 1]):
+                if converged[src_idx[j]]:
+                    fixed += demand[src_idx[j]]
+                else:
+                    n_open += 1
+            if n_open:
+                share = max(0.0, 1.0 - fixed) / n_open
+                for j in range(src_ptr[g], src_ptr[g + 1]):
+                    i = src_idx[j]
+                    if not converged[i] and abs(demand[i] - share) > EPS:
+                        demand[i], changed = share, True
+        for g in range(dst_ptr.size - 1):
+            total = 0.0
+            for j in range(dst_ptr[g], dst_ptr[g + 1]):
+                total += demand[dst_idx[j]]
+            if not total <= 1.0 + EPS:
+                return demand, False
+        if not changed:
+            break
+    return demand, True
+
+
+def natural_demands_reference(pairs: list[tuple[str, str]], max_rounds: int = 1000
+                              ) -> list[float]:
+    """natural_demands in plain Python (receivers over their NIC cut the largest flows)."""
     n = len(pairs)
     demand = [0.0] * n
     converged = [False] * n
