@@ -303,6 +303,8 @@ class _Simulation:
         a = self.active
         if self.router is None or not a.n or not self.rows.unrouted:
             return
+        if a.links.min() > UNROUTED:      # the only negative entry: one pass, no mask
+            return
         unrouted = (a.links == UNROUTED).any(axis=1)
         if unrouted.any():
             f = int(np.nonzero(unrouted)[0][0])
