@@ -43,12 +43,11 @@ def natural_demands(pairs: list[tuple[str, str]], max_rounds: int = 1000) -> lis
 def _groups(hosts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """The flows by host, as CSR (ptr, idx): hosts in order of first appearance, each one's
     flows ascending (the estimator's dict of lists)."""
-    by: dict[str, list[int]] = defaultdict(list)
-    for i, h in enumerate(hosts):
-        by[h].append(i)
-    ptr = np.zeros(len(by) + 1, dtype=np.int64)
-    np.cumsum([len(v) for v in by.values()], out=ptr[1:])
-    return ptr, np.fromiter((i for v in by.values() for i in v), np.int64, len(hosts))
+    ids: dict[str, int] = {}
+    group = np.array([ids.setdefault(h, len(ids)) for h in hosts], dtype=np.int64)
+    ptr = np.zeros(len(ids) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(group, minlength=len(ids)), out=ptr[1:])
+    return ptr, np.argsort(group, kind="stable").astype(np.int64)
 
 
 @numba.njit(cache=True)
