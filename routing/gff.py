@@ -137,7 +137,10 @@ def _ecmp_column(fabric: Fabric, t: PathTable, i: int, seed: int) -> int:
     if col is None:
         want = hashed_path(fabric, c, seed)
         cand = t.cand[i]
-        col = cache[key] = next(p for p in cand if t.paths[p] == want) - cand.start
+        col = fabric.switch_paths(*(fabric.leaf_of(h) for h in (c.src, c.dst))).index(want)
+        if col >= len(cand) or t.paths[cand[col]] != want:   # candidates in another order
+            col = next(p for p in cand if t.paths[p] == want) - cand.start
+        cache[key] = col
     return col
 
 
