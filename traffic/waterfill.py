@@ -157,54 +157,55 @@ def _shared_links(flow_links: np.ndarray, capacity_mbps: np.ndarray, weights: np
     384-rank ring on 64-NIC leaves, ~60% of the row entries).
     on, weight, lut: per link scratch (0, 0.0, -1 on entry; left so on return)."""
     n_flows, width = flow_links.shape
+    unweighted = weights.shape[0] == 0                    # weight = on: not summed
     for f in range(n_flows):
         for k in range(width):
             link = flow_links[f, k]
             if capacity_mbps[link] < np.inf:
                 on[link] += 1
-                weight[link] += _w(weights, f, k)
+                if not unweighted:
+                    weight[link] += weights[f, k]
     own_cap = np.full(n_flows, np.inf)                    # min over a flow's private links
     used = np.empty(n_flows * width, np.int64)            # lut: shared link id -> dense id
     fl = np.full((n_flows, width), -1, np.int64)          # dense ids; -1: private or infinite
+    ptr = np.empty(n_flows * width + 1, np.int64)         # CSR, in dense id order
+    fill_at = np.empty(n_flows * width, np.int64)
+    by_link = np.empty(n_flows * width, np.int64)         # shared link -> its flows (CSR)
+    ptr[0] = 0
     n_links = 0
-    for f in range(n_flows):
+    for f in range(n_flows):                  # one pass: dense ids, own caps and the CSR
         for k in range(width):
             link = flow_links[f, k]
             if on[link] == 0:                             # infinite: never a bottleneck
                 continue
-            if on[link] == 1:
+            if on[link] == 1:                 # private: its only visit puts it back
                 own_cap[f] = min(own_cap[f], capacity_mbps[link] / _w(weights, f, k))
+                on[link] = 0
+                if not unweighted:
+                    weight[link] = 0.0
                 continue
             d = lut[link]
-            if d < 0:
+            if d < 0:                         # first seen: its segment after the last one's
                 d = n_links
                 lut[link] = d
                 used[d] = link
+                fill_at[d] = ptr[d]
+                ptr[d + 1] = ptr[d] + on[link]
                 n_links += 1
             fl[f, k] = d
+            by_link[fill_at[d]] = f
+            fill_at[d] += 1
     remaining = np.empty(n_links)
     count = np.empty(n_links)
-    ptr = np.zeros(n_links + 1, np.int64)
     for d in range(n_links):
-        remaining[d] = capacity_mbps[used[d]]
-        count[d] = weight[used[d]]
-        ptr[d + 1] = ptr[d] + on[used[d]]
+        link = used[d]
+        remaining[d] = capacity_mbps[link]
+        count[d] = on[link] if unweighted else weight[link]
+        on[link] = 0                                      # the scratch back as it came
+        weight[link] = 0.0
+        lut[link] = -1
     share = remaining / count
-    fill_at = ptr[:-1].copy()
-    by_link = np.empty(ptr[n_links], np.int64)            # shared link -> its flows (CSR)
-    for f in range(n_flows):
-        for k in range(width):
-            d = fl[f, k]
-            if d >= 0:
-                by_link[fill_at[d]] = f
-                fill_at[d] += 1
-    for f in range(n_flows):                              # the scratch back as it came
-        for k in range(width):
-            link = flow_links[f, k]
-            on[link] = 0
-            weight[link] = 0.0
-            lut[link] = -1
-    return own_cap, fl, remaining, count, ptr, share, by_link
+    return own_cap, fl, remaining, count, ptr[:n_links + 1], share, by_link
 
 
 #: _cap_order buckets the flows' own caps when they take at most this many distinct values
@@ -457,9 +458,11 @@ def compact(done: np.ndarray, job: np.ndarray, tid: np.ndarray, rem: np.ndarray,
     for f in range(done.size):
         if done[f]:
             continue
-        job[n], tid[n], row[n] = job[f], tid[f], row[f]
         rem[n] = 0.0 if rem[f] <= 0.0 else rem[f]       # np.maximum(rem, 0): nan kept
-        links[n, :] = links[f, :]
+        if n != f:                  # element by element: a row slice per flow cost ~15 ns
+            job[n], tid[n], row[n] = job[f], tid[f], row[f]
+            for k in range(links.shape[1]):
+                links[n, k] = links[f, k]
         n += 1
     return n
 

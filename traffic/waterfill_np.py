@@ -29,8 +29,9 @@ def warm() -> None:
 
 
 def scratch(n_links: int) -> tuple:
-    """No per-link scratch: the rounds work on the links the flows cross."""
-    return ()
+    """No per-link scratch (the rounds work on the links the flows cross): a counter of the
+    rounds fill_with ran, which traffic/jit.py's `outgrown` reads."""
+    return (np.zeros(1, np.int64),)
 
 
 def _unweighted(weights: np.ndarray) -> None:
@@ -43,8 +44,9 @@ def fill_with(flow_links: np.ndarray, capacity_mbps: np.ndarray, rel_tol: float,
               rates: np.ndarray, weights: np.ndarray, *scratch) -> int:
     """Max-min rates (Mbit/s) into rates[F] by progressive filling; flow_links (F, K)
     indexes capacity_mbps. Every round raises the unfrozen flows to the smallest fair share
-    (remaining capacity / flows) and freezes the flows crossing a link within rel_tol of it.
-    Returns OK, or NO_FINITE_LINK when unfrozen flows cross only infinite links."""
+    (remaining capacity / flows) and freezes the flows crossing a link within rel_tol of it;
+    scratch (from `scratch`, optional) counts the rounds. Returns OK, or NO_FINITE_LINK when
+    unfrozen flows cross only infinite links."""
     _unweighted(weights)
     n_flows = flow_links.shape[0]
     if n_flows == 0:
@@ -70,6 +72,8 @@ def fill_with(flow_links: np.ndarray, capacity_mbps: np.ndarray, rel_tol: float,
         count -= dec
         keep = ~hit
         fl, idx = fl[keep], idx[keep]
+        if scratch:
+            scratch[0][0] += 1
     return OK
 
 

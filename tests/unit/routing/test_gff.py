@@ -35,3 +35,34 @@ def test_route_gff_names_fallbacks():
     plan = route_gff(f, conns, seed=1)
     assert set(plan.path_of) == {c.conn_id for c in conns}
     assert plan.stats.status.startswith("first-fit")
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_natural_demands_match_reference(seed):
+    """The compiled senders' rounds give the plain estimator's demands bit for bit, and a
+    receiver over its NIC (several senders to one host) hands over to the plain form."""
+    import random
+
+    from routing.gff import natural_demands_reference, sender_demands_kernel, _groups
+    rng = random.Random(seed)
+    hosts = [f"h{i}" for i in range(1, 2 + rng.randrange(40))]
+    n = rng.randrange(1, 120)
+    if seed % 2:                                   # a ring: one sender and receiver each
+        pairs = [(h, hosts[(i + 1) % len(hosts)]) for i, h in enumerate(hosts)] * (1 + seed % 3)
+    else:
+        pairs = [(rng.choice(hosts), rng.choice(hosts)) for _ in range(n)]
+    want = natural_demands_reference(pairs)
+    got = natural_demands(pairs)
+    assert [x.hex() for x in got] == [x.hex() for x in want]
+    if seed % 2:                                   # no receiver over its NIC: compiled
+        src, dst = _groups([s for s, _ in pairs]), _groups([d for _, d in pairs])
+        assert sender_demands_kernel(*src, *dst, len(pairs), 1000)[1]
+
+
+def test_a_receiver_over_its_nic_takes_the_plain_estimator():
+    from routing.gff import _groups, sender_demands_kernel
+    pairs = [("h1", "h3"), ("h2", "h3"), ("h1", "h4")]
+    src, dst = _groups([s for s, _ in pairs]), _groups([d for _, d in pairs])
+    assert src[0].tolist() == [0, 2, 3] and src[1].tolist() == [0, 2, 1]
+    assert not sender_demands_kernel(*src, *dst, len(pairs), 1000)[1]
+    assert natural_demands(pairs) == [0.5, 0.5, 0.5]

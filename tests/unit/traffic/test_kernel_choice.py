@@ -22,11 +22,12 @@ ROOT = Path(__file__).resolve().parents[3]
 DIGEST = test_dag_kernel.digest
 
 
-def _predicted(config: str, sets: list[str], routing: str, path: str, monkeypatch) -> str:
-    """test_dag_kernel's digest of one routing's prediction by `path` ("compiled" or
-    "numpy"), which the prediction must say it took."""
+def _predicted(config: str, sets: list[str], routing: str, path: str, monkeypatch,
+               says: str | None = None) -> str:
+    """test_dag_kernel's digest of one routing's prediction by `path` ("compiled", "numpy"
+    or "auto"), which the prediction must say it took (or `says`)."""
     def digest(pred):
-        assert pred.stats.pop("kernels") == path
+        assert pred.stats.pop("kernels") == (says or path)
         return DIGEST(pred)
     monkeypatch.setattr(jit, "KERNELS", path)
     monkeypatch.setattr(test_dag_kernel, "digest", digest)
@@ -39,6 +40,41 @@ def test_numpy_kernels_predict_as_the_compiled(config, sets, routings, monkeypat
         assert (_predicted(config, sets, routing, "numpy", monkeypatch)
                 == _predicted(config, sets, routing, "compiled", monkeypatch)), \
             (config, sets, routing)
+
+
+@pytest.mark.parametrize("config,sets,routings", test_dag_kernel.CASES)
+def test_a_numpy_prediction_that_outgrows_them_goes_on_compiled(config, sets, routings,
+                                                                 monkeypatch):
+    """Past NUMPY_MAX_ROUNDS water-filling rounds ("auto") a prediction begun on the numpy
+    kernels moves to the compiled ones mid-run: the same prediction bit for bit."""
+    from traffic import predictor
+    moved = []
+    to_compiled = predictor._Simulation._to_compiled
+    monkeypatch.setattr(predictor._Simulation, "_to_compiled",
+                        lambda sim: (moved.append(sim.batches), to_compiled(sim)))
+    for routing in routings:
+        want = _predicted(config, sets, routing, "compiled", monkeypatch)
+        monkeypatch.setattr(jit, "NUMPY_MAX_ROUNDS", 3)
+        monkeypatch.setattr(jit, "NUMPY_MAX_COMPLETIONS", 10 ** 9)     # auto starts on numpy
+        monkeypatch.setattr(jit, "NUMPY_MAX_LINKS", 10 ** 9)
+        monkeypatch.setattr(waterfill, "_warm", False)
+        moved.clear()
+        assert _predicted(config, sets, routing, "auto", monkeypatch, "compiled") == want, \
+            (config, sets, routing)
+        assert moved and moved[0] >= 1, (config, sets, routing)  # begun on numpy, then moved
+        monkeypatch.undo()
+        monkeypatch.setattr(predictor._Simulation, "_to_compiled",
+                            lambda sim: (moved.append(sim.batches), to_compiled(sim)))
+
+
+def test_the_numpy_kernels_count_their_rounds():
+    rows, cap = np.array([[0, 1], [1, 2], [2, 3]]), np.array([1.0, 2.0, 4.0, np.inf])
+    counter = waterfill_np.scratch(cap.size)
+    rates = np.zeros(3)
+    waterfill_np.fill_with(rows, cap, 1e-9, rates, waterfill_np.NO_WEIGHTS, *counter)
+    assert rates.tolist() == [1.0, 1.0, 3.0] and counter[0][0] == 2
+    assert not jit.outgrown(counter) and jit.outgrown((np.array([jit.NUMPY_MAX_ROUNDS]),))
+    assert not jit.outgrown(waterfill.scratch(4))              # the compiled path's scratch
 
 
 def _random_flows(rng, n_links: int, n_flows: int, width: int) -> np.ndarray:
