@@ -137,7 +137,7 @@ class AgentJobs:
             run["predicted_iteration_time_s"] = workload_times(
                 exp.workload, jobs, key="predicted_iteration_end_s")["iteration_time_s"]
         if step.entry.reference:      # no switch-to-switch links: the busiest is a host link
-            run["max_link_flows"] = host_link_flows(inst.plans)
+            run["max_link_flows"] = host_link_flows(inst.plans, step.exp.fabric)
         if controller.events:
             run["after_events"] = after_events(exp, controller, inst.plans, jobs, goodput,
                                                measured.counts)

@@ -191,7 +191,7 @@ def _nonblocking_run(exp: Experiment, plans: list[JobPlan], goodput_factor: floa
     pred = ideal(exp.fabric, plans, goodput_factor, util_bin_s=util_bin_s)
     rates_csv = _rates_csv(run_dir, sum(len(p.connections) for p in plans))
     jobs = _job_rows(plans, pred, pred, exp.workload is not None, rates_csv)
-    run = run_result(NONBLOCKING, "predicted", jobs, host_link_flows(plans),
+    run = run_result(NONBLOCKING, "predicted", jobs, host_link_flows(plans, exp.fabric),
                      {"scope": "one plan", "status": "reference", "time_s": 0.0},
                      fairness=fairness(jobs, exp.fabric.spec.host_link_mbps),
                      predict_wall_s=pred.wall_s, predict_kernels=pred.stats["kernels"],
@@ -199,7 +199,8 @@ def _nonblocking_run(exp: Experiment, plans: list[JobPlan], goodput_factor: floa
     write_prediction_csvs(run_dir, plans, pred)
     if rates_csv is not None:
         spilled(run, f"{run_dir.name}/{rates_csv.name}")
-    log(f"[{NONBLOCKING}] one switch, host links only; predicted in {pred.wall_s:.2f} s")
+    links = "host links and NVLink" if exp.fabric.server_of else "host links"
+    log(f"[{NONBLOCKING}] one switch, {links} only; predicted in {pred.wall_s:.2f} s")
     return run
 
 

@@ -112,13 +112,16 @@ def run_result(routing: str, mode: str, jobs: list[dict], max_link_flows: int,
             "max_link_flows": max_link_flows, "solve": solve, **extra, "jobs": jobs}
 
 
-def host_link_flows(plans: list[JobPlan]) -> int:
-    """The most connections on one host link (a NIC's uplink or downlink)."""
+def host_link_flows(plans: list[JobPlan], fabric=None) -> int:
+    """The most connections on one host link (a NIC's uplink or downlink); with `fabric`,
+    a connection between two GPUs of one server is on NVLink, not on a NIC."""
     count: dict[tuple[str, str], int] = {}
     for c in unique_connections(plans):
+        if fabric is not None and fabric.same_server(c.src, c.dst):
+            continue
         for key in (("out", c.src), ("in", c.dst)):
             count[key] = count.get(key, 0) + 1
-    return max(count.values())
+    return max(count.values(), default=0)
 
 
 def add_nonblocking_fraction(results: dict, reference: str = "nonblocking") -> None:

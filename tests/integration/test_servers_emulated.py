@@ -51,3 +51,31 @@ def test_without_pxn_a_cross_rail_transfer_crosses_a_spine(tmp_path):
     assert len(crossed) == 2 and all(n >= 1_000_000 // 2 for n in crossed.values()), crossed
     assert abs(run["prediction_error_fraction"]) < 0.1, run["prediction_error_fraction"]
     assert leftovers() == NOTHING
+
+
+KINDS = {
+    "leaf-spine": {"spines": 2, "leaves": 2, "hosts_per_leaf": 4, "host_link_mbps": 20,
+                   "spine_link_mbps": 20},
+    "fat-tree": {"topology": "fat-tree", "k": 4, "host_link_mbps": 20,
+                 "fabric_link_mbps": 20},
+    "clos3": {"topology": "clos3", "pods": 2, "leaves_per_pod": 2, "aggs_per_pod": 2,
+              "cores_per_plane": 1, "hosts_per_leaf": 2, "host_link_mbps": 20,
+              "leaf_agg_mbps": 20, "agg_core_mbps": 20},
+}
+
+
+def test_every_kind_runs_with_servers(tmp_path):
+    """One emulated run per kind with 2-GPU servers: a ring over four servers (two channels,
+    hops between servers relayed by PXN) and an all-to-all, within 10% of the model."""
+    for name, fabric in KINDS.items():
+        hosts = [f"h{i}" for i in range(1, 9)]
+        exp = parse({**SERVERS, "name": f"itest-servers-{name}",
+                     "fabric": {**fabric, "gpus_per_server": 2, "nvlink_mbps": 180},
+                     "jobs": [{"name": "ring", "collective": "allreduce", "hosts": hosts,
+                               "size_bytes": 1_000_000, "iterations": 2}]})
+        assert exp.jobs[0].channels == 2
+        res = run_experiment(exp, tmp_path / name, log=lambda s: None)
+        (run,) = res["runs"]
+        assert all(j["bytes_verified"] for j in run["jobs"]), name
+        assert abs(run["prediction_error_fraction"]) < 0.1, (name, run["prediction_error_fraction"])
+        assert leftovers() == NOTHING
