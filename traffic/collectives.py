@@ -54,7 +54,7 @@ from .plans import (ADAPTIVE_UNSENT_BYTES, LISTEN_PORT_BASE, P2P, SOURCE_PORT_BA
                     SOURCE_PORT_MAX, SOURCE_PORT_SPAN, SPLITS, Collective, Connection, JobPlan,
                     JobSpec, Transfer, Transfers, WorkloadError, source_port, split_bytes)
 from .nccl import pxn_connections
-from .rings import ring_allreduce, ring_chain
+from .rings import ring_allreduce, ring_chain, ring_hops
 from .plans import check_groups, connection
 
 
@@ -159,7 +159,7 @@ _PLANNERS = {
 
 
 #: The planners that plan transfers without making connections (make_conns=False).
-_ARRAY_PLANNERS = (ring_allreduce, ring_chain, all_to_all)
+_ARRAY_PLANNERS = (ring_allreduce, ring_chain, all_to_all, ring_hops)
 
 #: The collectives `ring_flows` turns into one flow per connection.
 RINGS = (Collective.ALLREDUCE, Collective.ALLGATHER, Collective.REDUCE_SCATTER)
@@ -210,12 +210,15 @@ def plan_jobs(specs: list[JobSpec], ring_sync: str = "rank",
         planner = _PLANNERS.get(Collective(spec.collective))
         if planner is None:  # pragma: no cover - Collective is closed
             raise WorkloadError(f"jobs.{spec.name}.collective: unsupported {spec.collective}")
+        as_flows = ring_sync == "flow" and spec.collective in RINGS
+        if as_flows and spec.algorithm == "ring":
+            planner, as_flows = ring_hops, False         # ring_flows without the steps
         share = share_key(spec) if connections == "stream" else None
         if share in shared and spec.subflows == 1 and planner in _ARRAY_PLANNERS:
             plan = planner(spec, index, next_conn, make_conns=False)   # on shared ones
         else:
             plan = planner(spec, index, next_conn)
-        if ring_sync == "flow" and spec.collective in RINGS:
+        if as_flows:
             plan = ring_flows(plan)
         plan = split_subflows(pxn_connections(plan), spec.subflows, next_conn)
         if spec.host_pairs:

@@ -24,9 +24,7 @@ def ring_allreduce(spec: JobSpec, index: int, first_conn_id: int,
         return hierarchical_allreduce(spec, index, first_conn_id, make_conns)
     if spec.channels > 1:
         return _on_channels(ring_allreduce, spec, index, first_conn_id, make_conns)
-    for ring in spec.groups:
-        if len(ring) < 2:
-            raise WorkloadError(f"jobs.{spec.name}.hosts: a ring needs at least 2 hosts")
+    _check_rings(spec)
 
     def sizes(n: int) -> np.ndarray:
         # reduce-scatter step k: rank i sends chunk (i - k); all-gather: (i + 1 - k')
@@ -44,7 +42,7 @@ def ring_chain(spec: JobSpec, index: int, first_conn_id: int,
     make_conns=False: the transfers only (connections=[]: a job on shared connections)."""
     if spec.channels > 1:
         return _on_channels(ring_chain, spec, index, first_conn_id, make_conns)
-    check_groups(spec)
+    _check_rings(spec)
     shift = 0 if spec.collective is Collective.ALLGATHER else 1
 
     def sizes(n: int) -> np.ndarray:
@@ -207,3 +205,51 @@ def _with_deps(ts: Transfers, extra: np.ndarray) -> Transfers:
     dep[np.repeat(ptr[:-1] - ts.dep_ptr[:-1], old) + np.arange(ts.dep.size)] = ts.dep
     dep[ptr[1:][has] - 1] = extra[has]
     return Transfers(ts.tid, ts.conn, ts.size, ts.step, ptr, dep)
+
+
+def ring_hops(spec: JobSpec, index: int, first_conn_id: int,
+              make_conns: bool = True) -> JobPlan:
+    """A ring job as one flow per hop (ring_sync "flow"), without planning its steps: hop i
+    of a ring of n carries what its steps would (all-reduce 2S minus chunks i+1 and i+2,
+    all-gather S minus chunk i+1, reduce-scatter S minus chunk i, chunks of split_bytes(S,
+    n)), channel by channel; equal to collectives.ring_flows of the step plan."""
+    _check_rings(spec)
+    if spec.channels > 1:
+        parts = [(channel_groups(spec, c), s)
+                 for c, s in enumerate(split_bytes(spec.size_bytes, spec.channels))]
+    else:
+        parts = [(spec.groups, spec.size_bytes)]
+    kind = Collective(spec.collective)
+    conns: list[Connection] = []
+    sizes: list[np.ndarray] = []
+    cid = first_conn_id
+    for groups, size in parts:
+        for ring in groups:
+            n = len(ring)
+            if size < n:
+                raise WorkloadError(
+                    f"jobs.{spec.name}.size_bytes: must be at least the ring size ({n})")
+            chunk, i = np.array(split_bytes(size, n), dtype=np.int64), np.arange(n)
+            sizes.append(2 * size - chunk[(i + 1) % n] - chunk[(i + 2) % n]
+                         if kind is Collective.ALLREDUCE else
+                         size - chunk[(i + 1) % n] if kind is Collective.ALLGATHER else
+                         size - chunk[i])
+            if make_conns:
+                conns.extend(connection(spec, index, cid + j, ring[j], ring[(j + 1) % n])
+                             for j in range(n))
+            cid += n
+    m = cid - first_conn_id
+    return JobPlan(spec=spec, index=index, connections=conns, transfers=Transfers(
+        np.arange(m, dtype=np.int64), np.arange(first_conn_id, cid, dtype=np.int64),
+        np.concatenate(sizes) if sizes else np.zeros(0, np.int64), np.zeros(m, np.int64),
+        np.zeros(m + 1, np.int64), np.zeros(0, np.int64)))
+
+
+def _check_rings(spec: JobSpec) -> None:
+    """The planners' checks of a ring job's groups (WorkloadError naming the job)."""
+    if Collective(spec.collective) is Collective.ALLREDUCE:
+        for ring in spec.groups:
+            if len(ring) < 2:
+                raise WorkloadError(f"jobs.{spec.name}.hosts: a ring needs at least 2 hosts")
+    else:
+        check_groups(spec)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 
+import re
+
 import numpy as np
+import pytest
 
 from testbed.fabric import FabricSpec, build_fabric
-from traffic.collectives import Collective, JobSpec, plan_jobs, split_bytes
+from traffic.collectives import Collective, JobSpec, WorkloadError, plan_jobs, split_bytes
 from traffic.nccl import ServerMap, channel_groups, on_servers
 from traffic.predictor_rows import conn_links
 
@@ -117,3 +120,29 @@ def test_ring_and_hierarchical_times_against_their_closed_forms():
     assert abs(t_ring - 2 * (n - 1) / n * size / k * 8 / rate) < 1e-9
     nvlink = 2 * (k - 1) / k * size * 8 / 3.6e12
     assert abs(t_hier - (2 * (m - 1) / m * size / k * 8 / rate + nvlink)) < 1e-9
+
+
+def test_ring_hops_equal_the_steps_summed_per_connection():
+    from traffic.collectives import ring_flows
+    from traffic.rings import ring_allreduce, ring_chain, ring_hops
+    hosts = [f"h{i}" for i in range(1, 9)]
+    cases = [(c, size, ch) for c in (Collective.ALLREDUCE, Collective.ALLGATHER,
+                                     Collective.REDUCE_SCATTER)
+             for size in (8, 1001, 7_777_777) for ch in (False, True)]
+    for collective, size, on_servers_ in cases:
+        spec = JobSpec("r", collective, [hosts, ["h1", "h5"], hosts[:3]], size)
+        if on_servers_:
+            spec = job(collective, hosts, size=size)
+        planner = ring_allreduce if collective is Collective.ALLREDUCE else ring_chain
+        for make in (True, False):
+            try:
+                steps = ring_flows(planner(spec, 3, 17, make))
+            except WorkloadError as e:      # too few bytes for a channel's ring: the same
+                with pytest.raises(WorkloadError, match=re.escape(str(e))):
+                    ring_hops(spec, 3, 17, make)
+                continue
+            hops = ring_hops(spec, 3, 17, make)
+            assert hops.connections == steps.connections
+            for name in ("tid", "conn", "size", "step", "dep_ptr", "dep"):
+                assert np.array_equal(getattr(hops.transfers, name),
+                                      getattr(steps.transfers, name)), (collective, size, name)
