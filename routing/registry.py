@@ -43,6 +43,7 @@ KERNELS: dict[str, tuple[Strategy, Strategy]] = {
 }
 STRATEGIES = sorted(KERNELS)
 _WARM: list[bool] = []     # greedy's compiled loops are ready
+_WARM_ANNEALING: list[bool] = []     # annealing's compiled loop is ready
 
 
 def warm_kernels() -> tuple[float, str]:
@@ -75,6 +76,10 @@ def route(name: str, fabric: Fabric, conns: list[Connection], seed: int = 0,
         # once per process: numba's compile or cache load untimed
         warm_kernels()
         _WARM.append(True)
+    if name == "annealing" and not _WARM_ANNEALING:
+        from .annealing_kernel import warm      # its compiled loop, also untimed
+        warm()
+        _WARM_ANNEALING.append(True)
     if len(fabric.choice_points) > 1:
         return three_tier(fabric, conns, seed=seed, previous=previous, **options)
     spines = None if previous is None else {
