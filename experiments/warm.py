@@ -2,13 +2,14 @@
 them: `python -m experiments.warm`.
 
 The kernels (traffic/waterfill.py, traffic/dag_kernel.py, routing/greedy.py, gff.py,
-mmf_search.py, mmf_descent.py) are numba functions cached on disk (`cache=True`: beside their
-source in __pycache__, invalidated by it). A fresh clone has no cache, and its first
-prediction compiled them: 5-8 s of a 2-host ring's 7-9 s. Here every strategy predicts a small
-two-tier and a small three-tier workload (ring all-reduce, all-to-all, two subflows), which
-compiles every signature a run uses, and a stamp in the virtual environment records the
-kernels' sources (sha256). `predict` says so in one line when the stamp does not match them
-(`needs_compile`): the kernels are then compiled during that run.
+mmf_search.py, mmf_descent.py, annealing_kernel.py) are numba functions cached on disk
+(`cache=True`: beside their source in __pycache__, invalidated by it). A fresh clone has no
+cache, and its first prediction compiled them: 5-8 s of a 2-host ring's 7-9 s. Here every
+strategy predicts a small two-tier and a small three-tier workload (ring all-reduce,
+all-to-all, two subflows), which compiles every signature a run uses, and a stamp in the
+virtual environment records the kernels' sources (sha256). `predict` says so in one line when
+the stamp does not match them (`needs_compile`): the kernels are then compiled during that
+run.
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 #: The modules whose numba kernels are cached on disk.
 KERNEL_SOURCES = ("traffic/waterfill.py", "traffic/dag_kernel.py", "routing/greedy.py",
-                  "routing/gff.py", "routing/mmf_search.py", "routing/mmf_descent.py")
+                  "routing/gff.py", "routing/mmf_search.py", "routing/mmf_descent.py",
+                  "routing/annealing_kernel.py")
 STAMP = Path(sys.prefix) / "mlfabric-kernels.json"
 #: What the warm-up predicts: each strategy on both fabrics.
 FABRICS = [

@@ -23,7 +23,11 @@ spans the budget. The search stops early only when the best state meets the lowe
 (M = ceil(flows / live links) at the busiest leaf, N = the fewest links that must then carry
 M), which no state can beat. Nothing depends on the clock, so one seed gives one answer on any
 machine (the former 2 s time limit did not: 0.5 s and 2 s gave different routes, and a slower
-run left more cases above the bound). About 5-10 us per move here: 200,000 moves take 1-2 s.
+run left more cases above the bound).
+
+The three-tier search's move loop is compiled (routing/annealing_kernel.py), drawing the
+same random numbers as `random.Random`, so it takes the same moves as the Python loop it
+replaced.
 """
 from __future__ import annotations
 
@@ -31,14 +35,17 @@ import math
 import random
 import time
 
+import numpy as np
+
 from testbed.fabric import Fabric
 from traffic.collectives import Connection
 
 from .base import (RoutingPlan, SolveStats, assignment_from_spine_of, assignment_loads,
                    flow_table, spine_of_from_assignment, table_lower_bound)
+from .annealing_kernel import kernel, mt_state, set_mt_state
 from .greedy import greedy_assignment, greedy_fill, greedy_fill_paths
-from .paths import (Path, assignment_of_paths, loads_of, path_lower_bound, path_of_assignment,
-                    path_table)
+from .paths import (Path, assignment_of_paths, loads_of, path_link_arrays, path_lower_bound,
+                    path_of_assignment, path_table)
 
 
 #: Moves tried per movable flow, and the floor and ceiling of the budget (see iteration_budget).
@@ -222,30 +229,6 @@ def _start_paths(t, previous: dict | None, init: str, rng: random.Random,
     raise ValueError(f"annealing: init must be 'random' or 'greedy', not {init!r}")
 
 
-def _pick_path(rand, randrange, focus: float, movable: list[int], pl, cand, assign: list[int],
-               load: list[int], M: int) -> tuple[int, int, int]:
-    """One move of the path search: a flow (with probability `focus` one on a link at the
-    maximum M) and its new path (with probability `focus` the one whose busiest link is least
-    loaded). Returns (flow, path, new path)."""
-    i = movable[randrange(len(movable))]
-    if rand() < focus:
-        for _ in range(64):
-            if any(load[e] == M for e in pl[assign[i]]):
-                break
-            i = movable[randrange(len(movable))]
-    p, c = assign[i], cand[i]
-    if rand() < focus:
-        q, bestv = p, None
-        for x in c:
-            if x != p:
-                v = max(load[e] + (e not in pl[p]) for e in pl[x])
-                if bestv is None or v < bestv or (v == bestv and rand() < 0.5):
-                    q, bestv = x, v
-    else:
-        q = c[randrange(len(c))]
-    return i, p, q
-
-
 def route_annealing_paths(fabric: Fabric, conns: list[Connection], seed: int = 0,
                           previous: dict[int, Path | None] | None = None, *,
                           init: str = "random", max_iters: int | None = None,
@@ -265,53 +248,21 @@ def route_annealing_paths(fabric: Fabric, conns: list[Connection], seed: int = 0
         return RoutingPlan("annealing", path_of_assignment(t, assign),
                            SolveStats(time.perf_counter() - start, "heuristic", None, lb))
     hist, M = load_histogram(load, n)
-    K1 = len(load) + 1
-    sticky = bool(previous)
-    best_key, best = (M, hist[M]), list(assign)
-    pl, cand = t.path_links, t.cand
-    movable = [i for i in range(n) if len(cand[i]) > 1] if M > 1 else []
+    movable = [i for i in range(n) if len(t.cand[i]) > 1] if M > 1 else []
     if max_iters is None:
         max_iters = iteration_budget(len(movable))
-    target = (lb, 1)
-    alpha = (t1 / t0) ** (1.0 / max(1, max_iters))
-    T, it = t0, 0
-    rand, randrange = rng.random, rng.randrange
-    if best_key <= target:
+    if (M, hist[M]) <= (lb, 1):
         movable = []
-
-    def shift(p: int, q: int) -> None:       # flow from path p to path q, histogram kept
-        old, new = pl[p], pl[q]
-        for e in old:
-            if e not in new:
-                hist[load[e]] -= 1
-                load[e] -= 1
-                hist[load[e]] += 1
-        for e in new:
-            if e not in old:
-                hist[load[e]] -= 1
-                load[e] += 1
-                hist[load[e]] += 1
-
-    while movable and it < max_iters:
-        it += 1
-        i, p, q = _pick_path(rand, randrange, focus, movable, pl, cand, assign, load, M)
-        if q == p:
-            continue
-        old_e = M * K1 + hist[M]
-        shift(p, q)
-        newM = max(M, max(load[e] for e in pl[q]))
-        while hist[newM] == 0 and newM > 0:
-            newM -= 1
-        dE = newM * K1 + hist[newM] - old_e
-        if dE < 0 or (not sticky and (dE == 0 or rand() < math.exp(-dE / T))):
-            assign[i], M = q, newM
-            key = (M, hist[M])
-            if key < best_key:
-                best_key, best = key, list(assign)
-                if key <= target:
-                    break
-        else:
-            shift(q, p)
-        T *= alpha
+    best = np.array(assign, dtype=np.int64)
+    st = mt_state(rng)
+    buf, pstart, hops, step = (np.ascontiguousarray(x, dtype=np.int64)
+                               for x in path_link_arrays(t))
+    kernel("paths")(st, np.array(movable, dtype=np.int64),
+                    np.array([c.start for c in t.cand], dtype=np.int64),
+                    np.array([c.stop for c in t.cand], dtype=np.int64), buf, pstart, hops, step,
+                    best.copy(), np.array(load, dtype=np.int64), np.array(hist, dtype=np.int64),
+                    best, M, len(load) + 1, bool(previous), lb, 1, max_iters, t0,
+                    (t1 / t0) ** (1.0 / max(1, max_iters)), focus)
+    set_mt_state(rng, st)
     stats = SolveStats(time.perf_counter() - start, "heuristic", None, lb)
-    return RoutingPlan("annealing", path_of_assignment(t, best), stats)
+    return RoutingPlan("annealing", path_of_assignment(t, best.tolist()), stats)

@@ -210,3 +210,10 @@ def _chain(i, pl, lo, hi, job, assign, load, on, hist, level, head, nxt, prv) ->
             return True
     _move(i, p, pl, job, assign, load, on, hist, head, nxt, prv)
     return False
+
+
+def warm() -> None:
+    """Compile (or load from numba's cache) descend_kernel with the argument types
+    routing/mmf_cuts.py passes, on one flow with two paths (run before mmf's timed solve)."""
+    one = np.zeros(1, np.int64)
+    descend_kernel(np.array([[0, 1], [2, 3]], np.int64), one, one + 2, one, 1, 4, one.copy(), 10)

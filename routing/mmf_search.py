@@ -222,3 +222,17 @@ def search_kernel(mode, k, A, order, fix_k, fix_n, budget, starts, jobs, ns, Us,
                 return True, best
             idx -= 1
             _set_level(order[idx], 0, levels, A, D, ptr, ids, nj)
+
+
+def warm() -> None:
+    """Compile (or load from numba's cache) the kernels routing/mmf_bounds.py calls, with
+    the argument types it passes, on one side of one job (run before mmf's timed solve)."""
+    starts, jobs, ns, Us = (np.array([0, 1], np.int64), np.zeros(1, np.int64),
+                            np.array([2], np.int64), np.ones(1, np.int64))
+    ptr, ids, nj = np.array([0, 1], np.int64), np.zeros(1, np.int64), np.array([2], np.int64)
+    levels, none = np.zeros(1, np.int64), np.zeros(0, np.int64)
+    fits_kernel(levels, 2, starts, jobs, ns, Us)
+    hot_kernel(levels, 2, 1, starts, jobs, ns, Us)
+    for mode in (JOBS, LINKS):
+        search_kernel(mode, 1, 2, np.zeros(1, np.int64), none, none, 100, starts, jobs, ns, Us,
+                      1, ptr, ids, nj)

@@ -42,7 +42,22 @@ KERNELS: dict[str, tuple[Strategy, Strategy]] = {
     "spray": (_lazy("spray", "route_spray"), _lazy("spray", "route_spray")),
 }
 STRATEGIES = sorted(KERNELS)
-_WARM: list[bool] = []     # greedy's compiled loops are ready
+_WARM: set[str] = set()     # whose compiled loops are ready ("greedy": greedy.py's)
+
+
+def _warm_more() -> dict[str, Callable[[], tuple[Callable[[], object], ...]]]:
+    """Per strategy, its own compiled loops' warm-ups (imported only when it first runs)."""
+    def annealing():
+        from .annealing_kernel import warm
+        return (warm,)
+
+    def mmf():
+        from . import mmf_descent, mmf_search
+        return (mmf_search.warm, mmf_descent.warm)
+    return {"annealing": annealing, "mmf": mmf}
+
+
+_WARM_MORE = _warm_more()
 
 
 def warm_kernels() -> tuple[float, str]:
@@ -71,10 +86,14 @@ def route(name: str, fabric: Fabric, conns: list[Connection], seed: int = 0,
                          seed, previous, **options)
             plan.path_of.update(dict.fromkeys(inside))
             return plan
-    if not _WARM and name not in ("ecmp", "gff", "spray"):   # those run no greedy loop
+    if "greedy" not in _WARM and name not in ("ecmp", "gff", "spray"):   # no greedy loop there
         # once per process: numba's compile or cache load untimed
         warm_kernels()
-        _WARM.append(True)
+        _WARM.add("greedy")
+    if name in _WARM_MORE and name not in _WARM:
+        for warm in _WARM_MORE[name]():         # their own compiled loops, also untimed
+            warm()
+        _WARM.add(name)
     if len(fabric.choice_points) > 1:
         return three_tier(fabric, conns, seed=seed, previous=previous, **options)
     spines = None if previous is None else {
