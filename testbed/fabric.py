@@ -33,7 +33,7 @@ from functools import cached_property
 
 import networkx as nx
 
-from .servers import add_nvlink, check_servers
+from .servers import ServerMap, add_nvlink, check_servers
 from .fabric_spec import (DPID_PREFIX, TIER, FabricError, FabricSpec,  # noqa: F401 (theirs)
                           link_key)
 
@@ -241,6 +241,11 @@ class Fabric:
         if not self.spec.has_nvlink:
             return {}
         return {h: k for k, hs in enumerate(self.servers) for h in hs}
+
+    @cached_property
+    def server_map(self) -> ServerMap | None:
+        """Where each GPU sits and PXN's relays (testbed/servers.py); None without NVLink."""
+        return ServerMap.of(self.servers) if self.spec.has_nvlink else None
 
     def same_server(self, a: str, b: str) -> bool:
         """Two GPUs of one NVLink domain: a transfer between them crosses no fabric link."""

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from . import instances, taps
 from .fabric import TIER, Fabric
-from .servers import ServerMap, nvlink_mac
+from .servers import nvlink_mac
 from .instances import OvsInstance
 from .ovs import (TestbedError, check_socket_buffers, ovs_running, pick_datapath, run,
                   vswitchd_malloc_tuned)
@@ -397,9 +397,8 @@ class EmulatedFabric:
                  f"neigh replace {f.ip_of(p)} lladdr {nvlink_port_mac(f, p)} dev {intf} "
                  "nud permanent\n" for p in peers]
         if self.pxn:
-            servers = ServerMap.of(f.servers)
             lines += [f"route replace {f.ip_of(b)}/32 via {f.ip_of(r)} dev {intf} onlink\n"
-                      for b in f.hosts if (r := servers.relay(h, b)) is not None]
+                      for b in f.hosts if (r := f.server_map.relay(h, b)) is not None]
         ip_file.write_text("".join(lines))
         sysctls = " ".join(f"net.ipv4.conf.{i}.rp_filter=0" for i in
                            ("all", "default", f"{h}-eth0", intf))

@@ -12,7 +12,7 @@ from typing import Any
 from testbed.fabric import Fabric
 from traffic.collectives import (SOURCE_PORT_SPAN, SPLITS, Collective, JobSpec, WorkloadError,
                                  group_counts, share_key)
-from traffic.nccl import ALGORITHMS, ServerMap, on_servers
+from traffic.nccl import ALGORITHMS, on_servers
 from traffic.predictor import LAZY_TRANSFERS
 
 from .limits import (BYTES_HELD_PER_TRANSFER, BYTES_PER_CONNECTION, BYTES_PER_TRANSFER, MAX_DP,
@@ -211,7 +211,7 @@ def server_settings(jobs: list[JobSpec], doc: dict, fabric: Fabric) -> list[JobS
     all-reduce) and, on a fabric with NVLink, the job as NCCL runs it on its servers
     (traffic/nccl.py: rail-aligned ring channels, PXN's relays)."""
     raw = doc.get("jobs") if isinstance(doc.get("jobs"), list) else []
-    servers = ServerMap.of(fabric.servers) if fabric.server_of else None
+    servers = fabric.server_map
     out = []
     for i, j in enumerate(jobs):
         d = raw[i] if i < len(raw) and isinstance(raw[i], dict) else {}
