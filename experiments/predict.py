@@ -230,9 +230,10 @@ def sprayed_link_flows(fabric, conns: list) -> int:
     live shortest path of its leaf pair."""
     count: dict[int, int] = {}
     for c in conns:
-        a, b = fabric.leaf_of(c.src), fabric.leaf_of(c.dst)
-        for i, _ in (fabric.spray_shares(a, b) if a != b else ()):
-            count[i] = count.get(i, 0) + 1
+        for p in range(1, fabric.planes + 1):      # packets spread over every NIC port too
+            a, b = fabric.leaf_at(c.src, p), fabric.leaf_at(c.dst, p)
+            for i, _ in (fabric.spray_shares(a, b) if a != b else ()):
+                count[i] = count.get(i, 0) + 1
     return max(count.values(), default=0)
 
 

@@ -63,6 +63,9 @@ MAX_EMULATED_MBPS = 1000.0
 def check_emulable(exp: Experiment) -> None:
     """Raise ConfigError (before anything is built) for a fabric the emulator cannot shape,
     semantics its agents and controller do not run, or more connections than source ports."""
+    if exp.fabric.planes > 1:
+        raise ConfigError("fabric.planes: the emulator builds one plane (each host one NIC "
+                          "port); use `predict` for several, or planes: 1 to `run`")
     if exp.fabric.spec.has_nvlink:
         _check_servers(exp)
     if exp.machines:

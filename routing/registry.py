@@ -74,7 +74,8 @@ def route(name: str, fabric: Fabric, conns: list[Connection], seed: int = 0,
           previous: dict[int, Path | None] | None = None, **options) -> RoutingPlan:
     """Route `conns` with strategy `name`; `options` go to the strategy (e.g. time_limit_s).
     A transfer between two GPUs of one server crosses NVLink only: no strategy sees it, and
-    its route is None (as within a leaf)."""
+    its route is None (as within a leaf). On several planes, routing/planes.py picks each
+    flow's plane and routes every plane alone."""
     try:
         two_tier, three_tier = KERNELS[name]
     except KeyError:
@@ -86,6 +87,9 @@ def route(name: str, fabric: Fabric, conns: list[Connection], seed: int = 0,
                          seed, previous, **options)
             plan.path_of.update(dict.fromkeys(inside))
             return plan
+    if fabric.planes > 1:
+        from .planes import route_planes
+        return route_planes(name, route, fabric, conns, seed, previous, **options)
     if "greedy" not in _WARM and name not in ("ecmp", "gff", "spray"):   # no greedy loop there
         # once per process: numba's compile or cache load untimed
         warm_kernels()

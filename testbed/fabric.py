@@ -33,6 +33,7 @@ from functools import cached_property
 
 import networkx as nx
 
+from .planes import PLANE_KEY, add_planes, check_planes, plane_spec, renamed
 from .servers import ServerMap, add_nvlink, check_servers
 from .fabric_spec import (DPID_PREFIX, TIER, FabricError, FabricSpec,  # noqa: F401 (theirs)
                           link_key)
@@ -78,8 +79,44 @@ class Fabric:
 
     @cached_property
     def switches(self) -> list[str]:
-        """Every switch, tier by tier from the leaves up, then the servers' NVLink switches."""
-        return self.leaves + self.aggs + self.cores + self.spines + self.nvswitches
+        """Every switch, tier by tier from the leaves up, then the other planes' leaves and
+        spines, then the servers' NVLink switches."""
+        return (self.leaves + self.aggs + self.cores + self.spines + self.plane_switches
+                + self.nvswitches)
+
+    @cached_property
+    def plane_switches(self) -> list[str]:
+        """The leaves and spines of planes 2.. (testbed/planes.py), plane by plane; the
+        names `leaves` and `spines` hold plane 1's, where the hosts' first ports are."""
+        return [n for n, p in self.graph.nodes(data=PLANE_KEY) if p]
+
+    # -- planes (testbed/planes.py) ---------------------------------------------------------
+    @property
+    def planes(self) -> int:
+        return self.spec.planes
+
+    def leaf_at(self, host: str, plane: int) -> str:
+        """The leaf of `host`'s port on `plane` (1-based)."""
+        leaf = self.leaf_of(host)
+        return leaf if plane == 1 else renamed(self.spec, leaf, plane)
+
+    def plane_of(self, switch: str) -> int:
+        """The plane (1-based) of a switch; 1 without planes."""
+        return self.graph.nodes[switch].get(PLANE_KEY) or 1
+
+    def in_plane(self, path: tuple[str, ...], plane: int) -> tuple[str, ...]:
+        """A switch path of plane 1's names as the same path in `plane`."""
+        return path if plane == 1 else tuple(renamed(self.spec, s, plane) for s in path)
+
+    def plane_fabric(self, plane: int) -> "Fabric":
+        """Plane `plane` alone, as a one-plane fabric named as plane 1 (its own failures):
+        what the flows in it are routed on (cached)."""
+        key = ("plane", plane)
+        cache = self._path_cache
+        if key not in cache:
+            cache[key] = self if self.planes == 1 else build_fabric(plane_spec(self.spec,
+                                                                               plane))
+        return cache[key]
 
     @cached_property
     def nvswitches(self) -> list[str]:
@@ -267,8 +304,9 @@ class Fabric:
         """`name` if it is a switch above the leaves (of `role`, when given); FabricError
         otherwise (leaves carry hosts and cannot fail here)."""
         if role == "spine" or not self.has_pods:
-            if not isinstance(name, str) or name not in self.spines:
-                raise FabricError(f"unknown spine {name!r:.40} (spine1..spine{len(self.spines)})")
+            spines = self.spines + [n for n in self.plane_switches if self.role(n) == "spine"]
+            if not isinstance(name, str) or name not in spines:
+                raise FabricError(f"unknown spine {name!r:.40} (spine1..spine{len(spines)})")
         elif not isinstance(name, str) or name not in self.aggs + self.cores:
             raise FabricError(f"{name!r:.40} is not an agg or core of this fabric "
                               f"(agg1..agg{len(self.aggs)}, core1..core{len(self.cores)})")
@@ -279,7 +317,8 @@ class Fabric:
         ok = (isinstance(pair, (list, tuple)) and len(pair) == 2
               and all(isinstance(x, str) for x in pair))
         if not self.has_pods:
-            if not ok or pair[0] not in self.leaves or pair[1] not in self.spines:
+            if not ok or not self.graph.has_edge(*pair) or self.role(pair[0]) != "leaf" \
+                    or self.role(pair[1]) != "spine":
                 raise FabricError(f"expected [leafX, spineY] of this fabric, got {pair!r:.40}")
             return (pair[0], pair[1])
         if not ok or not all(self.is_switch(x) for x in pair) or not self.graph.has_edge(*pair):
@@ -375,7 +414,7 @@ class Fabric:
             return [(a,)]
         dead, ups = self._dead, self._ups
         if self.tiers == 2:
-            return [(a, s, b) for s in self.spines if (a, s) not in dead and (s, b) not in dead]
+            return [(a, s, b) for s in ups[a] if (a, s) not in dead and (s, b) not in dead]
         if self.pod_of(a) == self.pod_of(b):
             return [(a, g, b) for g in ups[a] if (a, g) not in dead and (g, b) not in dead]
         plane = self._plane
@@ -454,7 +493,7 @@ class Fabric:
         if n > MAX_HOSTS_PER_LEAF:
             raise FabricError(f"nonblocking puts all {n} hosts on one switch, at most "
                               f"{MAX_HOSTS_PER_LEAF} in the emulator; use `predict` for it")
-        rate, s = self.spec.host_link_mbps, self.spec
+        rate, s = self.spec.host_link_mbps * self.spec.planes, self.spec   # every NIC port
         return build_fabric(FabricSpec(1, 1, n, rate, rate, gpus_per_server=s.gpus_per_server,
                                        nvlink_mbps=s.nvlink_mbps))
 
@@ -563,7 +602,8 @@ def _fail(g: nx.DiGraph, spec: FabricSpec) -> None:
     for s in spec.failed:
         if spec.tiers == 2 and (s not in g or g.nodes[s]["role"] != "spine"):
             key = "failed_spines" if s in spec.failed_spines else "failed_switches"
-            raise FabricError(f"fabric.{key}: unknown spine {s!r} (spine1..spine{spec.spines})")
+            raise FabricError(f"fabric.{key}: unknown spine {s!r} "
+                              f"(spine1..spine{spec.spines * spec.planes})")
         if s not in g or g.nodes[s]["role"] not in ("agg", "core", "spine"):
             raise FabricError(f"fabric.failed_switches: {s!r} is not an agg or core of this "
                               "fabric (leaves carry hosts and cannot fail here)")
@@ -587,7 +627,10 @@ def build_fabric(spec: FabricSpec) -> Fabric:
     """Build and validate the graph for `spec`; raises FabricError on impossible input."""
     _check_sizes(spec)
     check_servers(spec)
+    check_planes(spec)
     g = _leaf_spine(spec) if spec.tiers == 2 else _clos3(spec)
+    if spec.planes > 1:
+        add_planes(g, spec)
     _fail(g, spec)
     if spec.has_nvlink:
         add_nvlink(g, spec, spec.n_hosts)

@@ -38,7 +38,9 @@ class FabricSpec:
     failed_switches (any switch but a leaf; two tiers keep them in failed_spines) and
     failed_links (pairs of adjacent switches). Servers: `gpus_per_server` G > 1 GPUs (each a
     host with its own NIC) share a non-blocking NVLink switch, each GPU joined to it at
-    `nvlink_mbps`; G = 1 (the default) is a lone NIC per host, without NVLink."""
+    `nvlink_mbps`; G = 1 (the default) is a lone NIC per host, without NVLink. `planes` P > 1
+    (two tiers only): each NIC has P ports at host_link_mbps each, port p on plane p, and
+    every plane is a copy of the leaves and spines (HPN's dual plane)."""
 
     spines: int = 0
     leaves: int = 0
@@ -59,6 +61,7 @@ class FabricSpec:
     nics_per_server: int = 0
     gpus_per_server: int = 1
     nvlink_mbps: float = 0.0
+    planes: int = 1
 
     @property
     def has_nvlink(self) -> bool:

@@ -84,8 +84,10 @@ class _Simulation:
                  spray: bool = False, lazy: bool = False):
         # compiled (numba's import, compiling or loading them is not the prediction's time)
         # or numpy, by size (traffic/jit.py); bit for bit the same results
+        # weighted rows: per-packet spraying, or the ideal on several planes (every NIC port)
+        weighted = (spray and not nonblocking) or (nonblocking and fabric.planes > 1)
         self.kernels, self.dag_kernel = jit.kernels(
-            sum(len(p.transfers) * p.spec.iterations for p in plans), spray and not nonblocking,
+            sum(len(p.transfers) * p.spec.iterations for p in plans), weighted,
             len(fabric.links))
         self.compiled_dag = COMPILED_DAG and self.dag_kernel is not None
         self.wall0 = time.perf_counter()
@@ -97,7 +99,7 @@ class _Simulation:
         self.nominal = np.array(fabric.capacities_mbps, dtype=float)
         self.cap = np.append(self.nominal * goodput_factor, np.inf)     # + the pad link
         self.scratch = self.kernels.scratch(self.cap.size)           # the water-filling's
-        self.spray = spray and not nonblocking
+        self.spray = weighted
         self.rows = ConnRows(fabric, plans, spine_of, nonblocking, self.spray,
                              routed_later=router is not None)
         # lazy: a job's DAG is built when it starts its first iteration and dropped after

@@ -68,6 +68,8 @@ def conn_links(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | N
     raises `conn_row`'s error."""
     width, pad = path_width(fabric), len(fabric.links)
     conns = unique_connections(plans)
+    if fabric.planes > 1:
+        return _plane_links(fabric, conns, spine_of or {}, nonblocking, allow_unrouted)
     host_of, per_host = fabric.host_ends
     route_of: dict = {None: 0}
     n = len(conns)
@@ -102,6 +104,22 @@ def conn_links(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | N
     if dup < n:
         raise PredictorError(f"connection id {conns[dup].conn_id} appears twice")
     return table, row_of
+
+
+def _plane_links(fabric: Fabric, conns: list, routes: dict, nonblocking: bool,
+                 allow_unrouted: bool) -> tuple[np.ndarray, dict[int, int]]:
+    """conn_links on several planes: row by row (each route's first switch names its plane,
+    and with it the host ports the row starts and ends on)."""
+    width = path_width(fabric)
+    row_of: dict[int, int] = {}
+    rows = []
+    for r, c in enumerate(conns):
+        if c.conn_id in row_of:
+            raise PredictorError(f"connection id {c.conn_id} appears twice")
+        row_of[c.conn_id] = r
+        rows.append(conn_row(fabric, c, routes.get(c.conn_id), width, nonblocking,
+                             allow_unrouted))
+    return np.array(rows, dtype=np.int64).reshape(len(rows), width), row_of
 
 
 def _route_middles(fabric: Fabric, table: np.ndarray, cross: np.ndarray, a: np.ndarray,
@@ -158,6 +176,9 @@ def _fabric_row(fabric: Fabric, c, s: str | tuple | None, width: int, nonblockin
         a, b = fabric.leaf_of(c.src), fabric.leaf_of(c.dst)
     except KeyError as e:
         raise PredictorError(f"jobs.{c.job}: host {e} is not in the fabric") from None
+    if fabric.planes > 1 and s and not isinstance(s, str) and s[0] in fabric.graph:
+        plane = fabric.plane_of(s[0])        # the route's plane: its host ports
+        a, b = fabric.leaf_at(c.src, plane), fabric.leaf_at(c.dst, plane)
     ends, pad = (li[(c.src, a)], li[(b, c.dst)]), len(fabric.links)
     if nonblocking or a == b:
         return [ends[0], *[pad] * (width - 2), ends[1]]
@@ -175,7 +196,7 @@ def _fabric_row(fabric: Fabric, c, s: str | tuple | None, width: int, nonblockin
     return [ends[0], *ids, *[pad] * (width - 2 - len(ids)), ends[1]]
 
 
-def spray_links(fabric: Fabric, plans: list[JobPlan], width: int
+def spray_links(fabric: Fabric, plans: list[JobPlan], width: int, fabric_paths: bool = True
                 ) -> tuple[np.ndarray, np.ndarray, dict[int, int]]:
     """Per-packet spraying: each connection's host links (weight 1) and every link of its leaf
     pair's live shortest paths, weighted by the share of those paths crossing it
@@ -186,6 +207,8 @@ def spray_links(fabric: Fabric, plans: list[JobPlan], width: int
     weights = np.ones((len(conns), width))
     li = fabric.link_index
     row_of: dict[int, int] = {}
+    if fabric.planes > 1:
+        return _spray_planes(fabric, conns, table, weights, fabric_paths)
     for r, c in enumerate(conns):
         row_of[c.conn_id] = r
         a, b = fabric.leaf_of(c.src), fabric.leaf_of(c.dst)
@@ -202,14 +225,45 @@ def spray_links(fabric: Fabric, plans: list[JobPlan], width: int
     return table, weights, row_of
 
 
+def _spray_planes(fabric: Fabric, conns: list, table: np.ndarray, weights: np.ndarray,
+                  fabric_paths: bool) -> tuple[np.ndarray, np.ndarray, dict[int, int]]:
+    """spray_links on P planes: packets spread evenly over the NIC's ports, so each row has
+    every plane's host links and spray shares, each at 1/P (plane 1's host links in the first
+    and last slots). fabric_paths False: the host links alone (the ideal: only NICs limit)."""
+    li, P, pad = fabric.link_index, fabric.planes, len(fabric.links)
+    row_of: dict[int, int] = {}
+    for r, c in enumerate(conns):
+        row_of[c.conn_id] = r
+        slots: list[tuple[int, float]] = []
+        for p in range(1, P + 1):
+            a, b = fabric.leaf_at(c.src, p), fabric.leaf_at(c.dst, p)
+            if p == 1:
+                table[r, 0], table[r, -1] = li[(c.src, a)], li[(b, c.dst)]
+                weights[r, 0] = weights[r, -1] = 1 / P
+            else:
+                slots += [(li[(c.src, a)], 1 / P), (li[(b, c.dst)], 1 / P)]
+            if fabric_paths and a != b and not fabric.same_server(c.src, c.dst):
+                shares = fabric.spray_shares(a, b)
+                if not shares:
+                    raise PredictorError(f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}): "
+                                         f"no live path between {a} and {b} to spray over")
+                slots += [(i, w / P) for i, w in shares]
+        for k, (i, w) in enumerate(slots):
+            table[r, 1 + k], weights[r, 1 + k] = i, w
+    intra = _nvlink(fabric, table, conns, pad)
+    weights[intra] = 1.0
+    return table, weights, row_of
+
+
 def spray_width(fabric: Fabric, plans: list[JobPlan]) -> int:
     """Link slots per connection row under per-packet spraying: its two host links and the
     links of every shortest path of its leaf pair with nothing failed (so that repairs fit)."""
     whole = build_fabric(fabric.spec.with_failures((), ()))
     pairs = {(fabric.leaf_of(c.src), fabric.leaf_of(c.dst)) for c in unique_connections(plans)
              if not fabric.same_server(c.src, c.dst)}
-    return (2 + max((len(whole.spray_shares(a, b)) for a, b in pairs if a != b), default=0)
-            + (2 if fabric.spec.has_nvlink else 0))
+    P = fabric.planes          # every plane's host links and shares (testbed/planes.py)
+    return (2 * P + P * max((len(whole.spray_shares(a, b)) for a, b in pairs if a != b),
+                            default=0) + (2 if fabric.spec.has_nvlink else 0))
 
 
 class ConnRows:
@@ -227,7 +281,8 @@ class ConnRows:
         self.width = spray_width(fabric, plans) if spray else path_width(fabric)
         self.weights: np.ndarray | None = None        # per-packet spraying's link shares
         if spray:
-            self.table, self.weights, row_of = spray_links(fabric, plans, self.width)
+            self.table, self.weights, row_of = spray_links(fabric, plans, self.width,
+                                                           fabric_paths=not nonblocking)
         else:
             self.table, row_of = conn_links(fabric, plans, spine_of, nonblocking,
                                             allow_unrouted=routed_later)

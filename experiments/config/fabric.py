@@ -9,6 +9,7 @@ from typing import Any
 
 from testbed import topologies
 from testbed.fabric import Fabric, FabricError, FabricSpec, build_fabric
+from testbed.planes import MAX_PLANES
 from testbed.servers import MAX_GPUS_PER_SERVER, MAX_NVLINK_MBPS
 from testbed.topologies.base import MAX_RATE_MBPS, MIN_RATE_MBPS, RATE_WHY
 from traffic.collectives import unique_connections
@@ -56,8 +57,11 @@ def _fabric(d: Any) -> Fabric:
     failures = {key: _switch_names(d, key) for key in ("failed_switches",
                                                        *kind.extra_failure_keys)}
     failures["failed_links"] = _link_pairs(d, "failed_links", "[leaf1, spine2] or [agg1, core3]")
+    planes = _int(d, "planes", "fabric", 1, minimum=1, maximum=MAX_PLANES,
+                  why="NIC ports per GPU, one per plane")
     try:
-        return build_fabric(_servers(d, kind.spec(sizes, rates, failures)))
+        spec = kind.spec({**sizes, "planes": planes}, rates, failures)
+        return build_fabric(_servers(d, dataclasses.replace(spec, planes=planes)))
     except FabricError as e:
         raise ConfigError(str(e)) from None
 
@@ -95,7 +99,8 @@ def unreachable(fabric: Fabric, pairs: dict) -> str | None:
         if (a, b) in seen or a == b:
             continue
         seen.add((a, b))
-        if not fabric.switch_paths(a, b):
+        if not any(fabric.switch_paths(fabric.leaf_at(src, p), fabric.leaf_at(dst, p))
+                   for p in range(1, fabric.planes + 1)):       # in no plane
             return f"job {job}: {src} -> {dst} ({a} to {b})"
     return None
 

@@ -34,15 +34,23 @@ def title(fabric: Fabric) -> str:
 
 def draw(fabric: Fabric) -> str:
     """The kind's ASCII picture of this fabric, for logs and run folders."""
-    return kind(fabric.spec).draw(fabric)
+    picture = kind(fabric.spec).draw(fabric)
+    if fabric.planes > 1:
+        s = fabric.spec
+        picture += (f"\n  {s.planes} planes: plane p is leaf((p-1)*{s.leaves}+i) and "
+                    f"spine((p-1)*{s.spines}+j), a copy of plane 1; NIC port p of every "
+                    f"host on plane p")
+    return picture
 
 
 def resolved(spec: FabricSpec) -> dict:
     """The fabric section as the YAML gives it (it loads again to the same spec); the
-    server keys only for servers of several GPUs."""
+    server keys only for servers of several GPUs, planes only when more than one."""
     out = kind(spec).resolved(spec)
     if spec.has_nvlink:
         out.update(gpus_per_server=spec.gpus_per_server, nvlink_mbps=spec.nvlink_mbps)
+    if spec.planes > 1:
+        out["planes"] = spec.planes
     return out
 
 

@@ -20,8 +20,9 @@ MAX_RATE_MBPS = 1_000_000.0
 RATE_WHY = "Mbit/s; `run` shapes at most 1000"
 #: Keys every kind takes for its failures: switch names, and pairs of adjacent switches.
 FAILURE_KEYS = ("failed_switches", "failed_links")
-#: Keys every kind takes for its servers (testbed/servers.py): GPUs per server, NVLink rate.
-SERVER_KEYS = ("gpus_per_server", "nvlink_mbps")
+#: Keys every kind takes for its servers (testbed/servers.py): GPUs per server, NVLink rate,
+#: and the NIC's planes (testbed/planes.py; two-tier kinds only).
+SERVER_KEYS = ("gpus_per_server", "nvlink_mbps", "planes")
 __all__ = ["MAX_HOSTS", "MAX_HOSTS_PER_LEAF", "MIN_RATE_MBPS", "MAX_RATE_MBPS", "Param",
            "Kind", "FabricError", "check_hosts"]
 

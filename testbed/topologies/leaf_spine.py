@@ -38,21 +38,22 @@ class LeafSpine(Kind):
         if leaves * per_leaf > MAX_HOSTS:
             raise FabricError(f"fabric.hosts_per_leaf: {leaves} leaves x {per_leaf} hosts "
                               f"exceed {MAX_HOSTS:,} hosts")
-        spine_names = {f"spine{i}" for i in range(1, spines + 1)}
-        leaf_names = {f"leaf{i}" for i in range(1, leaves + 1)}
+        planes = sizes.get("planes", 1)          # every plane's spines and leaves
+        spine_names = {f"spine{i}" for i in range(1, spines * planes + 1)}
+        leaf_names = {f"leaf{i}" for i in range(1, leaves * planes + 1)}
         for key in ("failed_spines", "failed_switches"):
             for s in failures.get(key, ()):
                 if s not in spine_names:
                     raise FabricError(f"fabric.{key}: unknown spine {s!r:.40} "
-                                      f"(spine1..spine{spines}), e.g. [spine3]")
+                                      f"(spine1..spine{spines * planes}), e.g. [spine3]")
         failed = sorted(set(failures.get("failed_spines", ()))
                         | set(failures.get("failed_switches", ())), key=lambda x: int(x[5:]))
         links = failures.get("failed_links", ())
         for p in links:
             if p[0] not in leaf_names or p[1] not in spine_names:
                 raise FabricError(f"fabric.failed_links: {list(p)!r:.40} is not a [leafX, "
-                                  f"spineY] pair of this fabric (leaf1..leaf{leaves}, "
-                                  f"spine1..spine{spines})")
+                                  f"spineY] pair of this fabric (leaf1..leaf{leaves * planes}, "
+                                  f"spine1..spine{spines * planes})")
         return FabricSpec(spines=spines, leaves=leaves, hosts_per_leaf=per_leaf,
                           host_link_mbps=rates["host"], spine_link_mbps=rates["spine"],
                           failed_spines=tuple(failed),

@@ -59,7 +59,8 @@ class RailOptimized(Kind):
         n, s, g = sizes["nics_per_server"], sizes["servers_per_group"], sizes["groups"]
         check_hosts(n * s * g, "servers_per_group")
         if g == 1:
-            spines = {f"spine{i}" for i in range(1, sizes["spines_per_group"] + 1)}
+            spines = {f"spine{i}" for i in
+                      range(1, sizes["spines_per_group"] * sizes.get("planes", 1) + 1)}
             for name in failures.get("failed_switches", ()):
                 if name not in spines:
                     raise FabricError(f"fabric.failed_switches: unknown spine {name!r:.40} "

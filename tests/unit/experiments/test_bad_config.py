@@ -183,6 +183,21 @@ for cid, fabric, key in [
     ("rail-gpus-not-nics", {**RAIL, "gpus_per_server": 2}, "fabric.gpus_per_server"),
 ]:
     case(f"servers-{cid}", {**BASE, "fabric": fabric}, key)
+# planes (testbed/planes.py): two-tier kinds only, at most 4, failures named in their plane
+for cid, fabric, key in [
+    ("planes-5", {**BASE["fabric"], "planes": 5}, "fabric.planes"),
+    ("planes-0", {**BASE["fabric"], "planes": 0}, "fabric.planes"),
+    ("planes-string", {**BASE["fabric"], "planes": "two"}, "fabric.planes"),
+    ("planes-unknown-spine", {**BASE["fabric"], "planes": 2, "failed_spines": ["spine5"]},
+     "fabric.failed_spines"),
+    ("planes-rail-groups", {**RAIL, "groups": 2, "cores_per_plane": 1, "core_link_mbps": 10,
+                            "planes": 2}, "fabric.planes"),
+]:
+    case(f"servers-{cid}", {**BASE, "fabric": fabric, "events": []}, key)
+case("servers-planes-fat-tree", {**BASE, "events": [],
+                                 "fabric": {"topology": "fat-tree", "k": 4, "planes": 2,
+                                            "host_link_mbps": 10, "fabric_link_mbps": 10}},
+     "fabric.planes")
 case("servers-pxn-without-servers", with_("jobs.0.pxn", True), "jobs[0].pxn")
 case("servers-algorithm-without-servers", with_("jobs.0.algorithm", "hierarchical"),
      "jobs[0].algorithm")
