@@ -79,3 +79,26 @@ def test_every_kind_runs_with_servers(tmp_path):
         assert all(j["bytes_verified"] for j in run["jobs"]), name
         assert abs(run["prediction_error_fraction"]) < 0.1, (name, run["prediction_error_fraction"])
         assert leftovers() == NOTHING
+
+
+def test_a_program_on_servers_is_learned_from_its_pairs_between_servers(tmp_path):
+    """A 4-rank JAX ring on 2-GPU servers (gloo sends r -> r-1): its hops inside a server
+    cross NVLink and never reach a leaf, so the controller learns exactly the two pairs
+    between servers, places them, and the steps stay within 30% of the model's (the bound
+    and its reason: test_programs_emulated)."""
+    hosts = ["h1", "h2", "h5", "h6"]
+    exp = parse({"name": "itest-servers-program", "seed": 1,
+                 "fabric": {**KINDS["leaf-spine"], "gpus_per_server": 2, "nvlink_mbps": 100},
+                 "jobs": [{"name": "jax", "hosts": hosts, "timeout_s": 300,
+                           "program": ["python", "experiments/programs/jax_allreduce.py",
+                                       "--sizes", "1M", "--iters", 8],
+                           "env": {"OMP_NUM_THREADS": 1,
+                                   "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false"}}],
+                 "routing": ["greedy"], "demand": "measured", "learn_steps": 2})
+    (run,) = run_experiment(exp, tmp_path, log=lambda s: None)["runs"]
+    (job,) = run["jobs"]
+    assert job["exit_codes"] == [0, 0, 0, 0] and job["traffic"] == "learned"
+    got = {(p["src"], p["dst"]) for p in job["learned_bytes_per_step"]}
+    assert got == {("h5", "h2"), ("h1", "h6")}, got
+    assert abs(job["prediction_error_fraction"]) < 0.3, job["prediction_error_fraction"]
+    assert leftovers() == NOTHING
