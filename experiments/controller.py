@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from routing.policy import Decision, EpochPolicy
-from routing.rules import cookie_of, rules_for, static_rules
+from routing.rules import HostRule, cookie_of, host_rules, rules_for, static_rules
 from testbed.openflow import Rule, diff_lines, rule_key
 from routing.paths import Path as SwitchPath
 from testbed.fabric import Fabric, build_fabric, link_key
@@ -69,7 +69,10 @@ class Controller:
             self.conns = self.conns + routed
         self.policy = EpochPolicy(self.strategy, fabric, placed, seed, static=static_paths,
                                   time_limit_s=time_limit_s)
+        self.seed = seed
         self.installed: list[Rule] = []
+        self.host_rules: list[HostRule] = []     # on several planes: each flow's NIC port
+        self._planes: dict[int, int] = {}
         self._pins: set = set()      # upper switches' pins (rule keys) now
         self._held: set = set()      # those kept one update after their flows left
         self.epochs: list[dict] = []
@@ -104,7 +107,31 @@ class Controller:
         """Wipe and write every switch's rules (no job active yet): returns the install stats."""
         self.installed = self._desired()
         self._note_peak()
-        return install(self.installed, self.rules_dir)
+        stats = install(self.installed, self.rules_dir)
+        self._apply_host_rules()
+        return stats
+
+    @property
+    def host_planes(self) -> dict[int, int]:
+        """conn_id -> the plane its host last sent it by (1 unless a host rule said)."""
+        return self._planes
+
+    def _apply_host_rules(self) -> None:
+        """On several planes, swap in the hosts' port choices that differ (routing/rules.py
+        HostRule): the removed ones first, per host one `ip -batch`."""
+        new = host_rules(self.fabric, self.conns, self.strategy, self.policy.assignment,
+                         self.seed)
+        gone, added = set(self.host_rules) - set(new), set(new) - set(self.host_rules)
+        lines: dict[str, list[str]] = {}
+        for r in sorted(gone, key=lambda r: r.conn_id):
+            lines.setdefault(r.host, []).append(r.line("del"))
+        for r in sorted(added, key=lambda r: r.conn_id):
+            lines.setdefault(r.host, []).append(r.line("add"))
+        if lines:
+            self.emu.set_host_rules(lines)
+        self.host_rules = new
+        self._planes.update(dict.fromkeys(self.policy.assignment, 1))   # placed: port 1 ..
+        self._planes.update({r.conn_id: r.plane for r in new})          # .. unless ruled
 
     def _note_peak(self) -> None:
         counts: dict[str, int] = {}
@@ -132,6 +159,7 @@ class Controller:
         apply_lines({s: ls for s, ls in lines.items() if s not in leaves}, self.rules_dir,
                     label)
         apply_lines({s: ls for s, ls in lines.items() if s in leaves}, self.rules_dir, label)
+        self._apply_host_rules()
         install_s = time.perf_counter() - t0
         self.installed = new
         self._note_peak()

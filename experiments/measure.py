@@ -27,8 +27,10 @@ CROSSED_MIN_BYTES = 1000
 
 
 def counted_switches(fabric: Fabric) -> list[str]:
-    """The switches that hold counting rules: every switch above the leaves."""
-    return fabric.upper_switches
+    """The switches that hold counting rules: every switch above the leaves (every
+    plane's)."""
+    return fabric.upper_switches + [s for s in fabric.plane_switches
+                                    if fabric.role(s) != "leaf"]
 
 
 def switch_counts(fabric: Fabric) -> Counts:
@@ -37,19 +39,25 @@ def switch_counts(fabric: Fabric) -> Counts:
 
 
 def observed_paths(fabric: Fabric, conns: list[Connection], counts: Counts,
-                   before: Counts | None = None) -> dict[int, dict]:
+                   before: Counts | None = None, planes: dict[int, int] | None = None
+                   ) -> dict[int, dict]:
     """Per inter-leaf connection, from the counters (`counts`, minus `before` when given: the
     bytes between two readings): "bytes" per counted switch, "switches_with_bytes" (those with
     at least CROSSED_MIN_FRACTION of the flow's bytes, the flow's bytes being what the first
     tier above its source leaf saw, and at least CROSSED_MIN_BYTES), and "path", the candidate
     path of `fabric` (give the fabric without failures) whose least-counted switch saw most
-    (None: no bytes)."""
+    (None: no bytes). On several planes, `planes` (conn_id -> plane) says which port each
+    connection's host sent it by (the hosts' rules), and a path within one leaf is that
+    plane's leaf alone."""
     out: dict[int, dict] = {}
     before = before or {}
     switches = counted_switches(fabric)
     for c in conns:
-        a, b = fabric.leaf_of(c.src), fabric.leaf_of(c.dst)
+        plane = (planes or {}).get(c.conn_id, 1)
+        a, b = fabric.leaf_at(c.src, plane), fabric.leaf_at(c.dst, plane)
         if a == b:
+            if fabric.planes > 1:
+                out[c.conn_id] = {"path": (a,), "switches_with_bytes": [], "bytes": {}}
             continue
         k = COOKIE_BASE + c.conn_id
         per = {s: counts[s].get(k, 0) - before.get(s, {}).get(k, 0) for s in switches}
@@ -67,11 +75,12 @@ def observed_paths(fabric: Fabric, conns: list[Connection], counts: Counts,
     return out
 
 
-def phase_paths(fabric: Fabric, conns: list[Connection], readings: list[Counts]
+def phase_paths(fabric: Fabric, conns: list[Connection], readings: list[Counts],
+                planes: dict[int, int] | None = None
                 ) -> list[dict[int, tuple[str, ...] | None]]:
     """Per phase between two consecutive counter readings, the path each connection's bytes
-    took in it (None: no bytes then)."""
-    return [{cid: o["path"] for cid, o in observed_paths(fabric, conns, b, a).items()}
+    took in it (None: no bytes then; `planes` as observed_paths')."""
+    return [{cid: o["path"] for cid, o in observed_paths(fabric, conns, b, a, planes).items()}
             for a, b in zip(readings, readings[1:])]
 
 

@@ -123,7 +123,8 @@ def measure(step: Step, inst: Installed, driven: Driven) -> Measured:
     settle_flow_stats()
     every = inst.controller.fabric_all  # candidates and counters of every switch, failed or not
     counts = switch_counts(every)
-    flows = observed_paths(every, conns_of(inst.plans), counts)
+    flows = observed_paths(every, conns_of(inst.plans), counts,
+                           planes=inst.controller.host_planes)
     if step.entry.paths_given and driven.learner is None:   # learned: pinned per pair
         verify_paths(step.entry.name, inst.controller, flows)
     return Measured(every, counts, flows, {cid: o["path"] for cid, o in flows.items()})
@@ -153,7 +154,8 @@ def predict_policy(step: Step, inst: Installed, goodput: float,
     routes = ControllerRoutes(
         entry.routed_by, exp.fabric, conns, exp.seed, exp.events,
         static=step.rp.path_of if entry.host_enforced else None,
-        observed_phases=(phase_paths(measured.every, conns, readings)
+        observed_phases=(phase_paths(measured.every, conns, readings,
+                                     inst.controller.host_planes)
                          if not entry.paths_given else None),
         time_limit_s=exp.solver_time_limit_s)
     return predict(exp.fabric, inst.plans, None, goodput, router=routes,

@@ -64,8 +64,7 @@ def check_emulable(exp: Experiment) -> None:
     """Raise ConfigError (before anything is built) for a fabric the emulator cannot shape,
     semantics its agents and controller do not run, or more connections than source ports."""
     if exp.fabric.planes > 1:
-        raise ConfigError("fabric.planes: the emulator builds one plane (each host one NIC "
-                          "port); use `predict` for several, or planes: 1 to `run`")
+        _check_planes(exp)
     if exp.fabric.spec.has_nvlink:
         _check_servers(exp)
     if exp.machines:
@@ -93,6 +92,23 @@ def check_emulable(exp: Experiment) -> None:
             raise ConfigError(f"fabric.{key}: the emulator shapes at most "
                               f"{MAX_EMULATED_MBPS:g} Mbit/s per link; scale rates down for "
                               "`run`, or use `predict` at this scale")
+
+
+def _check_planes(exp: Experiment) -> None:
+    """Planes the emulator runs: each flow's port set by its host's rules, from a plan
+    that events and learned demand do not change."""
+    if exp.events:
+        raise ConfigError("events: a run on several planes takes no failures yet; remove them "
+                          "or use `predict`")
+    if exp.demand[0] == "measured":
+        raise ConfigError("demand: measured is not learned on several planes yet; declare the "
+                          "traffic or use planes: 1")
+    if exp.machines:
+        raise ConfigError("machines: several planes run on one machine; drop machines")
+    for e in exp.routings:
+        if e.host_enforced:
+            raise ConfigError(f"routing: {e.name} enforces paths by source ports, which do not "
+                              "choose a plane; use the switch-enforced form")
 
 
 def _check_servers(exp: Experiment) -> None:

@@ -140,8 +140,7 @@ class EpochPolicy:
 
     def usable(self, cid: int, path: Path) -> bool:
         c = self._by_id[cid]
-        return tuple(path) in self.fabric.switch_paths(self.fabric.leaf_of(c.src),
-                                                       self.fabric.leaf_of(c.dst))
+        return self.fabric.serves(c.src, c.dst, path)
 
     def final_path(self, cid: int) -> Path | None:
         """The path a flow has now, or the last it had (finished jobs)."""

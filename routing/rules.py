@@ -29,11 +29,19 @@ what the controller learned between two hosts) is matched by `ip,nw_src,nw_dst` 
 150 instead, below every 5-tuple rule; its destination leaf also gets a counting rule
 (delivering to the host as it would anyway), from which the controller learns the demand
 (`pair_counting_rules`).
+
+On several planes (testbed/planes.py) every plane's switches get the rules plane 1's would,
+a connection is counted in every plane, and the port it leaves its host by is a record too:
+a HostRule, an `ip rule` in the namespace of the GPU whose NIC sends it.
 """
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+
 from testbed.fabric import Fabric
 from testbed.openflow import FlowRule, GroupRule, Rule, rule_key
+from testbed.planes import PLANE_RULE_PREF, plane_table
 from testbed.servers import nvlink_mac
 from traffic.collectives import Connection
 
@@ -180,7 +188,7 @@ def static_rules(fabric: Fabric, conns: list[Connection],
     rules: list[Rule] = []
     for c in conns:
         path = as_path(fabric, c, path_of.get(c.conn_id))
-        if path is None:
+        if path is None or len(path) < 2:     # within one leaf (of its plane)
             continue
         fabric.host_path(c.src, c.dst, path)  # raises FabricError on a failed or unknown path
         choosers = path[:2] if len(path) == 5 else path[:1]   # leaf, and the agg going up
@@ -205,6 +213,19 @@ def port_rules(fabric: Fabric) -> list[Rule]:
     return rules
 
 
+def _per_plane(fabric: Fabric, make) -> list[Rule]:
+    """`make(plane fabric)`'s rules for every plane (testbed/planes.py), each on its own
+    switches: plane p's fabric is named as plane 1, with plane 1's ports, so its rules are
+    plane p's once renamed (the NVLink switches' once, from plane 1)."""
+    out: list[Rule] = []
+    for p in range(1, fabric.planes + 1):
+        view = fabric.plane_fabric(p)
+        nvs = set(view.nvswitches)
+        out += [r if p == 1 else dataclasses.replace(r, switch=fabric.in_plane((r.switch,), p)[0])
+                for r in make(view) if p == 1 or r.switch not in nvs]
+    return out
+
+
 def rules_for(fabric: Fabric, conns: list[Connection], strategy: str,
               path_of: dict[int, str | Path | None], enforcement: str = "switch",
               counted_on: Fabric | None = None) -> list[Rule]:
@@ -214,8 +235,13 @@ def rules_for(fabric: Fabric, conns: list[Connection], strategy: str,
     connections' src_port already chosen by routing/host_enforced.py). Counting rules go on the
     switches of `counted_on` (default: `fabric`); a static rule replaces a counting rule of the
     same match on its switch."""
-    rules = (base_rules(fabric) + counting_rules(counted_on or fabric, conns)
-             + pair_counting_rules(fabric, [c for c in conns if c.host_pair]))
+    counted = counted_on or fabric
+    if fabric.planes > 1:     # every plane's own; a connection counted in every plane
+        rules = (_per_plane(fabric, base_rules)
+                 + _per_plane(counted, lambda view: counting_rules(view, conns)))
+    else:
+        rules = (base_rules(fabric) + counting_rules(counted, conns)
+                 + pair_counting_rules(fabric, [c for c in conns if c.host_pair]))
     if strategy == ECMP:
         return rules
     if enforcement == "host":
@@ -243,3 +269,44 @@ def pair_rules(fabric: Fabric, pairs: list[tuple[str, str]], spine: str,
                               f"ip,nw_src={fabric.ip_of(a)},nw_dst={fabric.ip_of(b)}",
                               f"output:{fabric.port(leaf, spine)}"))
     return rules
+
+
+# -- planes: each connection's NIC port, chosen by its host -----------------------------------
+@dataclass(frozen=True)
+class HostRule:
+    """A host's choice of NIC port for one connection: an `ip rule` in the namespace of the
+    GPU whose NIC sends it (under PXN the relay), to plane `plane`'s table
+    (testbed/planes.py); the connection's route leaves by that port."""
+
+    host: str
+    match: str      # ip rule selector, e.g. "ipproto tcp sport 40001 dport 5201 to 10.0.1.2/32"
+    plane: int
+    conn_id: int
+
+    def line(self, op: str = "add") -> str:
+        return f"rule {op} {self.match} pref {PLANE_RULE_PREF} table {plane_table(self.plane)}"
+
+
+def host_rules(fabric: Fabric, conns: list[Connection], strategy: str,
+               path_of: dict[int, str | Path | None], seed: int) -> list[HostRule]:
+    """On several planes, a HostRule for each connection that leaves by a port other than
+    the first: the plane of its route, or under ECMP the NIC's hash (routing/planes.py, the
+    same as the model's). None on one plane."""
+    if fabric.planes == 1:
+        return []
+    if strategy == ECMP:
+        from .planes import choose_planes
+        plane = choose_planes(ECMP, fabric, conns, seed)
+    else:
+        plane = {c.conn_id: fabric.plane_of(r[0]) for c in conns
+                 if (r := path_of.get(c.conn_id)) and not isinstance(r, str)}
+    out = []
+    for c in conns:
+        p = plane.get(c.conn_id, 1)
+        if p == 1 or fabric.same_server(c.src, c.dst):     # NVLink's own route
+            continue
+        dst = f"to {fabric.ip_of(c.dst)}/32"
+        match = (f"from {fabric.ip_of(c.sender)}/32 {dst}" if c.host_pair else
+                 f"ipproto tcp sport {c.src_port} dport {c.dst_port} {dst}")
+        out.append(HostRule(c.src, match, p, c.conn_id))
+    return out

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from . import instances, taps
 from .fabric import TIER, Fabric
+from .planes import host_port, plane_table
 from .servers import nvlink_mac
 from .instances import OvsInstance
 from .ovs import (TestbedError, check_socket_buffers, ovs_running, pick_datapath, run,
@@ -239,9 +240,10 @@ class EmulatedFabric:
         self.net = net
         # each node's shell is recorded as it starts, and signals act during the rest of
         # the build (testbed/shells.py)
+        fixed_macs = self.part or f.planes > 1    # a NIC's ports share its MAC (a bond's)
         for h in self.hosts:
             net.addHost(h, cls=shells.RecordedHost, record=self.record, ip=f"{f.ip_of(h)}/8",
-                        **({"mac": host_mac(f.ip_of(h))} if self.part else {}))
+                        **({"mac": host_mac(f.ip_of(h))} if fixed_macs else {}))
         for sw in self.switches:
             inst = self.instance_of(sw)
             net.addSwitch(sw, cls=shells.InstanceOVSSwitch if inst else shells.RecordedOVSSwitch,
@@ -251,9 +253,11 @@ class EmulatedFabric:
         for u, v in f.links:   # each link once: from the host, or from the lower tier
             if self.part and not (self.part.has(u) and self.part.has(v)):
                 continue       # a tunnel, or another machine's link
-            if f.role(u) == "host":      # its NIC (port 0), or its NVLink port (1)
-                net.addLink(u, v, port1=f.port(u, v), port2=f.port(v, u),
-                            **({"addr1": nvlink_port_mac(f, u)} if f.port(u, v) else {}))
+            if f.role(u) == "host":      # its NIC (port 0), NVLink port (1), planes' (2..)
+                port = f.port(u, v)
+                mac = ({} if port == 0 else {"addr1": nvlink_port_mac(f, u)} if port == 1
+                       else {"addr1": host_mac(f.ip_of(u))})
+                net.addLink(u, v, port1=port, port2=f.port(v, u), **mac)
             elif f.role(v) != "host" and TIER[f.role(u)] < TIER[f.role(v)]:
                 net.addLink(u, v, port1=f.port(u, v), port2=f.port(v, u))
         net.build()
@@ -380,6 +384,8 @@ class EmulatedFabric:
                               f"ip -batch {arp_file}")
                 if f.server_of:
                     scripts[h] += " && " + self._nvlink_script(h, Path(tmp), mtu)
+                if f.planes > 1:
+                    scripts[h] += " && " + self._planes_script(h, Path(tmp), mtu, macs)
             _ns_run_all({net.get(h): ["sh", "-c", s] for h, s in scripts.items()})
 
     def _nvlink_script(self, h: str, tmp: Path, mtu: str) -> str:
@@ -405,6 +411,36 @@ class EmulatedFabric:
         return (f"ethtool -K {intf} {' '.join(HOST_OFFLOADS_OFF)} && ip link set dev {intf} "
                 f"mtu {mtu} && tc -batch {tc_file} && sysctl -q -w net.ipv4.ip_forward=1 "
                 f"net.ipv4.conf.all.send_redirects=0 {sysctls} && ip -batch {ip_file}")
+
+    def _planes_script(self, h: str, tmp: Path, mtu: str, macs: dict[str, str]) -> str:
+        """Host h's ports on planes 2.. (testbed/planes.py): offloads off, MTU and shaper as
+        its first port's, every peer's neighbour entry, and table plane_table(p) leaving by
+        port p, which the run's host rules (routing/rules.py HostRule) send connections to;
+        no reverse-path filter (a port receives what another sent)."""
+        f, lines, cmds = self.fabric, [], []
+        for p in range(2, f.planes + 1):
+            intf, leaf = f"{h}-eth{host_port(p)}", f.leaf_at(h, p)
+            tc_file = tmp / f"{h}.p{p}.tc"
+            tc_file.write_text("\n".join(tc_batch(intf, self._shaping(f.capacity_mbps(h, leaf))))
+                               + "\n")
+            cmds.append(f"ethtool -K {intf} {' '.join(HOST_OFFLOADS_OFF)} && ip link set dev "
+                        f"{intf} mtu {mtu} && tc -batch {tc_file}")
+            lines += [f"neigh replace {f.ip_of(d)} lladdr {macs[d]} dev {intf} nud permanent\n"
+                      for d in f.hosts if d != h]
+            lines.append(f"route replace 10.0.0.0/8 dev {intf} table {plane_table(p)}\n")
+        ip_file = tmp / f"{h}.planes.ip"
+        ip_file.write_text("".join(lines))
+        sysctls = " ".join(f"net.ipv4.conf.{i}.rp_filter=0" for i in
+                           ("all", "default", *(f"{h}-eth{host_port(p)}"
+                                                for p in range(1, f.planes + 1))))
+        return " && ".join(cmds) + f" && sysctl -q -w {sysctls} && ip -batch {ip_file}"
+
+    def set_host_rules(self, lines: dict[str, list[str]]) -> None:
+        """Apply `ip` lines (the hosts' plane rules) in each host's namespace, one batch per
+        host; TestbedError naming the host when one fails."""
+        for h, ls in lines.items():
+            ns_run(self.net.get(h), ["ip", "-batch", "-"], input_text="".join(f"{ln}\n"
+                                                                              for ln in ls))
 
     def _tap_ports(self) -> None:
         """Swap every switch port's veth for a tap of the same OpenFlow port number (one

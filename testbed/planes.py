@@ -25,6 +25,14 @@ from .fabric_spec import FabricError, FabricSpec
 MAX_PLANES = 4
 #: graph attribute of a switch of plane 2.. (plane 1's switches have none)
 PLANE_KEY = "fabric_plane"
+#: In the emulator a host sends a connection by port p > 1 through an `ip rule` of this
+#: preference to routing table plane_table(p), whose one route leaves by that port.
+PLANE_RULE_PREF = 1000
+
+
+def plane_table(plane: int) -> int:
+    """The host's routing table for its port on `plane` (100 + plane)."""
+    return 100 + plane
 
 
 def check_planes(spec: FabricSpec) -> None:

@@ -5,6 +5,7 @@ reaches a spine; without PXN a cross-rail transfer crosses one."""
 from __future__ import annotations
 
 from experiments.config import parse
+from experiments.measure import CROSSED_MIN_BYTES
 from experiments.runner import run_experiment
 
 from .helpers import NOTHING, leftovers
@@ -101,4 +102,45 @@ def test_a_program_on_servers_is_learned_from_its_pairs_between_servers(tmp_path
     got = {(p["src"], p["dst"]) for p in job["learned_bytes_per_step"]}
     assert got == {("h5", "h2"), ("h1", "h6")}, got
     assert abs(job["prediction_error_fraction"]) < 0.3, job["prediction_error_fraction"]
+    assert leftovers() == NOTHING
+
+
+def test_two_planes_each_flow_leaves_by_the_port_its_route_names(tmp_path):
+    """HPN's dual plane emulated (testbed/planes.py): every host's second port on plane 2's
+    rail leaves and spines, each connection sent by the port its route's plane names (a
+    host rule; ECMP: the NIC's hash). Without PXN, a ring of 2 subflows per connection and an
+    all-to-all cross rails through the spines: the planners put a connection's subflows on
+    both ports, every byte crosses only its plane's switches, and each run is within 10% of
+    the model of the same choices."""
+    exp = parse({**SERVERS, "name": "itest-planes",
+                 "fabric": {**SERVERS["fabric"], "servers_per_group": 4, "host_link_mbps": 10,
+                            "spine_link_mbps": 10, "nvlink_mbps": 90, "planes": 2},
+                 "jobs": [{"name": "ring", "collective": "allreduce", "size_bytes": 4_000_000,
+                           "iterations": 2, "subflows": 2, "pxn": False,
+                           "hosts": [f"h{i}" for i in range(1, 9)]},
+                          {"name": "cross", "collective": "alltoall", "pxn": False,
+                           "size_bytes": 1_000_000, "iterations": 2, "hosts": ["h9", "h14"]}],
+                 "routing": ["ecmp", "greedy"]})
+    f = exp.fabric
+    res = run_experiment(exp, tmp_path, log=lambda s: None)
+    for run in res["runs"]:
+        assert all(j["bytes_verified"] for j in run["jobs"]), run["routing"]
+        assert abs(run["prediction_error_fraction"]) < 0.1, (run["routing"],
+                                                            run["prediction_error_fraction"])
+        seen = {p["conn_id"]: p for p in run["paths"]}
+        crossed = 0
+        for p in seen.values():
+            path = p["observed_path"]
+            if path is None:                 # NVLink only
+                continue
+            plane = f.plane_of(path[0])     # (handshakes went before the host rules)
+            sent = {s for s, n in (p["switch_bytes"] or {}).items() if n >= CROSSED_MIN_BYTES}
+            assert all(f.plane_of(s) == plane for s in sent), p
+            crossed += bool(sent)
+        assert crossed >= 2, run["routing"]  # the all-to-all's two, and the ring's
+    greedy = {p["conn_id"]: p for p in res["runs"][1]["paths"]}
+    ring = [c for c in exp.plans()[0].connections if not f.same_server(c.src, c.dst)]
+    for a, b in zip(ring[::2], ring[1::2]):  # a connection's two subflows: both ports
+        planes = {f.plane_of(greedy[c.conn_id]["observed_path"][0]) for c in (a, b)}
+        assert planes == {1, 2}, (a, b)
     assert leftovers() == NOTHING
