@@ -19,6 +19,7 @@ import numpy as np
 
 from testbed.fabric import Fabric
 from traffic.collectives import Connection
+from traffic.numba_start import registries
 
 from .base import RoutingPlan, SolveStats
 from .ecmp import hashed_path
@@ -226,6 +227,7 @@ def first_fit_reference(fabric: Fabric, t: PathTable, demand: list[float], seed:
 def route_gff(fabric: Fabric, conns: list[Connection], seed: int = 0,
               previous: dict[int, Path | None] | None = None) -> RoutingPlan:
     t0 = time.perf_counter()
+    registries()                      # numba's NumPy registries without scipy.linalg, once
     t = path_table(fabric, conns)
     demand = natural_demands([(c.src, c.dst) for c in t.flows])
     assign, fallback = first_fit(fabric, t, demand, seed)

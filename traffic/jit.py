@@ -21,6 +21,11 @@ NUMPY_MAX_LINKS = 16_384
 #: flight, ~25 us; ECMP's collisions on a 2,048-NIC clos3 gave 80 rounds a batch over 6,578
 #: batches: 15 s in numpy, 1.7 s compiled): about numba's start-up (0.4-0.7 s) of numpy work.
 NUMPY_MAX_ROUNDS = 20_000
+#: ... or this many once numba's start-up is paid in this process (a routing's compiled loops
+#: loaded numba and its NumPy registries): the compiled kernels then cost only their load
+#: from numba's cache, ~0.1 s, about this many rounds of numpy work at 2,048 NICs (89 us a
+#: round over ~1,400 flows); the shipped configs small enough for numpy run at most 206.
+NUMPY_MAX_ROUNDS_STARTED = 1_000
 
 
 def compiled_ready() -> bool:
@@ -45,10 +50,21 @@ def use_compiled(completions: int, weighted: bool, links: int = 0) -> bool:
             or compiled_ready())
 
 
+def numba_started() -> bool:
+    """Whether this process has paid numba's start-up (its NumPy registries imported, as the
+    first compile or cache load of any kernel does: traffic/numba_start.py)."""
+    return "numba.np.arraymath" in sys.modules
+
+
 def outgrown(scratch: tuple) -> bool:
     """Whether a prediction running the numpy kernels (their `scratch`: the rounds run so
-    far) goes on with the compiled ones ("auto" only; the same results bit for bit)."""
-    return KERNELS == "auto" and bool(scratch) and scratch[0][0] >= NUMPY_MAX_ROUNDS
+    far) goes on with the compiled ones ("auto" only; the same results bit for bit): past
+    NUMPY_MAX_ROUNDS, or NUMPY_MAX_ROUNDS_STARTED once numba is started."""
+    if KERNELS != "auto" or not scratch:
+        return False
+    rounds = int(scratch[0][0])
+    return rounds >= NUMPY_MAX_ROUNDS or (rounds >= NUMPY_MAX_ROUNDS_STARTED
+                                          and numba_started())
 
 
 def compiled() -> tuple:

@@ -77,6 +77,20 @@ def test_the_numpy_kernels_count_their_rounds():
     assert not jit.outgrown(waterfill.scratch(4))              # the compiled path's scratch
 
 
+def test_a_started_numba_moves_a_numpy_prediction_sooner(monkeypatch):
+    """NUMPY_MAX_ROUNDS_STARTED rounds move to the compiled kernels only once numba's
+    start-up is paid (a routing's kernels loaded it); NUMPY_MAX_ROUNDS in any case."""
+    assert jit.NUMPY_MAX_ROUNDS_STARTED < jit.NUMPY_MAX_ROUNDS
+    sooner = (np.array([jit.NUMPY_MAX_ROUNDS_STARTED]),)
+    for started in (False, True):
+        monkeypatch.setattr(jit, "numba_started", lambda: started)
+        assert jit.outgrown(sooner) is started
+        assert not jit.outgrown((np.array([jit.NUMPY_MAX_ROUNDS_STARTED - 1]),))
+        assert jit.outgrown((np.array([jit.NUMPY_MAX_ROUNDS]),))
+    monkeypatch.setattr(jit, "KERNELS", "numpy")
+    assert not jit.outgrown(sooner)
+
+
 def _random_flows(rng, n_links: int, n_flows: int, width: int) -> np.ndarray:
     rows = np.full((n_flows, width), n_links)          # the pad link (infinite)
     for f in range(n_flows):
