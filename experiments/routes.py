@@ -49,6 +49,12 @@ class ControllerRoutes:
         #: `track_links` was called (links.csv's `flows` of a planner)
         self.link_peak: Counter | None = None
 
+    @property
+    def fixed_routes(self) -> bool:
+        """Routes that never move in a run: ECMP's one hash, no fabric events (the
+        predictor may then replay a solo job's run, traffic/predictor_replay.py)."""
+        return self.hashed and not self.events
+
     def track_links(self) -> None:
         """From now on, keep each link's most flows over the policy's epochs (`link_peak`)."""
         self.link_peak = Counter()

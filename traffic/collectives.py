@@ -196,7 +196,8 @@ def plan_jobs(specs: list[JobSpec], ring_sync: str = "rank",
     "stream": a job on the same stream, collective, subflows and groups as an earlier one
     sends on that job's connections (`share_key`), as NCCL's collectives reuse their
     communicator's connections (the plans then hold one list object between them:
-    `unique_connections`).
+    `unique_connections`), and a job equal to an earlier one on them in all its planner reads
+    (`_plan_key`) holds that job's Transfers (read-only arrays, planned once).
 
     Raises WorkloadError if two connections would share a 5-tuple (only possible past
     SOURCE_PORT_SPAN connections, when source ports wrap), or for a job that waits for an
@@ -206,6 +207,7 @@ def plan_jobs(specs: list[JobSpec], ring_sync: str = "rank",
     next_conn = 0
     seen: dict[tuple[str, str, int, int], int] = {}
     shared: dict[tuple, tuple[int, list[Connection]]] = {}   # share_key -> (first id, conns)
+    planned: dict[tuple, JobPlan] = {}        # a shared job's plan, by what its planner reads
     for index, spec in enumerate(specs):
         planner = _PLANNERS.get(Collective(spec.collective))
         if planner is None:  # pragma: no cover - Collective is closed
@@ -214,6 +216,10 @@ def plan_jobs(specs: list[JobSpec], ring_sync: str = "rank",
         if as_flows and spec.algorithm == "ring":
             planner, as_flows = ring_hops, False         # ring_flows without the steps
         share = share_key(spec) if connections == "stream" else None
+        again = (share, _plan_key(spec), planner, as_flows) if share in shared else None
+        if again in planned:                     # the same transfers on the same connections
+            plans.append(dataclasses.replace(planned[again], spec=spec, index=index))
+            continue
         if share in shared and spec.subflows == 1 and planner in _ARRAY_PLANNERS:
             plan = planner(spec, index, next_conn, make_conns=False)   # on shared ones
         else:
@@ -226,6 +232,8 @@ def plan_jobs(specs: list[JobSpec], ring_sync: str = "rank",
                 dataclasses.replace(c, src_port=0, dst_port=0) for c in plan.connections])
         if share in shared:
             plans.append(_on_shared(plan, next_conn, *shared[share]))
+            if isinstance(plans[-1].transfers, Transfers):
+                planned[again] = plans[-1]
             continue
         if share is not None:
             shared[share] = (next_conn, plan.connections)
@@ -249,7 +257,15 @@ def share_key(spec: JobSpec) -> tuple | None:
     if not spec.stream or spec.p2p or spec.host_pairs:
         return None
     return (spec.stream, Collective(spec.collective), spec.subflows, spec.channels, spec.pxn,
-            tuple(tuple(g) for g in spec.groups))
+            tuple(map(tuple, spec.groups)))
+
+
+def _plan_key(spec: JobSpec) -> tuple:
+    """What a planner reads of a job beyond its `share_key` (not its name, index, start,
+    iterations, compute or `after`): two jobs on the same shared connections and equal here
+    get equal transfers, so the second holds the first's (read-only) Transfers."""
+    return (spec.size_bytes, spec.split, spec.split_piece_bytes, spec.algorithm,
+            id(spec.servers), spec.p2p)
 
 
 def _on_shared(plan: JobPlan, first: int, base: int, conns: list[Connection]) -> JobPlan:

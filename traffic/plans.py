@@ -209,7 +209,7 @@ class JobSpec:
 
     @property
     def group_size(self) -> int:
-        return max(len(g) for g in self.groups)
+        return max(map(len, self.groups))
 
 
 @dataclass

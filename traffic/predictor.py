@@ -49,6 +49,7 @@ from traffic.collectives import JobPlan
 from .prediction import (OURS, RECOMPUTES, RING_SYNCS, JobResult, Prediction,  # noqa: F401
                          PredictorError, Router, Semantics)
 from .predictor_dag import Dag, Job
+from .predictor_replay import Replays, eligible
 from .predictor_flows import Active, Starting, enter_tails, share_pools
 from .predictor_results import LinkUsage, job_results
 from .predictor_rows import UNROUTED, ConnRows, path_width  # noqa: F401
@@ -59,6 +60,10 @@ from .rates import max_min_rates
 COMPILED_DAG = True
 
 
+#: Lazy runs replay a job that runs alone again on the same routes from its first solo run
+#: (traffic/predictor_replay.py); False: simulate every run (the same results up to float
+#: rounding of the clock).
+REPLAY = True
 #: Past this many transfers in all plans, `predict` and `ideal` build each job's DAG when it
 #: starts and drop it after its last iteration (lazy): below it, the whole DAG at once.
 LAZY_TRANSFERS = 1_000_000
@@ -125,6 +130,10 @@ class _Simulation:
         self.last_replan_s = -np.inf
         self.now = 0.0
         self.batches = self.completions = self.n_rounds = 0
+        self.routes_version = 0               # routes changed this often (replays' key)
+        # solo jobs replayed (traffic/predictor_replay.py): lazy runs with fixed routes
+        self.replays = Replays(batch_tol_s) if REPLAY and eligible(
+            lazy, router, self.spray, util_bin_s, keep_fcts, semantics, self.pooled) else None
 
     def _timers(self, plans: list[JobPlan]) -> None:
         """The first iterations of the jobs waiting for none, and the router's fabric events;
@@ -161,6 +170,9 @@ class _Simulation:
         if self.flows_dirty:            # a re-plan held back by replan_min_interval_s
             t_timer = min(t_timer, self.last_replan_s + self.replan_gap_s)
         t_next = min(self.now + dt_flow, t_timer)
+        replaying = self.replays is not None and self.replays.pending is not None
+        if replaying:
+            t_next = min(t_next, self.replays.end_s)
         if not np.isfinite(t_next) or self.jobs_left == 0:
             return False
         dt = t_next - self.now
@@ -171,6 +183,8 @@ class _Simulation:
         completions = self.completions
         if a.n:
             self._complete(new)
+        if replaying and t_next == self.replays.end_s:
+            self.replays.finish(self)
         self._fire_timers(new)
         self._zero_bytes(new)
         self._epochs()
@@ -248,11 +262,12 @@ class _Simulation:
         while self.timers and self.timers[0][0] <= self.now + self.batch_tol_s:
             _, _, j = heapq.heappop(self.timers)
             if j < 0:
+                if self.replays is not None:
+                    self.replays.abort()
                 reroute_fabric, spines = self.router.fire(-1 - j, self.now)
                 self.reroute(spines, reroute_fabric)
                 continue
-            self.start_iteration(j, self.now, new)
-            if self.jobs[j].n == 0:
+            if self.start_iteration(j, self.now, new) and self.jobs[j].n == 0:
                 self.end_iteration(j, self.now)
 
     def _zero_bytes(self, new: Starting) -> None:
@@ -324,12 +339,17 @@ class _Simulation:
     def reroute(self, spines: dict[int, str | None], new_fabric: Fabric) -> None:
         """New routes from the router: every flow in flight follows them from now."""
         if self.rows.reroute(spines, new_fabric):
+            self.routes_version += 1
             a = self.active
             a.links[:] = self.rows.table[a.row]
 
     # -- the jobs' DAGs ------------------------------------------------------------------------
-    def start_iteration(self, j: int, t: float, new: Starting) -> None:
+    def start_iteration(self, j: int, t: float, new: Starting) -> bool:
+        """Job j begins an iteration at t: its roots into `new`; False when it is replayed
+        instead (traffic/predictor_replay.py: it ends at self.replays.end_s)."""
         job = self.jobs[j]
+        if self.replays is not None and self.replays.starting(self, j, t, new):
+            return False
         if not job.built:                 # lazy: appended, or the Dag built whole again
             job.build()
             if not self.dag.add(j, job):
@@ -340,6 +360,7 @@ class _Simulation:
             self.iteration_bounds += 1
         job.begin(t)
         new.extend(j, job.roots)
+        return True
 
     def finish(self, j: int, i: int, t: float, new: Starting) -> None:
         """Transfer i of job j completes at t: release successors, maybe end the iteration
@@ -361,6 +382,8 @@ class _Simulation:
 
     def end_iteration(self, j: int, t: float) -> None:
         job = self.jobs[j]
+        if self.replays is not None:
+            self.replays.ended(self, j, t)
         job.record(t)
         if (self.sem.recompute == "iterations"
                 and any(o.communicating for o in self.jobs if o is not job)):
@@ -406,7 +429,8 @@ class _Simulation:
             event_batches=self.batches, completions=self.completions,
             wall_s=time.perf_counter() - self.wall0,
             stats={"rate_recomputations": self.n_rounds, "reroutes": self.rows.n_reroutes,
-                   "kernels": "compiled" if self.dag_kernel is not None else "numpy"})
+                   "kernels": "compiled" if self.dag_kernel is not None else "numpy",
+                   "replayed_jobs": self.replays.replayed if self.replays is not None else 0})
 
 
 def _check(plans: list[JobPlan], goodput_factor: float, util_bin_s: float | None,

@@ -136,8 +136,19 @@ def _take(key: np.ndarray, val: np.ndarray, size: int, low: np.ndarray, share: n
         low[d] = np.inf                       # its flows freeze: pushed again if any are left
         near[n_near] = d
         n_near += 1
-    near[:n_near].sort()
+    _sort_ids(near[:n_near])
     return size, n_near
+
+
+@numba.njit(cache=True)
+def _sort_ids(ids: np.ndarray) -> None:
+    """Sort distinct ids in place, in O(n log n) always: numba's quicksort took ~20 ms on the
+    16,000 links a heap hands out at one level (in pop order: the first, then the rest
+    reversed), ~1,000x a merge sort. Distinct values: any sort gives the same order."""
+    if ids.size > 16:
+        ids[:] = ids[np.argsort(ids, kind="mergesort")]
+    else:
+        ids.sort()
 
 
 @numba.njit(cache=True, inline="always")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -249,9 +250,9 @@ def _counts(j: JobSpec, ring_sync: str = "rank") -> tuple[int, int]:
     if j.p2p:                           # a custom collective: its given transfers
         return len({(x.src, x.dst) for x in j.p2p}) * j.subflows, len(j.p2p) * j.subflows
     c = t = 0
-    for g in j.groups:
-        gc, gt, _ = group_counts(j.collective, len(g), ring_sync)
-        c, t = c + gc * j.subflows * j.channels, t + gt * j.subflows * j.channels
+    for n, k in Counter(map(len, j.groups)).items():     # groups of each size, counted once
+        gc, gt, _ = group_counts(j.collective, n, ring_sync)
+        c, t = c + k * gc * j.subflows * j.channels, t + k * gt * j.subflows * j.channels
     return c, t
 
 
