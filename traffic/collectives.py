@@ -197,7 +197,7 @@ def plan_jobs(specs: list[JobSpec], ring_sync: str = "rank",
     sends on that job's connections (`share_key`), as NCCL's collectives reuse their
     communicator's connections (the plans then hold one list object between them:
     `unique_connections`), and a job equal to an earlier one on them in all its planner reads
-    (`_plan_key`) holds that job's Transfers (read-only arrays, planned once).
+    (`plan_key`) holds that job's Transfers (read-only arrays, planned once).
 
     Raises WorkloadError if two connections would share a 5-tuple (only possible past
     SOURCE_PORT_SPAN connections, when source ports wrap), or for a job that waits for an
@@ -216,7 +216,7 @@ def plan_jobs(specs: list[JobSpec], ring_sync: str = "rank",
         if as_flows and spec.algorithm == "ring":
             planner, as_flows = ring_hops, False         # ring_flows without the steps
         share = share_key(spec) if connections == "stream" else None
-        again = (share, _plan_key(spec), planner, as_flows) if share in shared else None
+        again = (share, plan_key(spec), planner, as_flows) if share in shared else None
         if again in planned:                     # the same transfers on the same connections
             plans.append(dataclasses.replace(planned[again], spec=spec, index=index))
             continue
@@ -260,7 +260,7 @@ def share_key(spec: JobSpec) -> tuple | None:
             tuple(map(tuple, spec.groups)))
 
 
-def _plan_key(spec: JobSpec) -> tuple:
+def plan_key(spec: JobSpec) -> tuple:
     """What a planner reads of a job beyond its `share_key` (not its name, index, start,
     iterations, compute or `after`): two jobs on the same shared connections and equal here
     get equal transfers, so the second holds the first's (read-only) Transfers."""

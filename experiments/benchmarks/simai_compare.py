@@ -20,6 +20,7 @@ from pathlib import Path
 import yaml
 
 from experiments.benchmarks.harness import conditions, predict_experiment_timed
+from experiments.config import ConfigError
 from experiments.config.parse import load
 
 #: SimAI's EndToEnd.csv summary keys, in the order it writes them (us each)
@@ -85,9 +86,14 @@ def config_doc(args: argparse.Namespace) -> dict:
     gpus = args.gpus or header_gpus(args.workload)
     if gpus is None:
         raise ValueError(f"{args.workload}: the header has no all_gpus; give --gpus N")
-    return {"name": f"simai-compare-{args.workload.stem}", "routing": ["nonblocking"],
-            "jobs_from": {"simai": str(args.workload.resolve()), "all_gpus": gpus},
-            "fabric": fabric(gpus, args.gpus_per_server, args.nvlink_gibps, args.nic_gibps)}
+    doc = {"name": f"simai-compare-{args.workload.stem}", "routing": ["nonblocking"],
+           "jobs_from": {"simai": str(args.workload.resolve()), "all_gpus": gpus},
+           "fabric": fabric(gpus, args.gpus_per_server, args.nvlink_gibps, args.nic_gibps)}
+    semantics = {**({"connections": "stream"} if args.stream else {}),   # whole files
+                 **({"ring_sync": "flow"} if args.flows else {})}
+    if semantics:
+        doc["semantics"] = semantics
+    return doc
 
 
 def table(name: str, simai: dict[str, float], ours_s: float) -> str:
@@ -112,6 +118,11 @@ def main() -> int:
     ap.add_argument("--gpus-per-server", type=int, default=8, help="SimAI's -g_p_s")
     ap.add_argument("--nvlink-gibps", type=float, default=360.0, help="SimAI's -nv")
     ap.add_argument("--nic-gibps", type=float, default=48.5, help="SimAI's -nic")
+    ap.add_argument("--stream", action="store_true",
+                    help="semantics.connections: stream (SimAI's whole 9,216-GPU file)")
+    ap.add_argument("--flows", action="store_true",
+                    help="semantics.ring_sync: flow (rings as flows; on servers the whole "
+                         "file's rings pass the bound on transfers otherwise)")
     args = ap.parse_args()
     try:
         simai, doc = simai_summary(args.simai), config_doc(args)
@@ -122,7 +133,12 @@ def main() -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         config = args.out / "config.yaml"
         config.write_text(yaml.safe_dump(doc, sort_keys=False))
-        calls, record = predict_experiment_timed(load(config))
+        try:
+            exp = load(config)
+        except ConfigError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        calls, record = predict_experiment_timed(exp)
         ours = record["runs"][0]["iteration_time_s"]
         print(f"predict: {calls.median_wall():.1f} s wall, {calls.median_cpu():.1f} s CPU")
         print(table(args.workload.name, simai, ours))

@@ -12,7 +12,7 @@ from typing import Any
 
 from testbed.fabric import Fabric
 from traffic.collectives import (SOURCE_PORT_SPAN, SPLITS, Collective, JobSpec, WorkloadError,
-                                 group_counts, share_key)
+                                 group_counts, plan_key, share_key)
 from traffic.nccl import ALGORITHMS, on_servers
 from traffic.predictor import LAZY_TRANSFERS
 
@@ -257,25 +257,34 @@ def _counts(j: JobSpec, ring_sync: str = "rank") -> tuple[int, int]:
 
 
 def counted(jobs: list[JobSpec], ring_sync: str = "rank", connections: str = "job"
-            ) -> Iterator[tuple[JobSpec, int, int]]:
-    """(job, its new connections, its transfers per iteration) as plan_jobs would plan them:
-    under connections "stream" a job that shares an earlier job's connections adds none."""
+            ) -> Iterator[tuple[JobSpec, int, int, int]]:
+    """(job, its new connections, its transfers per iteration, the transfers it holds) as
+    plan_jobs would plan them: under connections "stream" a job that shares an earlier job's
+    connections adds none, and from the third job equal on them in all its planner reads
+    (`plan_key`) on it holds the second's transfers, none of its own."""
     shared: set[tuple] = set()
+    plans: Counter = Counter()
     for j in jobs:
         c, t = _counts(j, ring_sync)
         key = share_key(j) if connections == "stream" else None
+        held = t
         if key is not None:
             c = 0 if key in shared else c
             shared.add(key)
-        yield j, c, t
+            again = (key, plan_key(j))
+            held = 0 if plans[again] >= 2 else t
+            plans[again] += 1
+        yield j, c, t, held
 
 
-def predict_bytes(transfers: int, connections: int, in_flight: int | None = None) -> int:
+def predict_bytes(transfers: int, connections: int, in_flight: int | None = None,
+                  held: int | None = None) -> int:
     """The memory a prediction of that many transfers per iteration and connections takes,
     at most, when at most `in_flight` of the transfers are in jobs in flight at once (None:
-    all); bytes, measured (experiments/config/limits.py)."""
+    all) and `held` of them are planned arrays of their own (None: all; shared plans hold
+    one); bytes, measured (experiments/config/limits.py)."""
     flying = transfers if in_flight is None else min(in_flight, transfers)
-    return (transfers * BYTES_HELD_PER_TRANSFER
+    return ((transfers if held is None else held) * BYTES_HELD_PER_TRANSFER
             + flying * (BYTES_PER_TRANSFER - BYTES_HELD_PER_TRANSFER)
             + connections * BYTES_PER_CONNECTION)
 
@@ -311,12 +320,12 @@ def predict_size(jobs: list[JobSpec], ring_sync: str = "rank", connections: str 
                  ) -> tuple[int, int, int]:
     """(connections, transfers per iteration, predict_bytes) of `jobs`, as _check_size
     counts them."""
-    conns = transfers = 0
+    conns = transfers = held = 0
     flight = _InFlight()
-    for j, c, t in counted(jobs, ring_sync, connections):
-        conns, transfers = conns + c, transfers + t
+    for j, c, t, h in counted(jobs, ring_sync, connections):
+        conns, transfers, held = conns + c, transfers + t, held + h
         flight.add(j, t)
-    return conns, transfers, predict_bytes(transfers, conns, flight.bound)
+    return conns, transfers, predict_bytes(transfers, conns, flight.bound, held)
 
 
 def _check_size(jobs: list[JobSpec], routing: list[str], source: str | None = None,
@@ -324,13 +333,14 @@ def _check_size(jobs: list[JobSpec], routing: list[str], source: str | None = No
     """Connections and transfers, counted before they are built (as semantics' ring_sync
     and connections plan them: a stream's shared connections count once). `source`: the
     jobs_from key the jobs came from (messages then name it and the job)."""
-    conns = transfers = runs = 0
+    conns = transfers = runs = held = 0
     past = None                        # where the memory estimate passed MAX_PREDICT_BYTES
     flight = _InFlight()
-    for i, (j, c, t) in enumerate(counted(jobs, ring_sync, connections)):
+    for i, (j, c, t, h) in enumerate(counted(jobs, ring_sync, connections)):
         where = f"jobs_from.{source}: job {j.name}" if source else f"jobs[{i}]"
         conns, transfers, runs = conns + c, transfers + t, runs + t * j.iterations
-        if predict_bytes(transfers, conns, flight.add(j, t)) > MAX_PREDICT_BYTES \
+        held += h
+        if predict_bytes(transfers, conns, flight.add(j, t), held) > MAX_PREDICT_BYTES \
                 and past is None:
             past = where
         if past is None and runs > MAX_TRANSFER_RUNS:
@@ -339,7 +349,7 @@ def _check_size(jobs: list[JobSpec], routing: list[str], source: str | None = No
                               f"transfers in all; at most {MAX_TRANSFER_RUNS:,}: use fewer "
                               "iterations or smaller groups")
     if past is not None:
-        need = predict_bytes(transfers, conns, flight.bound)
+        need = predict_bytes(transfers, conns, flight.bound, held)
         raise ConfigError(f"{past}: passes the {MAX_PREDICT_BYTES / 2 ** 30:.0f} GiB a "
                           f"prediction may take on this machine (the jobs send {transfers:,} "
                           f"transfers per iteration over {conns:,} connections, "

@@ -100,6 +100,22 @@ def test_counts_before_planning_match_the_plans():
                 assert transfers == sum(len(p.transfers) for p in plans)
 
 
+def test_equal_jobs_on_a_stream_hold_the_plan_of_the_second_and_the_estimate_knows():
+    """plan_jobs: from the third job equal on a stream's connections on, a job holds the
+    second's Transfers; the memory estimate counts the held transfers of the first two."""
+    hosts = [f"h{i}" for i in range(1, 9)]
+    specs = [JobSpec(f"j{k}", Collective.ALLREDUCE, [hosts], 1 << 20, stream="dp")
+             for k in range(5)]
+    plans = plan_jobs(specs, "rank", "stream")
+    assert all(p.transfers is plans[1].transfers for p in plans[2:])
+    assert plans[1].transfers is not plans[0].transfers
+    conns, transfers, need = predict_size(specs, "rank", "stream")
+    t = len(plans[0].transfers)
+    assert transfers == 5 * t
+    every = 5 * t                               # small: every DAG at once (_InFlight)
+    assert need == predict_bytes(every, conns, every, held=2 * t) < predict_bytes(every, conns)
+
+
 def test_in_flight_counts_one_job_per_stream_and_every_job_on_none():
     big = 2_000_000
     f = _InFlight()
