@@ -115,11 +115,14 @@ def _write_links(run_dir: Path, pred: Prediction, flows: dict | None = None) -> 
         w = csv.writer(f)
         w.writerow(["src", "dst", "capacity_mbps", "mean_utilization", "max_utilization",
                     "flows"])
-        for i, (u, v) in enumerate(pred.links):
-            if pred.link_max_util[i] > 0:
-                w.writerow([u, v, f"{pred.link_capacity_mbps[i]:g}",
-                            f"{pred.link_mean_util[i]:.6f}", f"{pred.link_max_util[i]:.6f}",
-                            "" if flows is None else flows.get((u, v), 0)])
+        used = np.flatnonzero(np.asarray(pred.link_max_util) > 0)
+        links = [pred.links[i] for i in used.tolist()]
+        w.writerows(zip((u for u, _ in links), (v for _, v in links),
+                        [f"{x:g}" for x in np.asarray(pred.link_capacity_mbps)[used].tolist()],
+                        [f"{x:.6f}" for x in np.asarray(pred.link_mean_util)[used].tolist()],
+                        [f"{x:.6f}" for x in np.asarray(pred.link_max_util)[used].tolist()],
+                        [""] * len(links) if flows is None else
+                        [flows.get(e, 0) for e in links]))
     if pred.link_util_series is not None:
         used = [i for i in range(len(pred.links)) if pred.link_max_util[i] > 0]
         path = run_dir / "links_over_time.csv"
