@@ -41,12 +41,23 @@ def _bytes(x: float) -> str:
     return f"{x:.0f}" if x == int(x) else f"{x:.1f}"
 
 
-def _tid_step_conn(plan: JobPlan):
-    """(tid, step, conn_id) of each transfer, in order (Transfers: from its arrays)."""
+def _bytes_column(x: np.ndarray) -> list:
+    """`_bytes` of every part; ints as they are when all are whole (str of a whole number is
+    its "%.0f")."""
+    if x.dtype.kind in "iu":
+        return x.tolist()
+    if x.size and np.all(x == np.floor(x)) and float(np.abs(x).max()) < 2.0 ** 53 \
+            and not np.signbit(x).any():
+        return x.astype(np.int64).tolist()
+    return [_bytes(v) for v in x.tolist()]
+
+
+def _tid_step_conn(plan: JobPlan) -> tuple[list[int], list[int], list[int]]:
+    """The tid, step and conn_id of each transfer, in order (Transfers: from its arrays)."""
     ts = plan.transfers
     if isinstance(ts, Transfers):
-        return zip(ts.tid.tolist(), ts.step.tolist(), ts.conn.tolist())
-    return ((t.tid, t.step, t.conn_id) for t in ts)
+        return ts.tid.tolist(), ts.step.tolist(), ts.conn.tolist()
+    return [t.tid for t in ts], [t.step for t in ts], [t.conn_id for t in ts]
 
 
 #: Past this many transfers per iteration, fct.csv (a ~80-byte row per transfer, ~0.8 GB
@@ -75,9 +86,10 @@ def _write_fcts(path: Path, plans: list[JobPlan], pred: Prediction) -> None:
         w.writerow(["job", "tid", "step", "conn_id", "size_bytes", "fct_mean_s", "fct_max_s"])
         for p in plans:
             jr = pred.jobs[p.name]
-            for i, (tid, step, conn) in enumerate(_tid_step_conn(p)):
-                w.writerow([p.name, tid, step, conn, _bytes(jr.transfer_bytes[i]),
-                            f"{jr.fct_mean_s[i]:.9f}", f"{jr.fct_max_s[i]:.9f}"])
+            w.writerows(zip(itertools.repeat(p.name), *_tid_step_conn(p),
+                            _bytes_column(np.asarray(jr.transfer_bytes)),
+                            [f"{x:.9f}" for x in jr.fct_mean_s.tolist()],
+                            [f"{x:.9f}" for x in jr.fct_max_s.tolist()]))
 
 
 def _write_job_fcts(path: Path, plans: list[JobPlan], pred: Prediction) -> None:
@@ -103,11 +115,14 @@ def _write_links(run_dir: Path, pred: Prediction, flows: dict | None = None) -> 
         w = csv.writer(f)
         w.writerow(["src", "dst", "capacity_mbps", "mean_utilization", "max_utilization",
                     "flows"])
-        for i, (u, v) in enumerate(pred.links):
-            if pred.link_max_util[i] > 0:
-                w.writerow([u, v, f"{pred.link_capacity_mbps[i]:g}",
-                            f"{pred.link_mean_util[i]:.6f}", f"{pred.link_max_util[i]:.6f}",
-                            "" if flows is None else flows.get((u, v), 0)])
+        used = np.flatnonzero(np.asarray(pred.link_max_util) > 0)
+        links = [pred.links[i] for i in used.tolist()]
+        w.writerows(zip((u for u, _ in links), (v for _, v in links),
+                        [f"{x:g}" for x in np.asarray(pred.link_capacity_mbps)[used].tolist()],
+                        [f"{x:.6f}" for x in np.asarray(pred.link_mean_util)[used].tolist()],
+                        [f"{x:.6f}" for x in np.asarray(pred.link_max_util)[used].tolist()],
+                        [""] * len(links) if flows is None else
+                        [flows.get(e, 0) for e in links]))
     if pred.link_util_series is not None:
         used = [i for i in range(len(pred.links)) if pred.link_max_util[i] > 0]
         path = run_dir / "links_over_time.csv"

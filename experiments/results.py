@@ -20,7 +20,6 @@ Pure code; emulated and predicted runs go through the same functions. Units live
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import platform
@@ -32,6 +31,8 @@ from importlib import metadata
 from pathlib import Path
 
 from traffic.collectives import JobPlan, JobSpec, bus_factor, unique_connections
+
+from . import json_text
 
 #: 2: run efficiency = lowest per-job efficiency; prediction_error_fraction; solve per epoch
 #: (still 2: imported workloads' `workload`, `iteration_time_s` and the jobs' iteration start
@@ -275,7 +276,8 @@ def speedups(results: dict) -> dict[tuple[str, str], dict[str, float | None]]:
 
 
 def write_json(path: Path, doc: dict) -> None:
-    path.write_text(json.dumps(doc, indent=2) + "\n")
+    """doc as json.dumps(doc, indent=2) writes it (experiments/json_text.py: the same text)."""
+    path.write_text(json_text.dumps(doc) + "\n")
 
 
 def _maybe(x, fmt) -> str:

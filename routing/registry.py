@@ -81,9 +81,10 @@ def route(name: str, fabric: Fabric, conns: list[Connection], seed: int = 0,
     except KeyError:
         raise RoutingError(f"routing: unknown strategy {name!r}; choose from {STRATEGIES}")
     if fabric.server_of:
-        inside = [c.conn_id for c in conns if fabric.same_server(c.src, c.dst)]
+        same = fabric.same_servers([(c.src, c.dst) for c in conns])
+        inside = [c.conn_id for c, x in zip(conns, same) if x]
         if inside:
-            plan = route(name, fabric, [c for c in conns if not fabric.same_server(c.src, c.dst)],
+            plan = route(name, fabric, [c for c, x in zip(conns, same) if not x],
                          seed, previous, **options)
             plan.path_of.update(dict.fromkeys(inside))
             return plan

@@ -288,8 +288,12 @@ class Fabric:
 
     def same_server(self, a: str, b: str) -> bool:
         """Two GPUs of one NVLink domain: a transfer between them crosses no fabric link."""
+        return self.same_servers([(a, b)])[0]
+
+    def same_servers(self, pairs: list[tuple[str, str]]) -> list[bool]:
+        """`same_server` of each (a, b) pair, in one pass."""
         s = self.server_of
-        return bool(s) and a != b and s.get(a, -1) == s.get(b, -2)
+        return [bool(s) and a != b and s.get(a, -1) == s.get(b, -2) for a, b in pairs]
 
     @cached_property
     def nvlink_ends(self) -> dict[str, tuple[int, int]]:
@@ -453,8 +457,7 @@ class Fabric:
         return tuple(path) in self.switch_paths(self.leaf_at(src_host, plane),
                                                 self.leaf_at(dst_host, plane))
 
-    def host_path(self, src_host: str, dst_host: str,
-                  switches: tuple[str, ...]) -> list[str]:
+    def host_path(self, src_host: str, dst_host: str, switches: tuple[str, ...]) -> list[str]:
         """Node list host -> `switches` -> host; raises FabricError unless `switches` is one of
         the live shortest paths between the hosts' leaves (in the plane of its first)."""
         plane = self.plane_of(switches[0]) if switches and switches[0] in self.graph else 1
@@ -492,8 +495,7 @@ class Fabric:
     @cached_property
     def capacities_mbps(self) -> tuple[float, ...]:
         """capacity_mbps of every link, in `links` order (read once per fabric)."""
-        edges = self.graph.edges
-        return tuple(edges[e]["capacity_mbps"] for e in self.links)
+        return tuple(c for _, _, c in self.graph.edges(data="capacity_mbps"))   # links' order
 
     def nonblocking(self) -> "Fabric":
         """The same hosts (names, order, host link rate) on one switch: `leaf1` holds every

@@ -15,7 +15,7 @@ one GPU per server is the same graph, link for link.
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import networkx as nx
 
@@ -87,5 +87,13 @@ class ServerMap:
     def relay(self, src: str, dst: str) -> str | None:
         """The GPU of src's server on dst's rail when dst is on another server and another
         rail (PXN's relay); None when src's own NIC is on dst's rail or both share a server."""
-        (s, i), (t, j) = self.place[src], self.place[dst]
-        return None if s == t or i == j else self.servers[s][j]
+        return self.relays([(src, dst)])[0]
+
+    def relays(self, pairs: Iterable[tuple[str, str]]) -> list[str | None]:
+        """`relay` of each (src, dst) pair, in one pass."""
+        place, servers = self.place, self.servers
+        out: list[str | None] = []
+        for src, dst in pairs:
+            (s, i), (t, j) = place[src], place[dst]
+            out.append(None if s == t or i == j else servers[s][j])
+        return out

@@ -237,17 +237,27 @@ def plan_jobs(specs: list[JobSpec], ring_sync: str = "rank",
             continue
         if share is not None:
             shared[share] = (next_conn, plan.connections)
-        for c in plan.connections:
-            key = (c.src, c.dst, c.src_port, c.dst_port)
-            if key in seen:
-                raise WorkloadError(
-                    f"jobs.{spec.name}: connection {c.conn_id} ({c.src}->{c.dst}) would reuse the "
-                    f"5-tuple of connection {seen[key]} (source ports wrap every "
-                    f"{SOURCE_PORT_SPAN} connections)")
-            seen[key] = c.conn_id
+        _check_five_tuples(spec, plan.connections, seen)
         next_conn += len(plan.connections)
         plans.append(plan)
     return plans
+
+
+def _check_five_tuples(spec: JobSpec, conns: list[Connection],
+                       seen: dict[tuple[str, str, int, int], int]) -> None:
+    """Add conns' 5-tuples to `seen` (5-tuple -> conn_id); WorkloadError naming the first one
+    that an earlier connection holds."""
+    keys = [(c.src, c.dst, c.src_port, c.dst_port) for c in conns]
+    if len(set(keys)) == len(keys) and seen.keys().isdisjoint(keys):
+        seen.update(zip(keys, (c.conn_id for c in conns)))
+        return
+    for c, key in zip(conns, keys):
+        if key in seen:
+            raise WorkloadError(
+                f"jobs.{spec.name}: connection {c.conn_id} ({c.src}->{c.dst}) would reuse the "
+                f"5-tuple of connection {seen[key]} (source ports wrap every "
+                f"{SOURCE_PORT_SPAN} connections)")
+        seen[key] = c.conn_id
 
 
 def share_key(spec: JobSpec) -> tuple | None:

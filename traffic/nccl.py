@@ -76,8 +76,8 @@ def pxn_connections(plan: JobPlan) -> JobPlan:
     spec = plan.spec
     if spec.servers is None or not spec.pxn:
         return plan
-    out: list[Connection] = []
-    for c in plan.connections:
-        r = spec.servers.relay(c.src, c.dst)
-        out.append(c if r is None else dataclasses.replace(c, src=r, nvlink_from=c.src))
+    conns = plan.connections
+    relays = spec.servers.relays((c.src, c.dst) for c in conns)
+    out = [c if r is None else Connection(c.conn_id, c.job, r, c.dst, c.src_port, c.dst_port,
+                                          nvlink_from=c.src) for c, r in zip(conns, relays)]
     return dataclasses.replace(plan, connections=out)

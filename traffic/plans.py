@@ -260,3 +260,13 @@ def connection(spec: JobSpec, index: int, conn_id: int, src: str, dst: str) -> C
     """Connection conn_id of job `index` from src to dst: its source port, the job's port."""
     return Connection(conn_id=conn_id, job=spec.name, src=src, dst=dst,
                       src_port=source_port(conn_id), dst_port=LISTEN_PORT_BASE + index)
+
+
+def connections(spec: JobSpec, index: int, first_id: int, srcs: Sequence[str],
+                dsts: Sequence[str]) -> list[Connection]:
+    """`connection` for each pair (srcs[i], dsts[i]), ids first_id, first_id + 1, ...; built
+    in one pass (a ring of 2,048 ranks on 8 channels is 16,384 of them)."""
+    name, port, base, span = spec.name, LISTEN_PORT_BASE + index, SOURCE_PORT_BASE, \
+        SOURCE_PORT_SPAN
+    return [Connection(i, name, a, b, base + i % span, port)
+            for i, a, b in zip(range(first_id, first_id + len(srcs)), srcs, dsts)]

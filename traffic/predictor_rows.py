@@ -24,19 +24,24 @@ def path_width(fabric: Fabric) -> int:
     return fabric.max_path_links + (2 if fabric.spec.has_nvlink else 0)
 
 
-def _nvlink(fabric: Fabric, table: np.ndarray, conns: list, pad: int) -> np.ndarray:
+def _nvlink(fabric: Fabric, table: np.ndarray, conns: list, pad: int,
+            ends: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """Put each row's NVLink hops in `table` (rows in `conns` order): a transfer between two
     GPUs of one server crosses only NVLink (its GPU's link in and the peer's link out), a
-    PXN relay adds the sending GPU's hop to the relaying one. Returns the intra-server rows
-    (no route: they never reach the fabric)."""
+    PXN relay adds the sending GPU's hop to the relaying one. `ends`: each row's source and
+    destination as indices in fabric.hosts, when the caller has them. Returns the
+    intra-server rows (no route: they never reach the fabric)."""
     n = len(table)
     if not fabric.nvlink_ends:
         return np.zeros(n, dtype=bool)
     server, up, down, index = _nvlink_arrays(fabric)
     conns = conns[:n]
-    src = np.fromiter((index[c.src] for c in conns), np.int64, n)
-    dst = np.fromiter((index[c.dst] for c in conns), np.int64, n)
-    via = np.fromiter((index.get(c.nvlink_from, -1) for c in conns), np.int64, n)
+    if ends is None:
+        ends = (np.array([index[c.src] for c in conns], np.int64).reshape(n),
+                np.array([index[c.dst] for c in conns], np.int64).reshape(n))
+    src, dst = ends
+    get = index.get
+    via = np.array([get(c.nvlink_from, -1) for c in conns], np.int64).reshape(n)
     intra = (server[src] == server[dst]) & (src != dst)
     table[intra] = pad
     table[intra, 0], table[intra, -1] = up[src[intra]], down[dst[intra]]
@@ -71,27 +76,27 @@ def conn_links(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | N
     if fabric.planes > 1:
         return _plane_links(fabric, conns, spine_of or {}, nonblocking, allow_unrouted)
     host_of, per_host = fabric.host_ends
-    route_of: dict = {None: 0}
-    n = len(conns)
-    ends = np.empty((n, 2), dtype=np.int64)         # host index of src, dst (-1: unknown)
-    code = np.zeros(n, dtype=np.int64)              # route_of's index of the route
     routes = spine_of or {}
-    row_of: dict[int, int] = {}
-    dup = n
-    for r, c in enumerate(conns):
-        if c.conn_id in row_of:
-            dup = r
-            break
-        row_of[c.conn_id] = r
-        ends[r] = host_of.get(c.src, -1), host_of.get(c.dst, -1)
-        code[r] = route_of.setdefault(routes.get(c.conn_id), len(route_of))
-    ends, code = ends[:dup], code[:dup]
+    ids = [c.conn_id for c in conns]
+    row_of = dict(zip(ids, range(len(ids))))
+    n = dup = len(ids)
+    if len(row_of) < n:                             # the first id seen before: its row
+        seen: set[int] = set()
+        dup = next(r for r, i in enumerate(ids) if i in seen or seen.add(i))
+        row_of = dict(zip(ids[:dup], range(dup)))
+    get = host_of.get
+    ends = np.array([(get(c.src, -1), get(c.dst, -1)) for c in conns[:dup]],
+                    np.int64).reshape(dup, 2)       # host index of src, dst (-1: unknown)
+    route_of: dict = {None: 0}                      # each row's route as route_of's index
+    code = (np.array([route_of.setdefault(routes.get(i), len(route_of)) for i in ids[:dup]],
+                     np.int64).reshape(dup) if routes else np.zeros(dup, np.int64))
     hosts = np.array(per_host + [(-1, 0, 0)], dtype=np.int64).reshape(-1, 3)  # [-1]: unknown
     src, dst = hosts[ends[:, 0]], hosts[ends[:, 1]]
     table = np.full((dup, width), pad, dtype=np.int64)
     table[:, 0], table[:, -1] = src[:, 1], dst[:, 2]
     bad = (ends < 0).any(axis=1)
-    intra = _nvlink(fabric, table, conns, pad) if not bad.any() else np.zeros(dup, bool)
+    intra = (_nvlink(fabric, table, conns, pad, (ends[:, 0], ends[:, 1])) if not bad.any()
+             else np.zeros(dup, bool))
     cross = ~bad & (src[:, 0] != dst[:, 0]) & (not nonblocking) & ~intra
     if cross.any():
         bad |= _route_middles(fabric, table, cross, src[:, 0], dst[:, 0], code,

@@ -13,7 +13,7 @@ import numpy as np
 
 from .nccl import channel_groups
 from .plans import (Collective, Connection, JobPlan, JobSpec, Transfers, WorkloadError,
-                    check_groups, connection, split_bytes)
+                    check_groups, connections, split_bytes)
 
 
 def ring_allreduce(spec: JobSpec, index: int, first_conn_id: int,
@@ -72,8 +72,7 @@ def _ring_plan(spec: JobSpec, index: int, first_conn_id: int, make_conns: bool,
         cid = first_conn_id
         for ring in spec.groups:
             n = len(ring)
-            conns.extend(connection(spec, index, cid + i, ring[i], ring[(i + 1) % n])
-                         for i in range(n))
+            conns += connections(spec, index, cid, ring, ring[1:] + ring[:1])
             cid += n
     return JobPlan(spec=spec, index=index, connections=conns, transfers=Transfers.join(parts))
 
@@ -235,8 +234,7 @@ def ring_hops(spec: JobSpec, index: int, first_conn_id: int,
                          size - chunk[(i + 1) % n] if kind is Collective.ALLGATHER else
                          size - chunk[i])
             if make_conns:
-                conns.extend(connection(spec, index, cid + j, ring[j], ring[(j + 1) % n])
-                             for j in range(n))
+                conns += connections(spec, index, cid, ring, ring[1:] + ring[:1])
             cid += n
     m = cid - first_conn_id
     return JobPlan(spec=spec, index=index, connections=conns, transfers=Transfers(
