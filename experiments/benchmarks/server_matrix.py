@@ -17,7 +17,9 @@ every plane: 1:1 as well. Jobs:
   between servers crosses pods;
 - moe: one all-to-all of 256 MiB per GPU over 8 servers, every 8th.
 Failures: spine 1 of group 1 (`failed_switches: [agg1]`), or rail leaf 1's link to it
-(`failed_links: [[leaf1, agg1]]`). Rings are one flow per hop (semantics ring_sync: flow),
+(`failed_links: [[leaf1, agg1]]`). The planes cases put every server in one group on two
+planes (HPN: each NIC 2 x 200 Gbit/s, one port per plane, half as many 400 Gbit/s spines
+per plane as servers: 1:1), at most 128 servers. Rings are one flow per hop (semantics ring_sync: flow),
 which gives the same CCTs here.
 """
 from __future__ import annotations
@@ -61,15 +63,25 @@ CASES = {"dp-lone": Case("dp, lone NICs", "dp", False),
          "xpod-spine": Case("xpod, servers, spine down", "xpod", True, failure="spine"),
          "xpod-link": Case("xpod, servers, link down", "xpod", True, failure="link"),
          "clos3-dp-lone": Case("dp, clos3, lone NICs", "dp", False, kind="clos3"),
-         "clos3-dp-servers": Case("dp, clos3, servers", "dp", True, kind="clos3")}
+         "clos3-dp-servers": Case("dp, clos3, servers", "dp", True, kind="clos3"),
+         "dp-planes": Case("dp, servers, 2 planes", "dp", True, kind="planes"),
+         "moe-planes": Case("moe, no PXN, 2 planes", "moe-nopxn", True, kind="planes")}
+#: planes cases: one group of at most this many servers (spines per plane: half of them)
+PLANES_MAX_SERVERS = 128
 #: The matrix before failures and cross-pod rings were added (the default).
 BASE = ["dp-lone", "dp-servers", "moe-lone", "moe-pxn", "moe-nopxn"]
 
 
 def fabric(groups: int, servers: int, nvlink: bool, kind: str = "rail",
            failure: str | None = None) -> dict:
-    """The 1:1 rail-optimized (or clos3) fabric, with or without NVLink servers."""
-    if kind == "clos3":
+    """The 1:1 rail-optimized (or clos3, or two-plane) fabric, with or without NVLink
+    servers."""
+    if kind == "planes":
+        n = groups * servers
+        out = {"topology": "rail-optimized", "nics_per_server": GPUS, "servers_per_group": n,
+               "spines_per_group": n // 2, "planes": 2, "host_link_mbps": RATE_MBPS / 2,
+               "spine_link_mbps": RATE_MBPS}
+    elif kind == "clos3":
         leaves = servers * GPUS // CLOS3_HOSTS_PER_LEAF
         out = {"topology": "clos3", "pods": groups, "leaves_per_pod": leaves,
                "aggs_per_pod": CLOS3_AGGS, "cores_per_plane": leaves,
@@ -135,6 +147,10 @@ def main() -> int:
                                              if c == "all" else [c])]
     if args.servers_per_group % 4 and any(CASES[n].kind == "clos3" for n in names):
         ap.error("--servers-per-group: give a multiple of 4 (clos3 puts 4 servers on a leaf)")
+    if args.groups * args.servers_per_group > PLANES_MAX_SERVERS and any(
+            CASES[n].kind == "planes" for n in names):
+        ap.error(f"--groups x --servers-per-group: at most {PLANES_MAX_SERVERS} servers for "
+                 "the planes cases (one group)")
     gpus = args.groups * args.servers_per_group * GPUS
     with conditions(kernels=False):
         print(f"\n{gpus:,} GPUs: {args.groups} groups x {args.servers_per_group} servers x "
