@@ -16,6 +16,7 @@ import warnings
 from pathlib import Path
 
 
+from .process import exit_now, open_std_fds
 from testbed.signals import (ENDING, HELD, PENDING, Terminated, deferred, raise_interrupt,
                              raise_terminated)
 
@@ -50,11 +51,20 @@ def _add_repeat(p: argparse.ArgumentParser) -> None:
                         "holds them all")
 
 
+class _Version(argparse.Action):
+    """--version: _version() when asked for (it runs git and imports the results' modules:
+    not on every command's way in)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(_version())
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mlfabric",
                 description="mlfabric: emulate and predict ML collectives "
                             "under different routings")
-    p.add_argument("--version", action="version", version=_version(),
+    p.add_argument("--version", action=_Version, nargs=0,
                    help="print mlfabric's version and the checkout's commit, and exit")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     r = sub.add_parser("run", help="run CONFIG on the emulated fabric (root)")
@@ -450,24 +460,6 @@ def _cmd_clean(args) -> int:
     return code
 
 
-def _open_std_fds() -> None:
-    """Standard descriptors closed by the caller become /dev/null: otherwise the next file
-    opened takes their number and every child inherits it as its stdin or output (with fd 0
-    closed, `ovs-vsctl` aborted and `run` said Open vSwitch was not running)."""
-    for fd, mode in ((0, os.O_RDONLY), (1, os.O_WRONLY), (2, os.O_WRONLY)):
-        try:
-            os.fstat(fd)
-        except OSError:
-            got = os.open(os.devnull, mode)
-            if got != fd:
-                os.dup2(got, fd)
-                os.close(got)
-            os.set_inheritable(fd, True)   # os.open's are close-on-exec: children need it
-    for name, fd in (("stdin", 0), ("stdout", 1), ("stderr", 2)):
-        if getattr(sys, name) is None:   # Python leaves these None when the fd was closed
-            setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))
-
-
 def main(argv: list[str] | None = None) -> int:
     # SIGTERM handled from the first moment: a signal while the modules below import (a
     # second or more on a loaded machine) ends the command like one at any later moment
@@ -478,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
     PENDING.clear()                  # a command of its own (main() also runs in tests)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:   # not when ignored
         signal.signal(signal.SIGINT, raise_interrupt)
-    _open_std_fds()
+    open_std_fds()
     args = _parser().parse_args(argv)
     args.command_line = [sys.executable, "-m", "experiments",
                          *(sys.argv[1:] if argv is None else argv)]
@@ -593,7 +585,7 @@ def cli() -> None:
         # printed "interrupted: the fabric was torn down"); ignore them from here on
         for held in HELD:
             signal.signal(held, signal.SIG_IGN)
-    sys.exit(code)
+    exit_now(code)
 
 
 if __name__ == "__main__":

@@ -103,10 +103,10 @@ def _answer(out: bytes, returncode: int) -> list[str]:
     raise FigureError(f"drawing the figures: {answer['type']}: {answer['error']}")
 
 
-#: The figures a second process draws beside the worker once the data came (forked from
-#: it: matplotlib already imported), when this machine gives the worker two cores: the
-#: heatmap (about as long as the three others together) and the utilization over time.
-FORKED = ("load_heatmap", "link_distribution", "link_utilization")
+#: The order the figures are taken in, the longest first (the heatmap takes about as long
+#: as three others together), so that the two processes end close together.
+LONGEST_FIRST = ("load_heatmap", "link_distribution", "efficiency", "slowdown_cdf", "cct_cdf",
+                 "fct_cdf", "link_utilization")
 
 
 def _error(e: BaseException) -> dict:
@@ -119,44 +119,62 @@ def _error(e: BaseException) -> dict:
     return answer
 
 
+def _take(answer_figures, data: dict, plots: Path, tickets: int, order: tuple) -> dict:
+    """Draw the figures whose tickets (one byte each: an index into `order`) this process
+    reads from the pipe `tickets` until it is empty; the answer."""
+    drawn = []
+    try:
+        while ticket := os.read(tickets, 1):
+            drawn += answer_figures.draw_figures(data, plots, names=(order[ticket[0]],))
+    except BaseException as e:       # noqa: BLE001 (one line to the command)
+        return _error(e)
+    return {"figures": drawn}
+
+
 def _draw(answer_figures, data: dict, plots: Path) -> dict:
-    """Every figure, FORKED ones in a forked process on a second core; the answer."""
-    from_fork = None
+    """Every figure; with two cores, this process and one forked from it (matplotlib
+    already imported) take them one at a time, the longest first, from one pipe of
+    tickets. The answer: the stems in FIGURES' order, or the first error."""
+    order = tuple(n for n in LONGEST_FIRST if n in answer_figures.FIGURES)
+    order += tuple(n for n in answer_figures.FIGURES if n not in order)
+    tickets, write = os.pipe()
+    os.write(write, bytes(range(len(order))))     # a few bytes: the pipe holds them all
+    os.close(write)                               # read() returns b"" once all are taken
+    pid = None
     if len(os.sched_getaffinity(0)) > 1:
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:                 # the forked process: its figures, its answer, gone
             os.close(read)
             try:
-                answer = {"figures": answer_figures.draw_figures(data, plots, names=FORKED)}
-            except BaseException as e:   # noqa: BLE001 (one line to the worker)
-                answer = _error(e)
-            try:
+                answer = _take(answer_figures, data, plots, tickets, order)
                 os.write(write, json.dumps(answer).encode())
             finally:
                 os._exit(0)
         os.close(write)
-        from_fork = (pid, read)
-    names = tuple(n for n in answer_figures.FIGURES if from_fork is None or n not in FORKED)
+    answer = _take(answer_figures, data, plots, tickets, order)
+    os.close(tickets)
+    if pid is None:
+        return _ordered(answer_figures, answer)
+    with os.fdopen(read, "rb") as f:
+        theirs = f.read()
+    os.waitpid(pid, 0)
     try:
-        answer = {"figures": answer_figures.draw_figures(data, plots, names=names)}
-    except BaseException as e:       # noqa: BLE001 (one line to the command)
-        answer = _error(e)
-    if from_fork is not None:
-        pid, read = from_fork
-        with os.fdopen(read, "rb") as f:
-            theirs = f.read()
-        os.waitpid(pid, 0)
-        try:
-            forked = json.loads(theirs)
-        except ValueError:
-            forked = {"error": "the figure worker's second process ended without an answer",
-                      "type": "FigureError"}
-        if "figures" not in forked:
-            return forked if "figures" in answer else answer
-        if "figures" in answer:
-            drawn = set(answer["figures"]) | set(forked["figures"])
-            answer["figures"] = [n for n in answer_figures.FIGURES if n in drawn]
+        forked = json.loads(theirs)
+    except ValueError:
+        forked = {"error": "the figure worker's second process ended without an answer",
+                  "type": "FigureError"}
+    if "figures" not in answer:
+        return answer
+    if "figures" not in forked:
+        return forked
+    return _ordered(answer_figures, {"figures": answer["figures"] + forked["figures"]})
+
+
+def _ordered(answer_figures, answer: dict) -> dict:
+    """The answer with its stems in FIGURES' order."""
+    if "figures" in answer:
+        answer["figures"] = [n for n in answer_figures.FIGURES if n in answer["figures"]]
     return answer
 
 

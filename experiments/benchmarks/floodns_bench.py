@@ -2,6 +2,7 @@
 
     python experiments/benchmarks/floodns_bench.py [--data DIR] [--cases 1-0-2 1-0-8 ...]
         [--floodns DIR --classpath CP [--work DIR] [--reuse]] [--csv PATH]
+        [--repeats N] [--whole-command [--baseline DIR]]
 
 A case J-F-R is concurrent_jobs_J, F failed cores, ring size R (floodns's folders). For each:
 
@@ -21,11 +22,13 @@ Targets (issue 13): replayed ECMP within 0.1% of floodns; ours >= 10x faster tha
 --repeats N runs floodns N times per case and strategy (WORK/rep-K/CASE-STRATEGY; wall: the
 median). --whole-command times the whole `mlfabric predict` command per case instead (a
 fresh interpreter, as a user runs it: imports, numba's cache, the traffic folder and flow log,
-results files), N times with its figures and N without (--no-plots), alternating: medians of
-wall and CPU time against floodns's ECMP run (median wall and CPU of its --repeats runs; the
-same routes: `replay` of its flow log, our ECMP hash where floodns did not run), and which
-code path the predictor took (results.json's predict_kernels: numpy or compiled). Target
-(issue 28): the command >= 20x faster.
+results files, the figure worker), with its figures and without (--no-plots), against
+floodns's ECMP run (the same routes: `replay` of its flow log, our ECMP hash where floodns did
+not run): N rounds of floodns then ours, alternated (both sides of each ratio under the same
+load), after one untimed run of each command; medians of wall and CPU time, and which code
+path the predictor took (results.json's predict_kernels: numpy or compiled). --baseline DIR
+times another checkout's command in the same rounds (before/after). Target (issue 45): the
+command with figures >= 30x faster than floodns.
 """
 from __future__ import annotations
 
@@ -214,15 +217,21 @@ def command_config(data: Path, case: str, flow_log: Path | None, folder: Path) -
     return path
 
 
-def time_command(config: Path, out: Path, plots: bool) -> tuple[float, float]:
-    """One `python -m experiments predict CONFIG` in a fresh interpreter: wall and CPU
-    (user + system of the child) seconds."""
+#: The commands' environment: this one, with Python's bytecode cache on (as installed; a
+#: PYTHONDONTWRITEBYTECODE set here would make every run compile its modules, ~0.2 s).
+COMMAND_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def time_command(config: Path, out: Path, plots: bool, root: Path = ROOT
+                 ) -> tuple[float, float]:
+    """One `python -m experiments predict CONFIG` of the checkout `root` in a fresh
+    interpreter: wall and CPU (user + system of the child and its figure worker) seconds."""
     argv = [sys.executable, "-m", "experiments", "predict", str(config), "--out", str(out),
             "--force", *([] if plots else ["--no-plots"])]
     before = _children_cpu_s()
     t0 = time.perf_counter()
-    done = subprocess.run(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True)
+    done = subprocess.run(argv, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True, env=COMMAND_ENV)
     wall = time.perf_counter() - t0
     if done.returncode != 0:
         raise RuntimeError(f"predict {config} failed: {done.stderr.strip()[-300:]}")
@@ -236,42 +245,83 @@ def predict_kernels(out: Path) -> str:
     return "+".join(sorted({r.get("predict_kernels", "?") for r in runs}))
 
 
+#: The variants of the command timed per case: (label, figures, checkout: "new" or "old").
+VARIANTS = [("figures", True, "new"), ("--no-plots", False, "new"),
+            ("figures, baseline", True, "old"), ("--no-plots, baseline", False, "old")]
+
+
 def whole_command(args, cases: list[str], work: Path, local: bool) -> list[dict]:
-    """Per case: floodns's ECMP run (the routes `replay` takes), median over --repeats,
-    against the whole `predict` command, with and without figures, medians over --repeats."""
+    """Per case, --repeats rounds, each: floodns's ECMP run (the routes `replay` takes; a
+    fresh java process), then the whole `predict` command with figures and with
+    --no-plots (and the same of --baseline's checkout): both sides of every ratio in one
+    alternated run (harness.alternate). Before the first round, one untimed run of each
+    command (bytecode and numba's caches in place). Medians of wall and CPU time."""
     rows = []
+    roots = {"new": ROOT, "old": args.baseline}
+    variants = [v for v in VARIANTS if roots[v[2]] is not None]
     for case in cases:
-        theirs = (run_floodns_median(args.floodns, args.classpath, args.data, case, "ecmp",
-                                     work, args.reuse, args.repeats)[1] if local else None)
-        log = work / "rep-1" / f"{case}-ecmp" / "logs_floodns" / "flow_info.csv"
-        log = log if log.is_file() else VENDORED_LOGS.get(case)
-        config = command_config(args.data, case, log, work / "configs")
+        config, log = _case_config(args, case, work, local)
+        outs = {v: work / "predict" / case / f"{v[2]}-{'figures' if v[1] else 'no-plots'}"
+                for v in variants}
+        for v in variants:                       # warm: .pyc files, numba's cache
+            time_command(config, outs[v], v[1], roots[v[2]])
         load = [os.getloadavg()[0]]
-        ab = alternate(lambda: time_command(config, work / "predict" / case, True),
-                       lambda: time_command(config, work / "predict" / case, False),
-                       args.repeats)         # figures, --no-plots, figures, ...
-        times = {True: ab.results_a, False: ab.results_b}   # the child's (wall, CPU) seconds
+        rounds = iter(range(1, args.repeats + 1))
+        ab = alternate((lambda: _floodns_round(args, case, work, next(rounds))) if local
+                       else (lambda: (None, None)),
+                       lambda: {v: time_command(config, outs[v], v[1], roots[v[2]])
+                                for v in variants},
+                       args.repeats)
         load.append(os.getloadavg()[0])
-        paths = predict_kernels(work / "predict" / case)
-        their_cpu = floodns_cpu_s(work, case, "ecmp", args.repeats) if local else None
-        for plots in (True, False):
-            wall = statistics.median(w for w, _ in times[plots])
-            cpu = statistics.median(c for _, c in times[plots])
-            row = {"case": case, "routing": "replay" if log else "ecmp", "figures": plots,
-                   "predict_wall_s": wall, "predict_cpu_s": cpu,
-                   "floodns_ecmp_wall_s": theirs, "floodns_ecmp_cpu_s": their_cpu,
-                   "ratio_wall": theirs and theirs / wall,
-                   "ratio_cpu": their_cpu and their_cpu / cpu,
+        theirs = _median_pair(ab.results_a)
+        paths = predict_kernels(outs[variants[0]])
+        for v in variants:
+            wall, cpu = _median_pair([r[v] for r in ab.results_b])
+            row = {"case": case, "routing": "replay" if log else "ecmp", "variant": v[0],
+                   "figures": v[1], "predict_wall_s": wall, "predict_cpu_s": cpu,
+                   "floodns_ecmp_wall_s": theirs[0], "floodns_ecmp_cpu_s": theirs[1],
+                   "ratio_wall": theirs[0] and theirs[0] / wall,
+                   "ratio_cpu": theirs[1] and theirs[1] / cpu,
                    "load_1min_before": load[0], "load_1min_after": load[1],
-                   "repeats": args.repeats, "predict_kernels": paths}
+                   "repeats": args.repeats, "order": ab.order, "predict_kernels": paths}
             rows.append(row)
-            print(f"{case:6s} predict ({row['routing']}, {'figures' if plots else '--no-plots'}"
-                  f"): {wall:5.2f} s wall, {cpu:5.2f} s CPU | floodns ecmp "
-                  f"{_f(theirs, '6.2f')} s wall ({_f(row['ratio_wall'], '5.1f')}x), "
-                  f"{_f(their_cpu, '6.2f')} s CPU ({_f(row['ratio_cpu'], '5.1f')}x) | load "
-                  f"{load[0]:.2f}-{load[1]:.2f}; medians of {args.repeats}; kernels {paths}",
+            print(f"{case:6s} predict ({row['routing']}, {v[0]}): {wall:5.2f} s wall, "
+                  f"{cpu:5.2f} s CPU | floodns ecmp {_f(theirs[0], '6.2f')} s wall "
+                  f"({_f(row['ratio_wall'], '5.1f')}x), {_f(theirs[1], '6.2f')} s CPU "
+                  f"({_f(row['ratio_cpu'], '5.1f')}x) | load {load[0]:.2f}-{load[1]:.2f}; "
+                  f"medians of {args.repeats}, floodns and ours alternated; kernels {paths}",
                   flush=True)
     return rows
+
+
+def _case_config(args, case: str, work: Path, local: bool) -> tuple[Path, Path | None]:
+    """The case's `predict` config and the flow log it replays (floodns's ECMP run in
+    WORK/rep-1, made first if need be; the vendored one; None: our ECMP hash)."""
+    log = work / "rep-1" / f"{case}-ecmp" / "logs_floodns" / "flow_info.csv"
+    if local and not log.is_file():
+        run_floodns(args.floodns, args.classpath, args.data, case, "ecmp", work / "rep-1",
+                    reuse=False)
+    log = log if log.is_file() else VENDORED_LOGS.get(case)
+    return command_config(args.data, case, log, work / "configs"), log
+
+
+def _floodns_round(args, case: str, work: Path, k: int) -> tuple[float | None, float | None]:
+    """floodns's ECMP run of round k into WORK/round-K (again, unless --reuse): its wall
+    and CPU seconds (None when it did not run)."""
+    folder = work / f"round-{k}"
+    wall = run_floodns(args.floodns, args.classpath, args.data, case, "ecmp", folder,
+                       args.reuse)[1]
+    cpu = folder / f"{case}-ecmp" / "cpu_s.txt"
+    return wall, (float(cpu.read_text()) if wall is not None and cpu.is_file() else None)
+
+
+def _median_pair(pairs: list[tuple]) -> tuple[float | None, float | None]:
+    """(median of the firsts, median of the seconds); None where any is None."""
+    out = []
+    for i in (0, 1):
+        values = [p[i] for p in pairs]
+        out.append(None if None in values else statistics.median(values))
+    return out[0], out[1]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -288,9 +338,14 @@ def main(argv: list[str] | None = None) -> int:
                          "commands per case and variant); medians")
     ap.add_argument("--whole-command", action="store_true",
                     help="time the whole `mlfabric predict` command per case against floodns")
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="with --whole-command: another checkout (e.g. `git worktree add "
+                         "DIR COMMIT`) whose command is timed in the same rounds")
     args = ap.parse_args(argv)
     if not 1 <= args.repeats <= 100:
         ap.error(f"--repeats: from 1 to 100, got {args.repeats}")
+    if args.baseline is not None and not (args.baseline / "experiments").is_dir():
+        ap.error(f"--baseline: {args.baseline} is not an mlfabric checkout (no experiments/)")
     local = args.floodns is not None and args.classpath is not None
     cases = args.cases or (DEFAULT_CASES if local else sorted(STORED))
     work = args.work or Path(tempfile.mkdtemp(prefix="floodns-bench-"))
