@@ -19,6 +19,8 @@ from typing import Callable
 
 import numpy as np
 
+from traffic.numba_start import njit
+
 _N, _M = 624, 397
 
 
@@ -113,23 +115,20 @@ def _pick_path(st, focus, movable, lo, hi, buf, start, hops, step, assign, load,
 
 def _shift(buf, start, hops, step, load, hist, p, q):
     """One flow from path p to path q (links both share keep their load), histogram kept."""
-    for x in range(hops[p]):
-        e = buf[start[p] + x * step[p]]
+    _move(buf, start, hops, step, load, hist, p, q, -1)
+    _move(buf, start, hops, step, load, hist, q, p, 1)
+
+
+def _move(buf, start, hops, step, load, hist, a, b, delta):
+    """Add `delta` to the load of each link of path a that path b does not hold."""
+    for x in range(hops[a]):
+        e = buf[start[a] + x * step[a]]
         shared = False
-        for y in range(hops[q]):
-            shared = shared or buf[start[q] + y * step[q]] == e
+        for y in range(hops[b]):
+            shared = shared or buf[start[b] + y * step[b]] == e
         if not shared:
             hist[load[e]] -= 1
-            load[e] -= 1
-            hist[load[e]] += 1
-    for y in range(hops[q]):
-        e = buf[start[q] + y * step[q]]
-        shared = False
-        for x in range(hops[p]):
-            shared = shared or buf[start[p] + x * step[p]] == e
-        if not shared:
-            hist[load[e]] -= 1
-            load[e] += 1
+            load[e] += delta
             hist[load[e]] += 1
 
 
@@ -169,7 +168,7 @@ def anneal_paths_kernel(st, movable, lo, hi, buf, start, hops, step, assign, loa
 
 
 _COMPILED: dict[str, Callable] = {}
-_HELPERS = ("mt_word", "mt_random", "mt_below", "_pick_path", "_shift")
+_HELPERS = ("mt_word", "mt_random", "mt_below", "_pick_path", "_move", "_shift")
 
 
 def kernel(name: str = "paths") -> Callable:
@@ -177,20 +176,11 @@ def kernel(name: str = "paths") -> Callable:
     it (or loads it from its on-disk cache) with the helpers it calls; plain Python, with a
     warning, without numba. No fastmath: the floats (exp, cooling) match Python's."""
     if name not in _COMPILED:
-        fn = {"paths": anneal_paths_kernel}[name]
-        try:
-            import numba
-        except ImportError:                  # pragma: no cover - numba is in requirements.txt
-            import warnings
-            warnings.warn("numba is not installed: annealing runs its loop in plain Python "
-                          "(slow); pip install -r requirements.txt")
-            _COMPILED[name] = fn
-        else:
-            g = globals()
-            for h in _HELPERS:               # the kernel calls the compiled helpers
-                if not hasattr(g[h], "py_func"):
-                    g[h] = numba.njit(cache=True, nogil=True, error_model="numpy")(g[h])
-            _COMPILED[name] = numba.njit(cache=True, nogil=True, error_model="numpy")(fn)
+        g = globals()
+        for h in _HELPERS:                   # the kernel calls the compiled helpers
+            if not hasattr(g[h], "py_func"):
+                g[h] = njit(g[h], "annealing runs its loop")
+        _COMPILED[name] = njit({"paths": anneal_paths_kernel}[name], "annealing runs its loop")
     return _COMPILED[name]
 
 

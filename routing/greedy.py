@@ -54,6 +54,7 @@ from typing import Callable
 import numpy as np
 
 from testbed.fabric import Fabric
+from traffic.numba_start import njit
 from traffic.collectives import Connection
 
 from .base import (FlowTable, RoutingPlan, SolveStats, assignment_from_spine_of,
@@ -422,15 +423,7 @@ def compiled(name: str, fn: Callable) -> Callable:
     from numba's on-disk cache; see warm_kernels); plain Python, with a warning, without
     numba. Integers only: no fastmath; error_model='numpy' drops the division checks."""
     if name not in _COMPILED:
-        try:
-            import numba
-        except ImportError:                  # pragma: no cover - numba is in requirements.txt
-            import warnings
-            warnings.warn("numba is not installed: greedy runs its order and placement loops in "
-                          "plain Python (slow); pip install -r requirements.txt")
-            _COMPILED[name] = fn
-        else:
-            _COMPILED[name] = numba.njit(cache=True, error_model="numpy", nogil=True)(fn)
+        _COMPILED[name] = njit(fn, "greedy runs its order and placement loops")
     return _COMPILED[name]
 
 

@@ -12,6 +12,7 @@ scipy.linalg (or the registry) is left as it is.
 from __future__ import annotations
 
 import sys
+from typing import Callable
 
 _BLOCKED = "scipy.linalg"
 
@@ -32,3 +33,17 @@ def registries() -> bool:
         if _BLOCKED in sys.modules and sys.modules[_BLOCKED] is None:
             del sys.modules[_BLOCKED]
     return True
+
+
+def njit(fn: Callable, what: str) -> Callable:
+    """`fn` compiled by numba, cached on disk, without the GIL and its division checks
+    (error_model "numpy"; no fastmath, so floats match Python's); plain `fn` with a warning
+    saying that `what` in plain Python when numba is missing."""
+    try:
+        import numba
+    except ImportError:                      # pragma: no cover - numba is in requirements.txt
+        import warnings
+        warnings.warn(f"numba is not installed: {what} in plain Python (slow); "
+                      "pip install -r requirements.txt")
+        return fn
+    return numba.njit(cache=True, nogil=True, error_model="numpy")(fn)
