@@ -1,7 +1,8 @@
 """The fabric model: one networkx graph that routing, prediction and emulation share.
 
-Pure data: no mininet, no root. One structure, a Clos of two or three tiers, which every
-topology kind (testbed/topologies/, one module each) maps its YAML keys onto:
+Pure data: no mininet, no root. Every topology kind (testbed/topologies/, one module each)
+builds its graph on a Topo, as Mininet's Topo.build does, from one of two Clos shapes
+(testbed/topologies/tiers.py draws both, with their ports):
 
     two tiers                          three tiers
         spine1 .. spineS                   core1 .. coreC | core(C+1) .. | ...   planes
@@ -9,22 +10,17 @@ topology kind (testbed/topologies/, one module each) maps its YAML keys onto:
         H hosts per leaf                   leaf1 .. leafP | leaf(P+1) .. | ...
                                            H hosts per leaf
 
-Two tiers: every leaf to every spine. Three tiers: in a pod every leaf to every agg; agg i of
-every pod to every core of plane i. Hosts are numbered leaf by leaf (h1..hH on leaf1), or,
-with `nics_per_server` N > 0 (multi-NIC servers, one NIC per leaf of a pod: rails), server by
-server: NIC r of server s of pod p is h((p-1) H N + (s-1) N + r) on the pod's r-th leaf.
+then the layers every kind shares: NIC planes (testbed/planes.py), failures, and the servers'
+NVLink switches (testbed/servers.py). Hosts are numbered leaf by leaf (h1..hH on leaf1), or
+by rail-optimized server by server (NIC r of server s on the group's r-th leaf).
 
 Names are fixed patterns: hosts h1.., leaves leaf1.. pod by pod, agg1.. pod by pod, core1..
 plane by plane, spine1... Every link is two directed edges with their own capacity; a failed
 switch or link stays in the graph with `live` False, and routing uses only the live, shortest
 up-down (valley-free) paths between two leaves (`switch_paths`). What routing needs from the
-structure is a property here: `choice_points` (the switches on a path that choose, and how
-many ways), `max_path_links`, `upper_switches`, `leaf_groups`, `hosts_on`, `servers`.
-
-Ports (the OpenFlow port each edge leaves by) are part of the model, so that rules can be
-written from it: a leaf's port i (1..H) goes to its i-th host and H+j to its j-th uplink (spine
-j, or its pod's agg j); a spine's port l goes to leaf l; an agg's port i goes to its pod's leaf
-i and P+j to core j of its plane (P leaves per pod); a core's port p goes to pod p's agg.
+structure is a property here, read from the built graph (never from the kind): `choice_points`
+(the switches on a path that choose, and how many ways), `max_path_links`, `upper_switches`,
+`leaf_groups`, `hosts_on`, `servers`.
 """
 from __future__ import annotations
 
@@ -33,10 +29,10 @@ from functools import cached_property
 
 import networkx as nx
 
-from .fabric_graph import (MAX_HOSTS, MAX_HOSTS_PER_LEAF, check_sizes, fail,  # noqa: F401
-                           host_ip, three_tier, two_tier)
-from .planes import PLANE_KEY, add_planes, check_planes, plane_spec, renamed
-from .servers import ServerMap, add_nvlink, check_servers
+from .planes import PLANE_KEY, plane_spec, renamed
+from .servers import ServerMap
+from .topo import MAX_HOSTS, MAX_HOSTS_PER_LEAF, host_ip  # noqa: F401 (theirs)
+from .topologies import build_graph
 from .fabric_spec import (DPID_PREFIX, TIER, FabricError, FabricSpec,  # noqa: F401 (theirs)
                           link_key)
 
@@ -58,18 +54,23 @@ class Fabric:
     def _role(self, role: str) -> list[str]:
         return [n for n, d in self.graph.nodes(data=True) if d["role"] == role]
 
+    def _plane_1(self, role: str) -> list[str]:
+        return [n for n, d in self.graph.nodes(data=True)
+                if d["role"] == role and not d.get(PLANE_KEY)]
+
     @cached_property
     def hosts(self) -> list[str]:
-        return [f"h{i}" for i in range(1, self.spec.n_hosts + 1)]
+        return [f"h{i}" for i in range(1, self.graph.graph["hosts"] + 1)]
 
     @cached_property
     def leaves(self) -> list[str]:
-        return [f"leaf{i}" for i in range(1, self.spec.n_leaves + 1)]
+        """The leaves (of plane 1), in index order."""
+        return self._plane_1("leaf")
 
     @cached_property
     def spines(self) -> list[str]:
-        """Leaf-spine's spines (empty in a three-tier fabric)."""
-        return [f"spine{i}" for i in range(1, self.spec.spines + 1)] if self.tiers == 2 else []
+        """The spines of a two-tier fabric (of plane 1; none in a three-tier one)."""
+        return self._plane_1("spine")
 
     @cached_property
     def aggs(self) -> list[str]:
@@ -127,7 +128,8 @@ class Fabric:
 
     @property
     def tiers(self) -> int:
-        return self.spec.tiers
+        """2 (leaves under spines) or 3 (pods under planes of cores), as the kind built it."""
+        return self.graph.graph["tiers"]
 
     @property
     def kind(self) -> str:
@@ -218,15 +220,12 @@ class Fabric:
         return link_key(u, v)
 
     # -- structure: what routing, the predictor and the split need ---------------------------
-    @cached_property
+    @property
     def choice_points(self) -> tuple[tuple[str, int], ...]:
         """(role, ways) of each switch on an inter-leaf path that chooses the next hop, from
         the source leaf up: two tiers (("leaf", spines),); three (("leaf", aggs per pod),
         ("agg", cores per plane)). A path is fixed by one index per choice point."""
-        s = self.spec
-        if self.tiers == 2:
-            return (("leaf", s.spines),)
-        return (("leaf", s.aggs_per_pod), ("agg", s.cores_per_plane))
+        return self.graph.graph["choice_points"]
 
     @property
     def max_path_links(self) -> int:
@@ -253,8 +252,10 @@ class Fabric:
         """The leaves of each pod, pod by pod; without pods every leaf alone."""
         if not self.has_pods:
             return [[leaf] for leaf in self.leaves]
-        per = self.spec.leaves_per_pod
-        return [self.leaves[i:i + per] for i in range(0, len(self.leaves), per)]
+        pods: dict[int, list[str]] = {}
+        for leaf in self.leaves:
+            pods.setdefault(self.pod_of(leaf), []).append(leaf)
+        return list(pods.values())
 
     def hosts_on(self, leaf: str) -> list[str]:
         """The hosts of `leaf`, by slot."""
@@ -511,17 +512,9 @@ class Fabric:
 
 
 def build_fabric(spec: FabricSpec) -> Fabric:
-    """Build and validate the graph for `spec`; raises FabricError on impossible input."""
-    check_sizes(spec)
-    check_servers(spec)
-    check_planes(spec)
-    g = two_tier(spec) if spec.tiers == 2 else three_tier(spec)
-    if spec.planes > 1:
-        add_planes(g, spec)
-    fail(g, spec)
-    if spec.has_nvlink:
-        add_nvlink(g, spec, spec.n_hosts)
-    fabric = Fabric(spec, g)
+    """Build and validate the graph for `spec` (its kind's build, testbed/topologies/);
+    raises FabricError on impossible input."""
+    fabric = Fabric(spec, build_graph(spec))
     for leaf in fabric.leaves:
         if not any(fabric.is_live(leaf, u) for u in fabric.uplinks(leaf)):
             raise FabricError(f"fabric: failures isolate {leaf}; keep at least one live uplink")

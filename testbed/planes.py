@@ -35,11 +35,12 @@ def plane_table(plane: int) -> int:
     return 100 + plane
 
 
-def check_planes(spec: FabricSpec) -> None:
-    """Planes only on two tiers; FabricError naming the key otherwise."""
+def check_planes(spec: FabricSpec, possible: bool) -> None:
+    """1..MAX_PLANES planes, more than one only where the kind can copy its tiers
+    (`possible`: two tiers); FabricError naming the key otherwise."""
     if not 1 <= spec.planes <= MAX_PLANES:
         raise FabricError(f"fabric.planes: {spec.planes} is not in 1..{MAX_PLANES}")
-    if spec.planes > 1 and spec.tiers != 2:
+    if spec.planes > 1 and not possible:
         raise FabricError("fabric.planes: only two-tier fabrics have planes here (leaf-spine, "
                           "rail-optimized with groups: 1); remove it or use one of those")
 

@@ -1,15 +1,22 @@
 """Topology kinds: one module each, and this registry (as Mininet's TOPOS, or
 routing/registry.py for strategies). A kind owns its YAML keys, bounds and defaults, how they
-become the fabric model's spec (testbed/fabric.py), its resolved YAML, title and picture.
+become the fabric model's spec, how it builds its graph (`build_graph`: the kind's own
+switches, hosts and links, then the layers every kind shares), its resolved YAML, title and
+picture.
 
 A new kind is one module with a `Kind` subclass and one line below; nothing outside the
 fabric model branches on the kind or on the number of tiers (what routing, the predictor and
-the split need is a property of `Fabric`).
+the split need is a property of testbed/fabric.py's `Fabric`, read from the built graph).
 """
 from __future__ import annotations
 
-from ..fabric import Fabric, FabricSpec
-from .base import Kind
+import networkx as nx
+
+from ..fabric_spec import FabricError, FabricSpec
+from ..planes import add_planes, check_planes
+from ..servers import add_nvlink, check_servers
+from ..topo import Topo, fail
+from .base import Built, Kind
 from .clos3 import Clos3
 from .fat_tree import FatTree, fat_tree_spec
 from .leaf_spine import LeafSpine
@@ -18,7 +25,7 @@ from .rail import RailOptimized
 KINDS: dict[str, Kind] = {k.name: k for k in (LeafSpine(), FatTree(), Clos3(), RailOptimized())}
 DEFAULT = "leaf-spine"
 __all__ = ["KINDS", "DEFAULT", "Kind", "kind", "title", "draw", "resolved", "rate_keys",
-           "fat_tree_spec"]
+           "fat_tree_spec", "build_graph"]
 
 
 def kind(spec_or_name: FabricSpec | str) -> Kind:
@@ -27,12 +34,34 @@ def kind(spec_or_name: FabricSpec | str) -> Kind:
     return KINDS[name]
 
 
-def title(fabric: Fabric) -> str:
+def build_graph(spec: FabricSpec) -> nx.DiGraph:
+    """The fabric's graph: the kind checks and builds its own switches, hosts and links, then
+    the layers every kind shares are added: planes 2.. (copies of plane 1, where the kind has
+    them), the failures, and the servers' NVLink switches. FabricError on impossible input,
+    before anything is built."""
+    if spec.topology not in KINDS:
+        raise FabricError(f"fabric.topology: unknown {spec.topology!r}; one of "
+                          f"{', '.join(sorted(KINDS))}")
+    k = KINDS[spec.topology]
+    k.check(spec)
+    check_servers(spec)
+    check_planes(spec, k.has_planes(spec))
+    topo = Topo()
+    k.build(topo, spec)
+    if spec.planes > 1:
+        add_planes(topo.graph, spec)
+    fail(topo.graph, spec)
+    if spec.has_nvlink:
+        add_nvlink(topo.graph, spec, spec.n_hosts)
+    return topo.graph
+
+
+def title(fabric: Built) -> str:
     """e.g. '4x4 leaf-spine', 'fat-tree k=4'."""
     return kind(fabric.spec).title(fabric.spec)
 
 
-def draw(fabric: Fabric) -> str:
+def draw(fabric: Built) -> str:
     """The kind's ASCII picture of this fabric, for logs and run folders."""
     picture = kind(fabric.spec).draw(fabric)
     if fabric.planes > 1:

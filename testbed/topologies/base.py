@@ -1,18 +1,21 @@
 """What a topology kind is: the YAML keys it takes (with their bounds), how they become the
-fabric model's FabricSpec, and how the spec is written back, titled and drawn.
+fabric model's FabricSpec, how it builds its graph (`check`, then `build` on a Topo, as
+Mininet's Topo.build), and how the spec is written back, titled and drawn.
 
-Pure data and code, no mininet. The fabric model (testbed/fabric.py) is one Clos graph of two
-tiers (leaves under spines) or three (pods of leaves and aggs under planes of cores), with
-hosts numbered leaf by leaf or, for multi-NIC servers, server by server; a kind maps its own
-keys onto that. Bounds that every kind shares (hosts, hosts per leaf, link rates) live here,
-once; the config (experiments/config) reads each Param with its typed readers.
+Pure data and code, no mininet. The kinds build from two Clos shapes (./tiers.py: leaves under
+spines, or pods of leaves and aggs under planes of cores), each numbering its own hosts; the
+layers every kind shares (servers' NVLink, planes, failures) are added after its build
+(testbed/topologies/__init__.py). Bounds that every kind shares (hosts, hosts per leaf, link
+rates) live here, once; the config (experiments/config) reads each Param with its typed
+readers.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from ..fabric import MAX_HOSTS, MAX_HOSTS_PER_LEAF, Fabric, FabricError, FabricSpec
+from ..fabric_spec import FabricError, FabricSpec
+from ..topo import MAX_HOSTS, MAX_HOSTS_PER_LEAF, Topo
 
 #: Link rates, Mbit/s: 1 kbit/s .. 1 Tbit/s for `predict` (`run` shapes at most 1,000).
 MIN_RATE_MBPS = 0.001
@@ -24,7 +27,20 @@ FAILURE_KEYS = ("failed_switches", "failed_links")
 #: and the NIC's planes (testbed/planes.py; two-tier kinds only).
 SERVER_KEYS = ("gpus_per_server", "nvlink_mbps", "planes")
 __all__ = ["MAX_HOSTS", "MAX_HOSTS_PER_LEAF", "MIN_RATE_MBPS", "MAX_RATE_MBPS", "Param",
-           "Kind", "FabricError", "check_hosts"]
+           "Kind", "FabricError", "check_hosts", "Built"]
+
+
+class Built(Protocol):
+    """What a kind draws from: a built fabric's names (testbed/fabric.py's Fabric)."""
+
+    spec: FabricSpec
+    hosts: list[str]
+    leaves: list[str]
+    spines: list[str]
+    aggs: list[str]
+    cores: list[str]
+    servers: list[list[str]]
+    planes: int
 
 
 @dataclass(frozen=True)
@@ -40,7 +56,8 @@ class Param:
 
 class Kind:
     """A topology kind. Subclasses set `name`, `params`, `rate_keys` (link tier -> YAML key)
-    and `extra_failure_keys`, and implement `spec`, `resolved`, `title` and `draw`."""
+    and `extra_failure_keys`, and implement `spec`, `check`, `build`, `resolved`, `title` and
+    `draw`."""
 
     name: str = ""
     params: tuple[Param, ...] = ()
@@ -69,6 +86,18 @@ class Kind:
         """The model's spec from the checked values; FabricError naming a key otherwise."""
         raise NotImplementedError
 
+    def check(self, spec: FabricSpec) -> None:
+        """The spec's sizes and rates can be built; FabricError naming the key otherwise."""
+        raise NotImplementedError
+
+    def build(self, topo: Topo, spec: FabricSpec) -> None:
+        """Lay out the kind's switches, hosts and links on `topo` (checked first)."""
+        raise NotImplementedError
+
+    def has_planes(self, spec: FabricSpec) -> bool:  # noqa: ARG002 - per spec
+        """Whether this spec can take NIC planes (testbed/planes.py copies two tiers)."""
+        return False
+
     def resolved(self, spec: FabricSpec) -> dict:
         """The fabric section as the YAML gives it (it loads again to the same spec)."""
         raise NotImplementedError
@@ -76,7 +105,7 @@ class Kind:
     def title(self, spec: FabricSpec) -> str:
         raise NotImplementedError
 
-    def draw(self, fabric: Fabric) -> str:
+    def draw(self, fabric: Built) -> str:
         raise NotImplementedError
 
 
@@ -89,7 +118,7 @@ def check_hosts(n: int, key: str) -> None:
 def three_tier_failures(failures: dict[str, Any]) -> dict[str, tuple]:
     """failed_switches sorted without repeats; failed_links canonical (lower tier first),
     sorted, without repeats."""
-    from ..fabric import link_key
+    from ..fabric_spec import link_key
     return {"failed_switches": tuple(sorted(set(failures.get("failed_switches", ())))),
             "failed_links": tuple(sorted({link_key(*p)
                                           for p in failures.get("failed_links", ())}))}

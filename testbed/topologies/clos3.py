@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..fabric import Fabric, FabricSpec
-from .base import MAX_HOSTS_PER_LEAF, Kind, Param, check_hosts, failed_lines, \
+from ..fabric_spec import FabricSpec
+from ..topo import Topo
+from .base import MAX_HOSTS_PER_LEAF, Built, Kind, Param, check_hosts, failed_lines, \
     three_tier_failures
+from .tiers import by_leaf, check_three_tier, three_tier
 
 #: Host addresses are 10.<leaf / 256>.<leaf % 256>.<slot>, so leaves are bounded by MAX_HOSTS;
 #: per pod and plane, 64 aggregation switches and 64 cores.
@@ -46,6 +48,12 @@ class Clos3(Kind):
                           leaf_agg_mbps=rates["leaf_agg"], agg_core_mbps=rates["agg_core"],
                           **sizes, **three_tier_failures(failures))
 
+    def check(self, spec: FabricSpec) -> None:
+        check_three_tier(spec)
+
+    def build(self, topo: Topo, spec: FabricSpec) -> None:
+        three_tier(topo, spec, by_leaf(spec))
+
     def resolved(self, s: FabricSpec) -> dict:
         return {"topology": self.name, "pods": s.pods, "leaves_per_pod": s.leaves_per_pod,
                 "aggs_per_pod": s.aggs_per_pod, "cores_per_plane": s.cores_per_plane,
@@ -58,11 +66,11 @@ class Clos3(Kind):
         return (f"clos3 of {s.pods} pods x ({s.leaves_per_pod} leaves, {s.aggs_per_pod} aggs), "
                 f"{s.aggs_per_pod * s.cores_per_plane} cores")
 
-    def draw(self, f: Fabric) -> str:
+    def draw(self, f: Built) -> str:
         return draw_three_tier(f, self.name)
 
 
-def draw_three_tier(f: Fabric, title: str) -> str:
+def draw_three_tier(f: Built, title: str) -> str:
     """Cores in planes, pods of aggs and leaves, hosts: four lines and the failures."""
     s = f.spec
     return "\n".join([

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..fabric import Fabric, FabricError, FabricSpec
-from .base import Kind, Param, three_tier_failures
-from .clos3 import draw_three_tier
+from ..fabric_spec import FabricError, FabricSpec
+from .base import Built, Param, three_tier_failures
+from .clos3 import Clos3, draw_three_tier
 
 MAX_FAT_TREE_K = 64
 
@@ -33,7 +33,9 @@ def fat_tree_spec(k: int, host_link_mbps: float, fabric_link_mbps: float,
                       **failures)
 
 
-class FatTree(Kind):
+class FatTree(Clos3):
+    """A clos3 of k's sizes: built and checked as one."""
+
     name = "fat-tree"
     params = (Param("k", MAX_FAT_TREE_K, "k^3/4 hosts: 65,536 at k=64", minimum=2),)
     # one YAML key for both switch tiers
@@ -57,5 +59,5 @@ class FatTree(Kind):
     def title(self, s: FabricSpec) -> str:
         return f"fat-tree k={s.k}"
 
-    def draw(self, f: Fabric) -> str:
+    def draw(self, f: Built) -> str:
         return draw_three_tier(f, f"fat-tree k={f.spec.k}")

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..fabric import Fabric, FabricError, FabricSpec
-from .base import MAX_HOSTS, MAX_HOSTS_PER_LEAF, Kind, Param, failed_lines
+from ..fabric_spec import FabricError, FabricSpec
+from ..topo import Topo
+from .base import MAX_HOSTS, MAX_HOSTS_PER_LEAF, Built, Kind, Param, failed_lines
+from .tiers import by_leaf, check_two_tier, two_tier
 
 #: The paper's fabric is 64 leaves x 32 spines x 32 hosts; these allow 8x its spines and ~4x
 #: its leaves, and keep the graph at most 2 x (250 x 256 + 62,500) = 253,000 directed links
@@ -59,6 +61,15 @@ class LeafSpine(Kind):
                           failed_spines=tuple(failed),
                           failed_links=tuple(tuple(p) for p in links), topology=self.name)
 
+    def check(self, spec: FabricSpec) -> None:
+        check_two_tier(spec)
+
+    def build(self, topo: Topo, spec: FabricSpec) -> None:
+        two_tier(topo, spec, by_leaf(spec))
+
+    def has_planes(self, spec: FabricSpec) -> bool:
+        return True
+
     def resolved(self, s: FabricSpec) -> dict:
         return {"spines": s.spines, "leaves": s.leaves, "hosts_per_leaf": s.hosts_per_leaf,
                 "host_link_mbps": s.host_link_mbps, "spine_link_mbps": s.spine_link_mbps,
@@ -68,7 +79,7 @@ class LeafSpine(Kind):
     def title(self, s: FabricSpec) -> str:
         return f"{s.leaves}x{s.spines} leaf-spine"
 
-    def draw(self, f: Fabric) -> str:
+    def draw(self, f: Built) -> str:
         s = f.spec
         return "\n".join([
             "  ".join(f.spines),

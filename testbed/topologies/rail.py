@@ -23,9 +23,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..fabric import Fabric, FabricError, FabricSpec
-from .base import MAX_HOSTS_PER_LEAF, Kind, Param, check_hosts, failed_lines, \
+from ..fabric_spec import FabricError, FabricSpec
+from ..topo import Topo
+from .base import MAX_HOSTS_PER_LEAF, Built, Kind, Param, check_hosts, failed_lines, \
     three_tier_failures
+from .tiers import Numbering, check_three_tier, check_two_tier, three_tier, two_tier
 
 #: NICs per server: 8 in every DGX / HGX system; rails are the leaves of a group.
 MAX_NICS_PER_SERVER = 64
@@ -85,6 +87,15 @@ class RailOptimized(Kind):
                           agg_core_mbps=rates["agg_core"], nics_per_server=n,
                           **three_tier_failures(failures))
 
+    def check(self, spec: FabricSpec) -> None:
+        (check_two_tier if spec.tiers == 2 else check_three_tier)(spec)
+
+    def build(self, topo: Topo, spec: FabricSpec) -> None:
+        (two_tier if spec.tiers == 2 else three_tier)(topo, spec, by_server(spec))
+
+    def has_planes(self, spec: FabricSpec) -> bool:
+        return spec.tiers == 2           # one group: a two-tier copy per plane
+
     def resolved(self, s: FabricSpec) -> dict:
         groups = s.pods or 1
         out = {"topology": self.name, "nics_per_server": s.nics_per_server,
@@ -102,7 +113,7 @@ class RailOptimized(Kind):
         return (f"rail-optimized: {groups} group{'s' if groups > 1 else ''} x "
                 f"{s.hosts_per_leaf} servers x {s.nics_per_server} NICs")
 
-    def draw(self, f: Fabric) -> str:
+    def draw(self, f: Built) -> str:
         s = f.spec
         n, groups = s.nics_per_server, s.pods or 1
         up = f.spines if s.tiers == 2 else f.aggs[:s.aggs_per_pod]
@@ -116,3 +127,15 @@ class RailOptimized(Kind):
                             f"{s.cores_per_plane}: spine i of every group to plane i "
                             f"({s.agg_core_mbps:g} Mbit/s)")
         return "\n".join(lines + failed_lines(s))
+
+
+def by_server(spec: FabricSpec) -> Numbering:
+    """Hosts server by server: NIC r of server s of group g is h((g-1) S N + (s-1) N + r),
+    on the group's r-th rail leaf (slot s); each host knows its server (1-based)."""
+    N, S = spec.nics_per_server, spec.hosts_per_leaf
+
+    def number(li: int, slot: int) -> tuple[int, dict]:
+        group, r = divmod(li - 1, N)
+        index = (group * S + slot - 1) * N + r + 1
+        return index, {"server": (index - 1) // N + 1}
+    return number
