@@ -74,11 +74,13 @@ class Fabric:
 
     @cached_property
     def aggs(self) -> list[str]:
-        return self._role("agg")
+        """The aggs (of plane 1), pod by pod."""
+        return self._plane_1("agg")
 
     @cached_property
     def cores(self) -> list[str]:
-        return self._role("core")
+        """The cores (of plane 1), core plane by core plane."""
+        return self._plane_1("core")
 
     @cached_property
     def switches(self) -> list[str]:
@@ -89,8 +91,8 @@ class Fabric:
 
     @cached_property
     def plane_switches(self) -> list[str]:
-        """The leaves and spines of planes 2.. (testbed/planes.py), plane by plane; the
-        names `leaves` and `spines` hold plane 1's, where the hosts' first ports are."""
+        """The switches of planes 2.. (testbed/planes.py), plane by plane; `leaves`,
+        `spines`, `aggs` and `cores` hold plane 1's, where the hosts' first ports are."""
         return [n for n, p in self.graph.nodes(data=PLANE_KEY) if p]
 
     # -- planes (testbed/planes.py) ---------------------------------------------------------
@@ -108,8 +110,10 @@ class Fabric:
         return self.graph.nodes[switch].get(PLANE_KEY) or 1
 
     def in_plane(self, path: tuple[str, ...], plane: int) -> tuple[str, ...]:
-        """A switch path of plane 1's names as the same path in `plane`."""
-        return path if plane == 1 else tuple(renamed(self.spec, s, plane) for s in path)
+        """A switch path (named in any plane) as the same path in `plane`."""
+        if self.planes == 1:
+            return path
+        return tuple(renamed(self.spec, s, plane) for s in path)
 
     def plane_fabric(self, plane: int) -> "Fabric":
         """Plane `plane` alone, as a one-plane fabric named as plane 1 (its own failures):
@@ -314,9 +318,11 @@ class Fabric:
             spines = self.spines + [n for n in self.plane_switches if self.role(n) == "spine"]
             if not isinstance(name, str) or name not in spines:
                 raise FabricError(f"unknown spine {name!r:.40} (spine1..spine{len(spines)})")
-        elif not isinstance(name, str) or name not in self.aggs + self.cores:
+        elif not isinstance(name, str) or not (name in self.graph and self.role(name) in
+                                                ("agg", "core")):
+            p = self.planes
             raise FabricError(f"{name!r:.40} is not an agg or core of this fabric "
-                              f"(agg1..agg{len(self.aggs)}, core1..core{len(self.cores)})")
+                              f"(agg1..agg{len(self.aggs) * p}, core1..core{len(self.cores) * p})")
         return name
 
     def failable_link(self, pair) -> tuple[str, str]:

@@ -1,23 +1,22 @@
 """Network planes (Alibaba HPN's dual plane): every NIC has one port per plane, and every plane
-is its own copy of the leaves and spines, so that a flow stays in one plane end to end::
+is its own copy of the switches, so that a flow stays in one plane end to end::
 
       plane 1: spine1 .. spineS                plane 2: spine(S+1) .. spine(2S)
                leaf1  .. leafL                          leaf(L+1) .. leaf(2L)
                    \\                                    /
                     h1 .. hN: port 1 (eth0) on plane 1, port 2 (eth2) on plane 2
 
-Plane p (1-based) of a two-tier fabric copies plane 1: its leaf i is leaf((p-1) L + i), its
-spine j is spine((p-1) S + j), each with plane 1's ports, and host port p joins plane p's copy
-of the host's plane-1 leaf, at the same slot and host_link_mbps (a NIC of P ports has P times
-one port's rate). The planes share no switch: which plane a flow takes is a routing choice
-(routing/planes.py). Pure data; the links are added after plane 1's, so one plane is today's
-graph, link for link.
+Plane p (1-based) copies plane 1: its switch i of a role is that role's switch (p-1) n + i,
+n the role's count in one plane (leaves, spines; or leaves, aggs, cores on three tiers), with
+plane 1's ports, and host port p joins plane p's copy of the host's plane-1 leaf, at the same
+slot and host_link_mbps (a NIC of P ports has P times one port's rate). The kinds build the
+copies (testbed/topologies/tiers.py) after plane 1, so one plane is the graph without planes,
+link for link. The planes share no switch: which plane a flow takes is a routing choice
+(routing/planes.py). Pure data.
 """
 from __future__ import annotations
 
 import dataclasses
-
-import networkx as nx
 
 from .fabric_spec import FabricError, FabricSpec
 
@@ -36,13 +35,13 @@ def plane_table(plane: int) -> int:
 
 
 def check_planes(spec: FabricSpec, possible: bool) -> None:
-    """1..MAX_PLANES planes, more than one only where the kind can copy its tiers
-    (`possible`: two tiers); FabricError naming the key otherwise."""
+    """1..MAX_PLANES planes, more than one only where the kind builds them (`possible`);
+    FabricError naming the key otherwise."""
     if not 1 <= spec.planes <= MAX_PLANES:
         raise FabricError(f"fabric.planes: {spec.planes} is not in 1..{MAX_PLANES}")
     if spec.planes > 1 and not possible:
-        raise FabricError("fabric.planes: only two-tier fabrics have planes here (leaf-spine, "
-                          "rail-optimized with groups: 1); remove it or use one of those")
+        raise FabricError(f"fabric.planes: a {spec.topology} has no planes here; remove it "
+                          "or use leaf-spine, clos3 or rail-optimized")
 
 
 def host_port(plane: int) -> int:
@@ -51,41 +50,31 @@ def host_port(plane: int) -> int:
     return 0 if plane == 1 else plane
 
 
-def add_planes(g: nx.DiGraph, spec: FabricSpec) -> None:
-    """Planes 2..P as copies of plane 1's leaves and spines, with every host's port p."""
-    L, S, H = spec.leaves, spec.spines, spec.hosts_per_leaf
-    on_leaf = {(d["leaf"], d["slot"]): h for h, d in g.nodes(data=True) if d["role"] == "host"}
-    for p in range(2, spec.planes + 1):
-        spines = [f"spine{(p - 1) * S + j}" for j in range(1, S + 1)]
-        for j, s in enumerate(spines, start=1):
-            g.add_node(s, role="spine", index=(p - 1) * S + j, **{PLANE_KEY: p})
-        for li in range(1, L + 1):
-            leaf = f"leaf{(p - 1) * L + li}"
-            g.add_node(leaf, role="leaf", index=(p - 1) * L + li, up=spines, **{PLANE_KEY: p})
-            for slot in range(1, H + 1):
-                h = on_leaf[f"leaf{li}", slot]
-                _link(g, h, leaf, spec.host_link_mbps, host_port(p), slot)
-            for j, s in enumerate(spines, start=1):
-                _link(g, leaf, s, spec.spine_link_mbps, H + j, li)
+def _per_plane(spec: FabricSpec, role: str) -> int:
+    """Switches of `role` in one plane."""
+    if role == "leaf":
+        return spec.n_leaves
+    return {"spine": spec.spines, "agg": spec.pods * spec.aggs_per_pod,
+            "core": spec.aggs_per_pod * spec.cores_per_plane}[role]
 
 
-def _link(g: nx.DiGraph, u: str, v: str, rate: float, port_u: int, port_v: int) -> None:
-    g.add_edge(u, v, capacity_mbps=rate, port=port_u, live=True)
-    g.add_edge(v, u, capacity_mbps=rate, port=port_v, live=True)
+def _split(switch: str) -> tuple[str, int]:
+    """('leaf', 12) for leaf12: a plane switch's role and number."""
+    role = next(r for r in ("leaf", "spine", "agg", "core") if switch.startswith(r))
+    return role, int(switch[len(role):])
 
 
 def plane_of(spec: FabricSpec, switch: str) -> int:
-    """The plane (1-based) of a leaf or spine, read from its name."""
-    role, i = ("leaf", int(switch[4:])) if switch.startswith("leaf") else ("spine",
-                                                                         int(switch[5:]))
-    return (i - 1) // (spec.leaves if role == "leaf" else spec.spines) + 1
+    """The plane (1-based) of a leaf, spine, agg or core, read from its name."""
+    role, i = _split(switch)
+    return (i - 1) // _per_plane(spec, role) + 1
 
 
 def renamed(spec: FabricSpec, switch: str, plane: int) -> str:
-    """`switch` (a leaf or spine of any plane) as the same switch of `plane`."""
-    if switch.startswith("leaf"):
-        return f"leaf{(int(switch[4:]) - 1) % spec.leaves + 1 + (plane - 1) * spec.leaves}"
-    return f"spine{(int(switch[5:]) - 1) % spec.spines + 1 + (plane - 1) * spec.spines}"
+    """`switch` (a leaf, spine, agg or core of any plane) as the same switch of `plane`."""
+    role, i = _split(switch)
+    n = _per_plane(spec, role)
+    return f"{role}{(i - 1) % n + 1 + (plane - 1) * n}"
 
 
 def plane_spec(spec: FabricSpec, plane: int) -> FabricSpec:
@@ -93,10 +82,7 @@ def plane_spec(spec: FabricSpec, plane: int) -> FabricSpec:
     the fabric its flows are routed on."""
     def mine(name: str) -> bool:
         return plane_of(spec, name) == plane
-    return dataclasses.replace(
-        spec, planes=1,
-        failed_spines=tuple(sorted((renamed(spec, s, 1) for s in spec.failed
-                                    if mine(s)), key=lambda x: int(x[5:]))),
-        failed_switches=(),
-        failed_links=tuple((renamed(spec, a, 1), renamed(spec, b, 1))
-                           for a, b in spec.failed_links if mine(a)))
+    return dataclasses.replace(spec, planes=1).with_failures(
+        tuple(renamed(spec, s, 1) for s in spec.failed if mine(s)),
+        tuple((renamed(spec, a, 1), renamed(spec, b, 1)) for a, b in spec.failed_links
+              if mine(a)))

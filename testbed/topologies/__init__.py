@@ -13,7 +13,7 @@ from __future__ import annotations
 import networkx as nx
 
 from ..fabric_spec import FabricError, FabricSpec
-from ..planes import add_planes, check_planes
+from ..planes import check_planes
 from ..servers import add_nvlink, check_servers
 from ..topo import Topo, fail
 from .base import Built, Kind
@@ -35,10 +35,9 @@ def kind(spec_or_name: FabricSpec | str) -> Kind:
 
 
 def build_graph(spec: FabricSpec) -> nx.DiGraph:
-    """The fabric's graph: the kind checks and builds its own switches, hosts and links, then
-    the layers every kind shares are added: planes 2.. (copies of plane 1, where the kind has
-    them), the failures, and the servers' NVLink switches. FabricError on impossible input,
-    before anything is built."""
+    """The fabric's graph: the kind checks and builds its own switches, hosts and links (and
+    its NIC planes), then the layers every kind shares are added: the failures and the
+    servers' NVLink switches. FabricError on impossible input, before anything is built."""
     if spec.topology not in KINDS:
         raise FabricError(f"fabric.topology: unknown {spec.topology!r}; one of "
                           f"{', '.join(sorted(KINDS))}")
@@ -48,8 +47,6 @@ def build_graph(spec: FabricSpec) -> nx.DiGraph:
     check_planes(spec, k.has_planes(spec))
     topo = Topo()
     k.build(topo, spec)
-    if spec.planes > 1:
-        add_planes(topo.graph, spec)
     fail(topo.graph, spec)
     if spec.has_nvlink:
         add_nvlink(topo.graph, spec, spec.n_hosts)
@@ -65,10 +62,10 @@ def draw(fabric: Built) -> str:
     """The kind's ASCII picture of this fabric, for logs and run folders."""
     picture = kind(fabric.spec).draw(fabric)
     if fabric.planes > 1:
-        s = fabric.spec
-        picture += (f"\n  {s.planes} planes: plane p is leaf((p-1)*{s.leaves}+i) and "
-                    f"spine((p-1)*{s.spines}+j), a copy of plane 1; NIC port p of every "
-                    f"host on plane p")
+        n = len(fabric.leaves)
+        picture += (f"\n  {fabric.planes} planes: plane p is a copy of plane 1, its leaves "
+                    f"leaf((p-1)*{n}+i), its other switches numbered the same way; NIC port "
+                    f"p of every host on plane p")
     return picture
 
 

@@ -54,6 +54,9 @@ class Clos3(Kind):
     def build(self, topo: Topo, spec: FabricSpec) -> None:
         three_tier(topo, spec, by_leaf(spec))
 
+    def has_planes(self, spec: FabricSpec) -> bool:
+        return True
+
     def resolved(self, s: FabricSpec) -> dict:
         return {"topology": self.name, "pods": s.pods, "leaves_per_pod": s.leaves_per_pod,
                 "aggs_per_pod": s.aggs_per_pod, "cores_per_plane": s.cores_per_plane,

@@ -43,6 +43,9 @@ class FatTree(Clos3):
                  "agg_core": "fabric_link_mbps"}
     upper_roles = "agg or core"
 
+    def has_planes(self, spec: FabricSpec) -> bool:
+        return False          # k-port switches by definition: a plane is clos3's
+
     def spec(self, sizes: dict[str, int], rates: dict[str, float],
              failures: dict[str, Any]) -> FabricSpec:
         if sizes["k"] % 2:

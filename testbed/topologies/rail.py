@@ -94,7 +94,7 @@ class RailOptimized(Kind):
         (two_tier if spec.tiers == 2 else three_tier)(topo, spec, by_server(spec))
 
     def has_planes(self, spec: FabricSpec) -> bool:
-        return spec.tiers == 2           # one group: a two-tier copy per plane
+        return True
 
     def resolved(self, s: FabricSpec) -> dict:
         groups = s.pods or 1

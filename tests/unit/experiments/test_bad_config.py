@@ -183,15 +183,17 @@ for cid, fabric, key in [
     ("rail-gpus-not-nics", {**RAIL, "gpus_per_server": 2}, "fabric.gpus_per_server"),
 ]:
     case(f"servers-{cid}", {**BASE, "fabric": fabric}, key)
-# planes (testbed/planes.py): two-tier kinds only, at most 4, failures named in their plane
+# planes (testbed/planes.py): not on fat-trees, at most 4, failures named in their plane
 for cid, fabric, key in [
     ("planes-5", {**BASE["fabric"], "planes": 5}, "fabric.planes"),
     ("planes-0", {**BASE["fabric"], "planes": 0}, "fabric.planes"),
     ("planes-string", {**BASE["fabric"], "planes": "two"}, "fabric.planes"),
     ("planes-unknown-spine", {**BASE["fabric"], "planes": 2, "failed_spines": ["spine5"]},
      "fabric.failed_spines"),
-    ("planes-rail-groups", {**RAIL, "groups": 2, "cores_per_plane": 1, "core_link_mbps": 10,
-                            "planes": 2}, "fabric.planes"),
+    ("planes-rail-groups-unknown-core", {**RAIL, "groups": 2, "cores_per_plane": 1,
+                                         "core_link_mbps": 10, "planes": 2,
+                                         "failed_switches": ["core99"]},
+     "fabric.failed_switches"),
 ]:
     case(f"servers-{cid}", {**BASE, "fabric": fabric, "events": []}, key)
 case("servers-planes-fat-tree", {**BASE, "events": [],

@@ -1,6 +1,7 @@
-"""Network planes (testbed/planes.py, routing/planes.py): the graph of every two-tier kind with
-P planes, one plane being today's fabric, each flow's plane as a routing choice (ECMP's hash
-as balls into bins, the planners' balance, spray's deal), and the predictor's rows on them."""
+"""Network planes (testbed/planes.py, routing/planes.py): the graph of every kind with P
+planes (two and three tiers), one plane being the fabric without planes, each flow's plane as
+a routing choice (ECMP's hash as balls into bins, the planners' balance, spray's deal), and
+the predictor's rows on them."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,6 +15,7 @@ from experiments.runner import check_emulable
 from routing import route
 from routing.planes import choose_planes
 from testbed.fabric import FabricError, FabricSpec, build_fabric
+from testbed.topologies import fat_tree_spec
 from traffic.collectives import Collective, JobSpec, plan_jobs
 from traffic.plans import Connection
 from traffic.predictor import ideal, predict
@@ -87,10 +89,58 @@ def test_planes_load_again_and_are_refused_where_they_do_not_exist():
                                 ("routing", ["greedy@host"], "routing")]:
         with pytest.raises(ConfigError, match=refused):
             check_emulable(parse({**doc, key: value}))
-    with pytest.raises(FabricError, match="fabric.planes"):
-        build_fabric(FabricSpec(topology="clos3", pods=2, leaves_per_pod=2, aggs_per_pod=2,
-                                cores_per_plane=1, hosts_per_leaf=2, host_link_mbps=1,
-                                leaf_agg_mbps=1, agg_core_mbps=1, planes=2))
+    with pytest.raises(FabricError, match="fabric.planes: a fat-tree has no planes"):
+        build_fabric(dataclasses.replace(fat_tree_spec(4, 1, 1), planes=2))
+
+
+CLOS3 = FabricSpec(topology="clos3", pods=3, leaves_per_pod=2, aggs_per_pod=2,
+                   cores_per_plane=2, hosts_per_leaf=2, host_link_mbps=100,
+                   leaf_agg_mbps=100, agg_core_mbps=50)
+RAIL3 = FabricSpec(topology="rail-optimized", pods=2, leaves_per_pod=4, aggs_per_pod=2,
+                   cores_per_plane=1, hosts_per_leaf=2, host_link_mbps=100, leaf_agg_mbps=100,
+                   agg_core_mbps=100, nics_per_server=4, gpus_per_server=4, nvlink_mbps=900)
+
+
+@pytest.mark.parametrize("spec", [CLOS3, RAIL3], ids=["clos3", "rail-groups"])
+@pytest.mark.parametrize("planes", [2, 3])
+def test_three_tiers_copy_leaves_aggs_and_cores_per_plane(spec, planes):
+    f, one = build_fabric(dataclasses.replace(spec, planes=planes)), build_fabric(spec)
+    n_switches = len(one.leaves) + len(one.aggs) + len(one.cores)
+    assert len(f.switches) == planes * n_switches + len(one.nvswitches)
+    assert len({f.dpid_of(s) for s in f.switches}) == len(f.switches)
+    assert (f.leaves, f.aggs, f.cores) == (one.leaves, one.aggs, one.cores)
+    for p in range(2, planes + 1):
+        for s in one.leaves + one.aggs + one.cores:   # the same switch, ports and links
+            copy = f.in_plane((s,), p)[0]
+            assert f.plane_of(copy) == p and f.in_plane((copy,), 1) == (s,)
+            mine = {f.in_plane((n,), 1)[0] if f.is_switch(n) else n: f.port(copy, n)
+                    for n in f.graph.successors(copy)}
+            assert mine == {n: one.port(s, n) for n in one.graph.successors(s)
+                            if one.role(n) != "nvswitch"}
+        for h in f.hosts:
+            leaf = f.leaf_at(h, p)
+            assert f.plane_of(leaf) == p and f.port(h, leaf) == p
+        a, b = one.leaves[0], one.leaves[-1]          # across pods: in the plane only
+        assert f.switch_paths(f.in_plane((a,), p)[0], f.in_plane((b,), p)[0]) == \
+            [f.in_plane(x, p) for x in one.switch_paths(a, b)]
+
+
+@pytest.mark.parametrize("name", ["ecmp", "greedy", "ilp", "spray", "mmf", "annealing", "gff"])
+def test_every_strategy_keeps_each_flow_in_one_plane_on_three_tiers(name):
+    """clos3 with 2 planes and plane 2's core of every pod pair but one failed."""
+    f = build_fabric(dataclasses.replace(CLOS3, planes=2, failed_switches=("core5",)))
+    assert f.plane_fabric(2).spec.failed == ("core1",)
+    plans = plan_jobs([JobSpec("a", Collective.ALLTOALL, [f.hosts[:6]], 10 ** 6),
+                       JobSpec("b", Collective.ALLREDUCE, [f.hosts[6:]], 10 ** 6)])
+    conns = [c for p in plans for c in p.connections]
+    plan = route(name, f, conns, seed=1)
+    for c in conns:
+        path = plan.path_of[c.conn_id]
+        p = f.plane_of(path[0])
+        assert path[0] == f.leaf_at(c.src, p) and path[-1] == f.leaf_at(c.dst, p)
+        assert all(f.plane_of(s) == p for s in path) and "core5" not in path
+        assert len(path) == 1 or path in f.switch_paths(path[0], path[-1])
+    assert {f.plane_of(plan.path_of[c.conn_id][0]) for c in conns} == {1, 2}
 
 
 def conns_between(n: int, src: str = "h1", dst: str = "h5") -> list[Connection]:
@@ -157,3 +207,16 @@ def test_one_flow_takes_one_port_and_spraying_or_the_ideal_take_every_port():
     assert ideal(f, plans).jobs["p"].mean_cct_s == pytest.approx(0.32)
     one = build_fabric(LS)
     assert ideal(one, plans).jobs["p"].mean_cct_s == pytest.approx(0.64)
+
+
+@pytest.mark.parametrize("spec", [LS, CLOS3], ids=["leaf-spine", "clos3"])
+@pytest.mark.parametrize("name", ["greedy", "ilp", "annealing", "mmf"])
+def test_a_re_plan_from_the_routes_it_made_keeps_them_in_every_plane(spec, name):
+    """The previous routes reach each plane's solve named as plane 1 (`Fabric.in_plane`),
+    so a low-churn re-plan of unchanged flows keeps every route, plane 2's too."""
+    f = build_fabric(dataclasses.replace(spec, planes=2))
+    conns = plan_jobs([JobSpec("a", Collective.ALLTOALL, [f.hosts[:8]], 10 ** 6)])[0].connections
+    first = route(name, f, conns, seed=1).path_of
+    again = route(name, f, conns, seed=2, previous=first).path_of
+    assert {f.plane_of(first[c.conn_id][0]) for c in conns} == {1, 2}
+    assert again == first
