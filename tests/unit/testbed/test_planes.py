@@ -125,24 +125,6 @@ def test_three_tiers_copy_leaves_aggs_and_cores_per_plane(spec, planes):
             [f.in_plane(x, p) for x in one.switch_paths(a, b)]
 
 
-@pytest.mark.parametrize("name", ["ecmp", "greedy", "ilp", "spray", "mmf", "annealing", "gff"])
-def test_every_strategy_keeps_each_flow_in_one_plane_on_three_tiers(name):
-    """clos3 with 2 planes and plane 2's core of every pod pair but one failed."""
-    f = build_fabric(dataclasses.replace(CLOS3, planes=2, failed_switches=("core5",)))
-    assert f.plane_fabric(2).spec.failed == ("core1",)
-    plans = plan_jobs([JobSpec("a", Collective.ALLTOALL, [f.hosts[:6]], 10 ** 6),
-                       JobSpec("b", Collective.ALLREDUCE, [f.hosts[6:]], 10 ** 6)])
-    conns = [c for p in plans for c in p.connections]
-    plan = route(name, f, conns, seed=1)
-    for c in conns:
-        path = plan.path_of[c.conn_id]
-        p = f.plane_of(path[0])
-        assert path[0] == f.leaf_at(c.src, p) and path[-1] == f.leaf_at(c.dst, p)
-        assert all(f.plane_of(s) == p for s in path) and "core5" not in path
-        assert len(path) == 1 or path in f.switch_paths(path[0], path[-1])
-    assert {f.plane_of(plan.path_of[c.conn_id][0]) for c in conns} == {1, 2}
-
-
 def conns_between(n: int, src: str = "h1", dst: str = "h5") -> list[Connection]:
     rng = random.Random(7)
     return [Connection(i, "j", src, dst, rng.randrange(1024, 65536), rng.randrange(1, 65536))
@@ -180,20 +162,28 @@ def test_planners_balance_ports_and_spray_deals_both_planes():
     assert [dealt[i] for i in range(6)] in ([1, 2] * 3, [2, 1] * 3)
 
 
+@pytest.mark.parametrize("kind, failed, split", [
+    ("leaf-spine", "spine4", 8),
+    ("clos3", "core5", 6),       # plane 2's core1: pods 1-3 keep one core of two
+])
 @pytest.mark.parametrize("name", ["ecmp", "greedy", "ilp", "spray", "mmf", "annealing",
                                   "edge-coloring", "gff"])
-def test_every_strategy_routes_each_flow_inside_one_plane(name):
-    f = build_fabric(dataclasses.replace(LS, planes=2, failed_spines=("spine4",)))
-    plans = plan_jobs([JobSpec("a", Collective.ALLTOALL, [f.hosts[:8]], 10 ** 6),
-                       JobSpec("b", Collective.ALLREDUCE, [f.hosts[8:]], 10 ** 6)])
+def test_every_strategy_routes_each_flow_inside_one_plane(name, kind, failed, split):
+    spec = LS if kind == "leaf-spine" else CLOS3
+    f = build_fabric(dataclasses.replace(spec, planes=2, failed_spines=(failed,) * (
+        kind == "leaf-spine"), failed_switches=(failed,) * (kind == "clos3")))
+    assert f.plane_of(failed) == 2
+    plans = plan_jobs([JobSpec("a", Collective.ALLTOALL, [f.hosts[:split]], 10 ** 6),
+                       JobSpec("b", Collective.ALLREDUCE, [f.hosts[split:]], 10 ** 6)])
     conns = [c for p in plans for c in p.connections]
     plan = route(name, f, conns, seed=1)
     for c in conns:
         path = plan.path_of[c.conn_id]
         p = f.plane_of(path[0])
         assert path[0] == f.leaf_at(c.src, p) and path[-1] == f.leaf_at(c.dst, p)
-        assert all(f.plane_of(s) == p for s in path) and "spine4" not in path
+        assert all(f.plane_of(s) == p for s in path) and failed not in path
         assert len(path) == 1 or path in f.switch_paths(path[0], path[-1])
+    assert {f.plane_of(plan.path_of[c.conn_id][0]) for c in conns} == {1, 2}
 
 
 def test_one_flow_takes_one_port_and_spraying_or_the_ideal_take_every_port():
