@@ -17,10 +17,10 @@ every plane: 1:1 as well. Jobs:
   between servers crosses pods;
 - moe: one all-to-all of 256 MiB per GPU over 8 servers, every 8th.
 Failures: spine 1 of group 1 (`failed_switches: [agg1]`), or rail leaf 1's link to it
-(`failed_links: [[leaf1, agg1]]`). The planes cases put every server in one group on two
-planes (HPN: each NIC 2 x 200 Gbit/s, one port per plane, half as many 400 Gbit/s spines
-per plane as servers: 1:1), at most 128 servers. Rings are one flow per hop (semantics ring_sync: flow),
-which gives the same CCTs here.
+(`failed_links: [[leaf1, agg1]]`). The planes cases put the same groups on two planes (HPN:
+each NIC 2 x 200 Gbit/s, one port per plane, every plane its own rail leaves, spines and
+cores, half as many 400 Gbit/s spines per group and plane as servers: 1:1). Rings are one
+flow per hop (semantics ring_sync: flow), which gives the same CCTs here.
 """
 from __future__ import annotations
 
@@ -66,8 +66,6 @@ CASES = {"dp-lone": Case("dp, lone NICs", "dp", False),
          "clos3-dp-servers": Case("dp, clos3, servers", "dp", True, kind="clos3"),
          "dp-planes": Case("dp, servers, 2 planes", "dp", True, kind="planes"),
          "moe-planes": Case("moe, no PXN, 2 planes", "moe-nopxn", True, kind="planes")}
-#: planes cases: one group of at most this many servers (spines per plane: half of them)
-PLANES_MAX_SERVERS = 128
 #: The matrix before failures and cross-pod rings were added (the default).
 BASE = ["dp-lone", "dp-servers", "moe-lone", "moe-pxn", "moe-nopxn"]
 
@@ -76,12 +74,7 @@ def fabric(groups: int, servers: int, nvlink: bool, kind: str = "rail",
            failure: str | None = None) -> dict:
     """The 1:1 rail-optimized (or clos3, or two-plane) fabric, with or without NVLink
     servers."""
-    if kind == "planes":
-        n = groups * servers
-        out = {"topology": "rail-optimized", "nics_per_server": GPUS, "servers_per_group": n,
-               "spines_per_group": n // 2, "planes": 2, "host_link_mbps": RATE_MBPS / 2,
-               "spine_link_mbps": RATE_MBPS}
-    elif kind == "clos3":
+    if kind == "clos3":
         leaves = servers * GPUS // CLOS3_HOSTS_PER_LEAF
         out = {"topology": "clos3", "pods": groups, "leaves_per_pod": leaves,
                "aggs_per_pod": CLOS3_AGGS, "cores_per_plane": leaves,
@@ -89,10 +82,12 @@ def fabric(groups: int, servers: int, nvlink: bool, kind: str = "rail",
                "leaf_agg_mbps": RATE_MBPS, "agg_core_mbps": RATE_MBPS,
                **({"gpus_per_server": GPUS} if nvlink else {})}
     else:
+        planes = 2 if kind == "planes" else 1     # each port 200G, half the spines per plane
         out = {"topology": "rail-optimized", "nics_per_server": GPUS,
-               "servers_per_group": servers, "spines_per_group": servers, "groups": groups,
-               "cores_per_plane": GPUS, "host_link_mbps": RATE_MBPS,
-               "spine_link_mbps": RATE_MBPS, "core_link_mbps": RATE_MBPS}
+               "servers_per_group": servers, "spines_per_group": servers // planes,
+               "groups": groups, "cores_per_plane": GPUS, "host_link_mbps": RATE_MBPS / planes,
+               "spine_link_mbps": RATE_MBPS, "core_link_mbps": RATE_MBPS,
+               **({"planes": planes} if planes > 1 else {})}
     out.update(FAILURES[failure] if failure else {})
     return {**out, "nvlink_mbps": NVLINK_MBPS} if nvlink else out
 
@@ -147,10 +142,6 @@ def main() -> int:
                                              if c == "all" else [c])]
     if args.servers_per_group % 4 and any(CASES[n].kind == "clos3" for n in names):
         ap.error("--servers-per-group: give a multiple of 4 (clos3 puts 4 servers on a leaf)")
-    if args.groups * args.servers_per_group > PLANES_MAX_SERVERS and any(
-            CASES[n].kind == "planes" for n in names):
-        ap.error(f"--groups x --servers-per-group: at most {PLANES_MAX_SERVERS} servers for "
-                 "the planes cases (one group)")
     gpus = args.groups * args.servers_per_group * GPUS
     with conditions(kernels=False):
         print(f"\n{gpus:,} GPUs: {args.groups} groups x {args.servers_per_group} servers x "
