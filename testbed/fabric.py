@@ -105,6 +105,12 @@ class Fabric:
         leaf = self.leaf_of(host)
         return leaf if plane == 1 else renamed(self.spec, leaf, plane)
 
+    def live_planes(self, src_host: str, dst_host: str) -> list[int]:
+        """The planes (1-based) with a live path between two hosts' ports, in order (every
+        plane for two hosts on one leaf)."""
+        return [p for p in range(1, self.planes + 1)
+                if self.switch_paths(self.leaf_at(src_host, p), self.leaf_at(dst_host, p))]
+
     def plane_of(self, switch: str) -> int:
         """The plane (1-based) of a switch; 1 without planes."""
         return self.graph.nodes[switch].get(PLANE_KEY) or 1

@@ -99,8 +99,7 @@ def unreachable(fabric: Fabric, pairs: dict) -> str | None:
         if (a, b) in seen or a == b:
             continue
         seen.add((a, b))
-        if not any(fabric.switch_paths(fabric.leaf_at(src, p), fabric.leaf_at(dst, p))
-                   for p in range(1, fabric.planes + 1)):       # in no plane
+        if not fabric.live_planes(src, dst):       # in no plane
             return f"job {job}: {src} -> {dst} ({a} to {b})"
     return None
 
