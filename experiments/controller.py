@@ -25,6 +25,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from routing.host_enforced import plane_of_port
 from routing.policy import Decision, EpochPolicy
 from routing.rules import HostRule, cookie_of, host_rules, rules_for, static_rules
 from testbed.openflow import Rule, diff_lines, rule_key
@@ -119,8 +120,9 @@ class Controller:
     def _apply_host_rules(self) -> None:
         """On several planes, swap in the hosts' port choices that differ (routing/rules.py
         HostRule): the removed ones first, per host one `ip -batch`."""
+        by_port = self.policy.static is not None      # @host: the source port says
         new = host_rules(self.fabric, self.conns, self.strategy, self.policy.assignment,
-                         self.seed)
+                         self.seed, "host" if by_port else "switch")
         gone, added = set(self.host_rules) - set(new), set(new) - set(self.host_rules)
         lines: dict[str, list[str]] = {}
         for r in sorted(gone, key=lambda r: r.conn_id):
@@ -130,6 +132,10 @@ class Controller:
         if lines:
             self.emu.set_host_rules(lines)
         self.host_rules = new
+        if by_port:
+            self._planes = {c.conn_id: plane_of_port(self.fabric, c.src_port)
+                            for c in self.conns}
+            return
         self._planes.update(dict.fromkeys(self.policy.assignment, 1))   # placed: port 1 ..
         self._planes.update({r.conn_id: r.plane for r in new})          # .. unless ruled
 
@@ -228,6 +234,14 @@ class Controller:
         self.events.append(ev)
         return ev
 
+    def restore_links(self, events: list[Event]) -> None:
+        """Every link the config's events take down or up, set back as the run's fabric
+        starts: an earlier routing's run on the same emulated fabric left them as its last
+        event did."""
+        links = dict.fromkeys(link for e in events for link in self._links_of(e))
+        for u, v in links:
+            self.emu.set_link(u, v, self.fabric0.is_live(u, v))
+
     def _active_flows_on(self, links: list[tuple[str, str]]) -> list[int]:
         """Active flows that had sent bytes over one of `links` (switch counters since the
         previous event): the upper end counted the flow, and the lower end is one of the
@@ -240,7 +254,8 @@ class Controller:
             if c.job not in self.policy.active:
                 continue
             k = cookie_of(c.conn_id)
-            leaves = {self.fabric0.leaf_of(c.src), self.fabric0.leaf_of(c.dst)}
+            leaves = {self.fabric0.leaf_at(h, p) for h in (c.src, c.dst)     # every plane's
+                      for p in range(1, self.fabric0.planes + 1)}
 
             def sent(sw: str) -> bool:
                 return now[sw].get(k, 0) - before.get(sw, {}).get(k, 0) > 0

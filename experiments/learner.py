@@ -3,8 +3,8 @@
 Hedera's controller learned its demand from edge-switch flow statistics; so does this one
 (docs/programs.md has the whole story):
 
-- every ordered pair of the jobs' hosts has a counting rule at its destination leaf
-  (routing/rules.py pair_counting_rules), read every SAMPLE_S once the revalidators are
+- every ordered pair of the jobs' hosts has a counting rule at its destination leaf, on
+  several planes at each plane's copy of it (routing/rules.py pair_counting_rules), read every SAMPLE_S once the revalidators are
   current, with the time of the reading: the bytes each host delivered to each other host,
   whatever the ports (a program's are ephemeral);
 - a job's learning windows run from the end of its first step (start-up and warm-up left
@@ -97,11 +97,15 @@ class DemandLearner:
         if not mine:
             return
         settle_flow_stats()
-        leaves = {self.c.fabric0.leaf_of(c.dst) for c in mine}
-        counts = {leaf: flow_bytes_by_cookie(leaf) for leaf in leaves}
+        f = self.c.fabric0
+        at_leaves = {c.conn_id: [f.leaf_at(c.dst, p) for p in range(1, f.planes + 1)]
+                     for c in mine}         # on several planes, each plane's copy of it
+        counts = {leaf: flow_bytes_by_cookie(leaf)
+                  for leaf in dict.fromkeys(x for ls in at_leaves.values() for x in ls)}
         at = self.clock() - self.clock0
-        self.readings.append((at, {c.conn_id: counts[self.c.fabric0.leaf_of(c.dst)].get(
-            cookie_of(c.conn_id), 0) for c in mine}))
+        self.readings.append((at, {c.conn_id: sum(counts[leaf].get(cookie_of(c.conn_id), 0)
+                                                  for leaf in at_leaves[c.conn_id])
+                                   for c in mine}))
 
     # -- hooks ---------------------------------------------------------------------------------
     def jobs_started(self, jobs: list[str], t: float) -> None:

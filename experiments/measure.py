@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from routing.rules import COOKIE_BASE
+from routing.rules import ACK_COOKIE_BASE, COOKIE_BASE
 from testbed.fabric import Fabric
 from testbed.installer import flow_bytes_by_cookie
 from traffic.collectives import Connection, JobPlan
@@ -72,6 +72,26 @@ def observed_paths(fabric: Fabric, conns: list[Connection], counts: Counts,
                 if n > best:
                     best, path = n, p
         out[c.conn_id] = {"path": path, "switches_with_bytes": crossed, "bytes": per}
+    return out
+
+
+def ack_plane_bytes(fabric: Fabric, conns: list[Connection]) -> dict[int, dict[int, int]]:
+    """On several planes, per connection: the bytes of its reverse direction (ACKs) that
+    entered each plane, from the counters at its leaves (routing/rules.py
+    ack_counting_rules); {} on one plane."""
+    if fabric.planes == 1:
+        return {}
+    leaves = [s for s in fabric.leaves + fabric.plane_switches if fabric.role(s) == "leaf"]
+    counts = {s: flow_bytes_by_cookie(s) for s in leaves}
+    out: dict[int, dict[int, int]] = {}
+    for c in conns:
+        k = ACK_COOKIE_BASE + c.conn_id
+        per: dict[int, int] = {}
+        for s in leaves:
+            if counts[s].get(k):
+                per[fabric.plane_of(s)] = per.get(fabric.plane_of(s), 0) + counts[s][k]
+        if per:
+            out[c.conn_id] = per
     return out
 
 

@@ -28,7 +28,7 @@ from traffic.predictor import Prediction, Semantics, predict
 
 from .config import Experiment
 from .controller import EMULATED_REPLAN_INTERVAL_S, Controller
-from .measure import observed_paths, phase_paths, switch_counts
+from .measure import ack_plane_bytes, observed_paths, phase_paths, switch_counts
 from .routes import ControllerRoutes
 from .routing_entry import ECMP, RoutingEntry
 from .results import fairness, run_result, solve_block
@@ -63,6 +63,8 @@ class Measured:
     counts: dict[str, dict[int, int]]       # switch -> cookie -> bytes
     flows: dict[int, dict]                  # conn_id -> observed_paths' record
     observed: dict[int, SwitchPath | None]  # conn_id -> the path its bytes took
+    acks: dict[int, dict[int, int]] = dataclasses.field(default_factory=dict)
+    # on several planes: conn_id -> plane -> bytes of its reverse direction (ACKs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +96,7 @@ def install(step: Step, plans: list[JobPlan], port_offset: int) -> Installed:
     else:
         controller = Controller(step.emu, exp.fabric, entry, plans, exp.seed, rules_dir,
                                 time_limit_s=exp.solver_time_limit_s)
+    controller.restore_links(exp.events)
     stats = controller.install_initial()
     step.log(f"[{entry.name}] {stats['rules']} rules on {stats['switches']} switches in "
              f"{stats['install_s']:.2f} s; running {len(plans)} "
@@ -127,7 +130,8 @@ def measure(step: Step, inst: Installed, driven: Driven) -> Measured:
                            planes=inst.controller.host_planes)
     if step.entry.paths_given and driven.learner is None:   # learned: pinned per pair
         verify_paths(step.entry.name, inst.controller, flows)
-    return Measured(every, counts, flows, {cid: o["path"] for cid, o in flows.items()})
+    return Measured(every, counts, flows, {cid: o["path"] for cid, o in flows.items()},
+                    ack_plane_bytes(every, conns_of(inst.plans)))
 
 
 def verify_paths(name: str, controller: Controller, flows: dict[int, dict]) -> None:
@@ -208,6 +212,9 @@ def path_records(entry: RoutingEntry, controller: Controller, conns: list[Connec
                                    if entry.paths_given else None),
              "observed_path": _listed(measured.observed.get(c.conn_id)),
              "switch_bytes": nonzero(measured.flows.get(c.conn_id, {}).get("bytes", {})) or None,
+             **({"ack_plane_bytes": {str(p): n for p, n in measured.acks.get(c.conn_id,
+                                                                           {}).items()}}
+                if measured.every.planes > 1 else {}),
              **{f"tcp_{k}": v for k, v in tcp.get(c.conn_id, {}).items()}}
             for c in conns]
 
@@ -222,7 +229,8 @@ def after_events(exp: Experiment, controller: Controller, plans: list[JobPlan],
     if not controller.entry.paths_given:
         # the path each flow's bytes took after the last event (OVS's own hash), else the
         # model's hash over what is left
-        seen = observed_paths(degraded, conns, final_counts, controller.counters_at_last_event)
+        seen = observed_paths(degraded, conns, final_counts, controller.counters_at_last_event,
+                              controller.host_planes)
         hashed = route(ECMP, degraded, conns, seed=exp.seed).path_of
         paths = {c.conn_id: (seen.get(c.conn_id, {}).get("path") or hashed[c.conn_id])
                  for c in conns}

@@ -95,20 +95,14 @@ def check_emulable(exp: Experiment) -> None:
 
 
 def _check_planes(exp: Experiment) -> None:
-    """Planes the emulator runs: each flow's port set by its host's rules, from a plan
-    that events and learned demand do not change."""
-    if exp.events:
-        raise ConfigError("events: a run on several planes takes no failures yet; remove them "
-                          "or use `predict`")
-    if exp.demand[0] == "measured":
-        raise ConfigError("demand: measured is not learned on several planes yet; declare the "
-                          "traffic or use planes: 1")
+    """Planes the emulator runs: each flow's port set by its host's rules, on one machine,
+    from declared traffic."""
+    if exp.demand[0] == "measured" and exp.fabric.server_of and jobs_pxn(exp):
+        raise ConfigError("demand: measured on planes learns host pairs without PXN's relay, "
+                          "whose NIC would send them by port 1; set pxn: false on the jobs, "
+                          "declare the traffic, or use planes: 1")
     if exp.machines:
         raise ConfigError("machines: several planes run on one machine; drop machines")
-    for e in exp.routings:
-        if e.host_enforced:
-            raise ConfigError(f"routing: {e.name} enforces paths by source ports, which do not "
-                              "choose a plane; use the switch-enforced form")
 
 
 def _check_servers(exp: Experiment) -> None:

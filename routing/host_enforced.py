@@ -16,6 +16,14 @@ per uplink and an agg one per core, whatever the number of flows. The connection
 the low bits, as in ordinary mlfabric ports, so the fair link scheduler (testbed/shaping.py)
 separates the flows. Ports below 0x8000 (the agents' listen ports, hence all ACK streams, and
 intra-leaf connections) never match and take ECMP.
+
+On several planes (testbed/planes.py) the port's top field, from bit 14 down, is the plane
+(p - 1, in max(1, ceil(log2 P)) bits), and the choice fields follow it. The plane is the
+host's choice alone: each plane p > 1 is one contiguous range of ports, and every host holds
+two `ip rule`s per such plane (routing/rules.py `port_plane_rules`): what it sends from a port
+of the range, and what it sends to one (the ACKs of a connection it receives), leaves by its
+port on plane p. The leaves of every plane hold the same port rules, which read the spine
+field only.
 """
 from __future__ import annotations
 
@@ -32,9 +40,33 @@ PLANNED_PORT_FLAG = 0x8000
 PORT_RULE_PRIORITY = 90
 
 
+def plane_field(fabric: Fabric) -> tuple[int, int]:
+    """(bits, shift) of the plane field of a planned port: (0, 15) on one plane."""
+    if fabric.planes == 1:
+        return 0, 15
+    b = max(1, math.ceil(math.log2(fabric.planes)))
+    return b, 15 - b
+
+
+def plane_ports(fabric: Fabric, plane: int) -> tuple[int, int]:
+    """The first and last planned source port of `plane` (several planes); never 65535,
+    which the kernel's rule ranges cannot end at (source_port leaves it unused)."""
+    bits, shift = plane_field(fabric)
+    lo = PLANNED_PORT_FLAG | (plane - 1) << shift
+    return lo, min(lo | ((1 << shift) - 1), 0xFFFE)
+
+
+def plane_of_port(fabric: Fabric, port: int) -> int:
+    """The plane a source port selects: its plane field, or 1 (one plane, or not planned)."""
+    bits, shift = plane_field(fabric)
+    if not bits or not port & PLANNED_PORT_FLAG:
+        return 1
+    return ((port >> shift) & ((1 << bits) - 1)) + 1
+
+
 def choice_fields(fabric: Fabric) -> list[tuple[str, int, int]]:
-    """(role that chooses, bits, shift) per field, from bit 14 down."""
-    out, top = [], 15
+    """(role that chooses, bits, shift) per field, from below the plane field down."""
+    out, top = [], plane_field(fabric)[1]
     for role, n in fabric.choice_points:
         b = max(1, math.ceil(math.log2(n)))
         top -= b
@@ -67,19 +99,30 @@ def choices_of_path(fabric: Fabric, path: Path) -> list[int]:
 def source_port(fabric: Fabric, conn_id: int, path: Path) -> int:
     """The source port that lands connection `conn_id` on `path` (see module docstring)."""
     low = conn_bits(fabric)
-    if conn_id >= (1 << low):
+    slots = (1 << low) - (fabric.planes > 1)    # planes: port 65535 is in no rule's range
+    if conn_id >= slots:
         raise RoutingError(f"host-enforced routing: connection {conn_id} exceeds the "
-                           f"{1 << low} source ports left by the path bits")
-    port = PLANNED_PORT_FLAG | conn_id
+                           f"{slots} source ports left by the path bits")
+    port = PLANNED_PORT_FLAG | conn_id | (fabric.plane_of(path[0]) - 1) << plane_field(fabric)[1]
     for (_, _, shift), i in zip(choice_fields(fabric), choices_of_path(fabric, path)):
         port |= i << shift
     return port
 
 
 def path_of_port(fabric: Fabric, port: int, src_leaf: str, dst_leaf: str) -> Path | None:
-    """The path the switches give a flow from src_leaf to dst_leaf with this source port
-    (None: not a planned port, so ECMP), whether or not its links are live."""
-    if not port & PLANNED_PORT_FLAG or src_leaf == dst_leaf:
+    """The path the switches give a flow from src_leaf to dst_leaf (plane 1's) with this
+    source port (None: not a planned port, so ECMP), whether or not its links are live; on
+    several planes in the port's plane, and within one leaf that leaf alone there."""
+    if not port & PLANNED_PORT_FLAG:
+        return None
+    if fabric.planes > 1:
+        plane = plane_of_port(fabric, port)
+        if plane > fabric.planes:
+            return None
+        src_leaf, dst_leaf = fabric.in_plane((src_leaf, dst_leaf), plane)
+        if src_leaf == dst_leaf:
+            return (src_leaf,)
+    if src_leaf == dst_leaf:
         return None
     idx = [(port >> shift) & ((1 << b) - 1) for _, b, shift in choice_fields(fabric)]
     ups = fabric.uplinks(src_leaf)
@@ -125,6 +168,12 @@ def check_port_plan(fabric: Fabric, conns: list[Connection],
     for c in conns:
         want = path_of.get(c.conn_id)
         if want is None:
+            continue
+        if len(want) == 1 or fabric.same_server(c.src, c.dst):   # planes: the port's plane
+            got_plane = plane_of_port(fabric, c.src_port)
+            if got_plane != fabric.plane_of(want[0]):
+                raise RoutingError(f"connection {c.conn_id}: port {c.src_port} selects plane "
+                                   f"{got_plane}, planned {fabric.plane_of(want[0])}")
             continue
         got = path_of_port(fabric, c.src_port, fabric.leaf_of(c.src), fabric.leaf_of(c.dst))
         if got != tuple(want):

@@ -45,10 +45,13 @@ from testbed.planes import PLANE_RULE_PREF, plane_table
 from testbed.servers import nvlink_mac
 from traffic.collectives import Connection
 
-from .host_enforced import PLANNED_PORT_FLAG, PORT_RULE_PRIORITY, choice_fields, path_of_port
+from .host_enforced import (PLANNED_PORT_FLAG, PORT_RULE_PRIORITY, choice_fields, path_of_port,
+                            plane_ports)
 from .paths import Path
 
 COOKIE_BASE = 0x1000000
+#: The cookie base of the reverse-direction (ACK) counters on several planes
+ACK_COOKIE_BASE = 0x2000000
 #: The strategy the switches' select groups carry out themselves: no static rules
 ECMP = "ecmp"
 
@@ -204,7 +207,8 @@ def port_rules(fabric: Fabric) -> list[Rule]:
     rules: list[Rule] = []
     for role, bits, shift in choice_fields(fabric):
         mask = PLANNED_PORT_FLAG | (((1 << bits) - 1) << shift)
-        for sw in (fabric.leaves if role == "leaf" else fabric.aggs):
+        leaves = fabric.leaves + [s for s in fabric.plane_switches if fabric.role(s) == "leaf"]
+        for sw in (leaves if role == "leaf" else fabric.aggs):
             for i, up in enumerate(fabric.uplinks(sw)):
                 if fabric.is_live(sw, up):
                     rules.append(FlowRule(sw, PORT_RULE_PRIORITY,
@@ -237,8 +241,11 @@ def rules_for(fabric: Fabric, conns: list[Connection], strategy: str,
     same match on its switch."""
     counted = counted_on or fabric
     if fabric.planes > 1:     # every plane's own; a connection counted in every plane
+        pairs = [c for c in conns if c.host_pair]
         rules = (_per_plane(fabric, base_rules)
-                 + _per_plane(counted, lambda view: counting_rules(view, conns)))
+                 + _per_plane(counted, lambda view: counting_rules(view, conns))
+                 + ack_counting_rules(fabric, conns)
+                 + _per_plane(fabric, lambda view: pair_counting_rules(view, pairs)))
     else:
         rules = (base_rules(fabric) + counting_rules(counted, conns)
                  + pair_counting_rules(fabric, [c for c in conns if c.host_pair]))
@@ -248,7 +255,8 @@ def rules_for(fabric: Fabric, conns: list[Connection], strategy: str,
         # an agg's counting rule (priority 200) would hide its port rule: there it forwards
         # as the flow's source port says, so the host alone still chooses the path
         ported = {c.conn_id: path_of_port(fabric, c.src_port, fabric.leaf_of(c.src),
-                                          fabric.leaf_of(c.dst)) for c in conns}
+                                          fabric.leaf_of(c.dst)) for c in conns
+                  if not fabric.same_server(c.src, c.dst)}
         pins = [r for r in static_rules(fabric, conns, ported) if r.switch not in fabric.leaves]
         pinned = {rule_key(r) for r in pins}
         return [r for r in rules if rule_key(r) not in pinned] + pins + port_rules(fabric)
@@ -281,32 +289,103 @@ class HostRule:
     host: str
     match: str      # ip rule selector, e.g. "ipproto tcp sport 40001 dport 5201 to 10.0.1.2/32"
     plane: int
-    conn_id: int
+    conn_id: int    # -1: a host's rule for every connection whose port says the plane
 
     def line(self, op: str = "add") -> str:
         return f"rule {op} {self.match} pref {PLANE_RULE_PREF} table {plane_table(self.plane)}"
 
 
 def host_rules(fabric: Fabric, conns: list[Connection], strategy: str,
-               path_of: dict[int, str | Path | None], seed: int) -> list[HostRule]:
-    """On several planes, a HostRule for each connection that leaves by a port other than
-    the first: the plane of its route, or under ECMP the NIC's hash (routing/planes.py, the
-    same as the model's). None on one plane."""
+               path_of: dict[int, str | Path | None], seed: int,
+               enforcement: str = "switch") -> list[HostRule]:
+    """On several planes, two HostRules for each connection that leaves by a port other than
+    the first: its data at the NIC that sends it, and its reverse direction (ACKs, the
+    5-tuple swapped) at the NIC that sends those (`ack_nic`), both to the plane of its route,
+    or under ECMP of the NIC's hash (routing/planes.py, the same as the model's), so that a
+    connection stays in one plane both ways. Host-enforced, every host's port_plane_rules
+    instead. None on one plane."""
     if fabric.planes == 1:
         return []
-    if strategy == ECMP:
-        from .planes import choose_planes
-        plane = choose_planes(ECMP, fabric, conns, seed)
-    else:
-        plane = {c.conn_id: fabric.plane_of(r[0]) for c in conns
-                 if (r := path_of.get(c.conn_id)) and not isinstance(r, str)}
+    if enforcement == "host":
+        return port_plane_rules(fabric)
+    plane = connection_planes(fabric, conns, strategy, path_of, seed)
+    # a host pair's reverse is another pair's data when that pair is routed itself
+    routed_pairs = {(c.src, c.dst) for c in conns if c.host_pair and c.conn_id in plane}
     out = []
     for c in conns:
         p = plane.get(c.conn_id, 1)
         if p == 1 or fabric.same_server(c.src, c.dst):     # NVLink's own route
             continue
-        dst = f"to {fabric.ip_of(c.dst)}/32"
-        match = (f"from {fabric.ip_of(c.sender)}/32 {dst}" if c.host_pair else
-                 f"ipproto tcp sport {c.src_port} dport {c.dst_port} {dst}")
-        out.append(HostRule(c.src, match, p, c.conn_id))
+        there, back = fabric.ip_of(c.dst), fabric.ip_of(c.sender)
+        if c.host_pair:
+            data, ack = f"from {back}/32 to {there}/32", f"from {there}/32 to {back}/32"
+        else:
+            data = f"ipproto tcp sport {c.src_port} dport {c.dst_port} to {there}/32"
+            ack = f"ipproto tcp sport {c.dst_port} dport {c.src_port} to {back}/32"
+        out.append(HostRule(c.src, data, p, c.conn_id))
+        if not (c.host_pair and (c.dst, c.src) in routed_pairs):
+            out.append(HostRule(ack_nic(fabric, c), ack, p, c.conn_id))
     return out
+
+
+def port_plane_rules(fabric: Fabric) -> list[HostRule]:
+    """Host-enforced routing on several planes (routing/host_enforced.py): on every host, per
+    plane p > 1, what it sends from a port of p's range and what it sends to one (the ACKs of
+    the connections it receives) leave by its port on plane p; relays forward them alike."""
+    out = []
+    for h in fabric.hosts:
+        for p in range(2, fabric.planes + 1):
+            lo, hi = plane_ports(fabric, p)
+            out += [HostRule(h, f"ipproto tcp sport {lo}-{hi}", p, -1),
+                    HostRule(h, f"ipproto tcp dport {lo}-{hi}", p, -1)]
+    return out
+
+
+def connection_planes(fabric: Fabric, conns: list[Connection], strategy: str,
+                      path_of: dict[int, str | Path | None], seed: int) -> dict[int, int]:
+    """conn_id -> the plane its host sends it by: its route's, or under ECMP the NIC's hash
+    (connections without a route, e.g. not placed yet, are left out: port 1)."""
+    if strategy == ECMP:
+        from .planes import choose_planes
+        return choose_planes(ECMP, fabric, conns, seed)
+    return {c.conn_id: fabric.plane_of(r[0]) for c in conns
+            if (r := path_of.get(c.conn_id)) and not isinstance(r, str)}
+
+
+def ack_nic(fabric: Fabric, c: Connection) -> str:
+    """The GPU whose NIC sends connection c's reverse direction: under PXN (c relayed) the
+    receiver's relay towards the sender when they sit on different rails, else the
+    receiver."""
+    if c.nvlink_from and (r := fabric.server_map.relay(c.dst, c.sender)) is not None:
+        return r
+    return c.dst
+
+
+def ack_counting_rules(fabric: Fabric, conns: list[Connection]) -> list[Rule]:
+    """On several planes, a counter of each connection's reverse direction (its ACKs) at the
+    leaf where they enter each plane, forwarding as that leaf's prefix rule of the live
+    `fabric` does (cookie ACK_COOKIE_BASE + conn_id): the plane its ACKs took, read back as
+    the data's is from the spines."""
+    def make(view: Fabric) -> list[Rule]:
+        rules: list[Rule] = []
+        for c in conns:
+            if c.host_pair or view.same_server(c.src, c.dst):
+                continue
+            leaf, to = view.leaf_of(ack_nic(view, c)), view.leaf_of(c.sender)
+            if to == leaf:
+                action = f"output:{view.port(leaf, c.sender)}"
+            elif view.switch_paths(leaf, to):
+                action = f"group:{view.index_of(to)}"
+            else:       # the plane cut between them: no prefix rule, the leaf drops it
+                action = "drop"
+            rules.append(FlowRule(leaf, FLOW_PRIORITY, five_tuple_match(view, reverse(c)),
+                                  action, ACK_COOKIE_BASE + c.conn_id))
+        return rules
+    return _per_plane(fabric, make) if fabric.planes > 1 else []
+
+
+def reverse(c: Connection) -> Connection:
+    """Connection c's reverse direction (its ACKs) as a connection record: from the receiver
+    to the sending GPU, the ports swapped."""
+    return dataclasses.replace(c, src=c.dst, dst=c.sender, src_port=c.dst_port,
+                               dst_port=c.src_port, nvlink_from="")

@@ -399,24 +399,33 @@ class EmulatedFabric:
         tc_file.write_text("\n".join(tc_batch(intf, self._shaping(f.capacity_mbps(h, nvs))))
                            + "\n")
         peers = [p for p in f.servers[f.server_of[h]] if p != h]
-        lines = [f"route replace {f.ip_of(p)}/32 dev {intf}\n"
-                 f"neigh replace {f.ip_of(p)} lladdr {nvlink_port_mac(f, p)} dev {intf} "
+        lines = [f"neigh replace {f.ip_of(p)} lladdr {nvlink_port_mac(f, p)} dev {intf} "
                  "nud permanent\n" for p in peers]
-        if self.pxn:
-            lines += [f"route replace {f.ip_of(b)}/32 via {f.ip_of(r)} dev {intf} onlink\n"
-                      for b in f.hosts if (r := f.server_map.relay(h, b)) is not None]
-        ip_file.write_text("".join(lines))
+        ip_file.write_text("".join(lines + self._nvlink_routes(h)))
         sysctls = " ".join(f"net.ipv4.conf.{i}.rp_filter=0" for i in
                            ("all", "default", f"{h}-eth0", intf))
         return (f"ethtool -K {intf} {' '.join(HOST_OFFLOADS_OFF)} && ip link set dev {intf} "
                 f"mtu {mtu} && tc -batch {tc_file} && sysctl -q -w net.ipv4.ip_forward=1 "
                 f"net.ipv4.conf.all.send_redirects=0 {sysctls} && ip -batch {ip_file}")
 
+    def _nvlink_routes(self, h: str, table: int | None = None) -> list[str]:
+        """`ip` lines of host h's routes over NVLink (in `table`, default main): a /32 to each
+        peer of its server, and under PXN one via the relay to each GPU it relays to."""
+        f, intf = self.fabric, f"{h}-eth1"
+        t = f" table {table}" if table else ""
+        lines = [f"route replace {f.ip_of(p)}/32 dev {intf}{t}\n"
+                 for p in f.servers[f.server_of[h]] if p != h]
+        if self.pxn:
+            lines += [f"route replace {f.ip_of(b)}/32 via {f.ip_of(r)} dev {intf} onlink{t}\n"
+                      for b in f.hosts if (r := f.server_map.relay(h, b)) is not None]
+        return lines
+
     def _planes_script(self, h: str, tmp: Path, mtu: str, macs: dict[str, str]) -> str:
         """Host h's ports on planes 2.. (testbed/planes.py): offloads off, MTU and shaper as
         its first port's, every peer's neighbour entry, and table plane_table(p) leaving by
-        port p, which the run's host rules (routing/rules.py HostRule) send connections to;
-        no reverse-path filter (a port receives what another sent)."""
+        port p (after the NVLink routes the main table has), which the run's host rules
+        (routing/rules.py HostRule) send connections to; no reverse-path filter (a port
+        receives what another sent)."""
         f, lines, cmds = self.fabric, [], []
         for p in range(2, f.planes + 1):
             intf, leaf = f"{h}-eth{host_port(p)}", f.leaf_at(h, p)
@@ -428,6 +437,8 @@ class EmulatedFabric:
             lines += [f"neigh replace {f.ip_of(d)} lladdr {macs[d]} dev {intf} nud permanent\n"
                       for d in f.hosts if d != h]
             lines.append(f"route replace 10.0.0.0/8 dev {intf} table {plane_table(p)}\n")
+            if f.server_of:     # NVLink first, as in the main table (a host rule of a port
+                lines += self._nvlink_routes(h, plane_table(p))   # range sends any GPU's)
         ip_file = tmp / f"{h}.planes.ip"
         ip_file.write_text("".join(lines))
         sysctls = " ".join(f"net.ipv4.conf.{i}.rp_filter=0" for i in

@@ -84,9 +84,7 @@ def test_planes_load_again_and_are_refused_where_they_do_not_exist():
     again = parse(exp.resolved())
     assert again.fabric.spec == exp.fabric.spec and again.resolved() == exp.resolved()
     check_emulable(exp)          # the emulator builds planes, but not yet with ..
-    for key, value, refused in [("events", [{"at_s": 0.1, "fail_spine": "spine1"}], "events"),
-                                ("demand", "measured", "demand"),
-                                ("routing", ["greedy@host"], "routing")]:
+    for key, value, refused in [("demand", "measured", "demand")]:
         with pytest.raises(ConfigError, match=refused):
             check_emulable(parse({**doc, key: value}))
     with pytest.raises(FabricError, match="fabric.planes: a fat-tree has no planes"):
