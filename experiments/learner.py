@@ -3,10 +3,12 @@
 Hedera's controller learned its demand from edge-switch flow statistics; so does this one
 (docs/programs.md has the whole story):
 
-- every ordered pair of the jobs' hosts has a counting rule at its destination leaf, on
-  several planes at each plane's copy of it (routing/rules.py pair_counting_rules), read every SAMPLE_S once the revalidators are
-  current, with the time of the reading: the bytes each host delivered to each other host,
-  whatever the ports (a program's are ephemeral);
+- every ordered pair of the jobs' hosts has a counting rule at its destination leaf (on
+  several planes at each plane's copy of it: routing/rules.py pair_counting_rules), read
+  every SAMPLE_S once the revalidators are current, each leaf with the time it was read:
+  the bytes each host delivered to each other host, whatever the ports (a program's are
+  ephemeral); an agents' job's pairs are also read where its step opens or closes a window,
+  idle between its iterations, so that the window's ends are exact;
 - a job's learning windows run from the end of its first step (start-up and warm-up left
   out) over `learn_steps` steps at a time (or `learn_s` seconds): what each pair delivered in
   one (its counter interpolated at both ends), over the window's steps, is its bytes per
@@ -76,7 +78,12 @@ class DemandLearner:
         self.by_id = {c.conn_id: c for c in self.pairs}
         self.host_mbps = exp.fabric.spec.host_link_mbps
         self.running: set[str] = set()
-        self.readings: list[tuple[float, dict[int, int]]] = []   # (t, bytes per pair)
+        self.read_at: list[float] = []            # when each reading began (its first dump)
+        #: per leaf, (when it was dumped, bytes per cookie): each leaf stamped as it is read
+        self.series: dict[str, list[tuple[float, dict[int, int]]]] = {}
+        self.at_leaves: dict[int, list[str]] = {}  # pair -> where it is counted (each plane)
+        #: pair -> {a step's end: bytes delivered by then}, read while its job was idle
+        self.exact: dict[int, dict[float, int]] = {}
         self.ends: dict[str, list[float]] = {}    # per job, when each of its steps ended
         self.window: dict[str, float] = {}        # per job, when its open window began
         self.windows: list[dict] = []             # what each window learned
@@ -91,21 +98,48 @@ class DemandLearner:
 
     # -- counters ------------------------------------------------------------------------------
     def _sample(self, t: float) -> None:
-        """Read the running jobs' pairs, from their destination leaves' rules once the
-        revalidators have caught up with the datapath; stamped when read."""
+        """Read the running jobs' pairs, from their destination leaves' rules (on several
+        planes, each plane's copy of it) once the revalidators have caught up with the
+        datapath; each leaf stamped as it is read, so that a reading of several leaves
+        (planes) does not date the first ones' counters by the last one's dump."""
         mine = [c for c in self.pairs if c.job in self.running]
         if not mine:
             return
+        first = None
+        for leaf, counts in self._read(mine):
+            at = self.clock() - self.clock0
+            self.series.setdefault(leaf, []).append((at, counts))
+            first = at if first is None else first
+        self.read_at.append(first)
+
+    def _read(self, pairs: list[Connection]):
+        """(leaf, bytes per cookie) of every leaf where `pairs` are counted, each dumped as
+        it is yielded, once the revalidators have caught up with the datapath."""
         settle_flow_stats()
         f = self.c.fabric0
-        at_leaves = {c.conn_id: [f.leaf_at(c.dst, p) for p in range(1, f.planes + 1)]
-                     for c in mine}         # on several planes, each plane's copy of it
-        counts = {leaf: flow_bytes_by_cookie(leaf)
-                  for leaf in dict.fromkeys(x for ls in at_leaves.values() for x in ls)}
-        at = self.clock() - self.clock0
-        self.readings.append((at, {c.conn_id: sum(counts[leaf].get(cookie_of(c.conn_id), 0)
-                                                  for leaf in at_leaves[c.conn_id])
-                                   for c in mine}))
+        for c in pairs:
+            self.at_leaves.setdefault(c.conn_id, [f.leaf_at(c.dst, p)
+                                                  for p in range(1, f.planes + 1)])
+        for leaf in dict.fromkeys(x for c in pairs for x in self.at_leaves[c.conn_id]):
+            yield leaf, flow_bytes_by_cookie(leaf)
+
+    def _read_idle(self, job: str, t: float) -> None:
+        """`job`'s pairs read while they are idle since its step ended at t (an agents'
+        job between iterations: the driver's hooks run before it starts the next one), so
+        the counters are what they delivered by t, exactly."""
+        mine = [c for c in self.pairs if c.job == job]
+        counts = dict(self._read(mine))
+        for c in mine:
+            self.exact.setdefault(c.conn_id, {})[t] = sum(
+                counts[leaf].get(cookie_of(c.conn_id), 0) for leaf in self.at_leaves[c.conn_id])
+
+    def delivered(self, cid: int, t: float) -> float:
+        """What pair `cid` had delivered by t: read at t while idle, or else interpolated
+        between the readings of every leaf it is counted at."""
+        if t in self.exact.get(cid, {}):
+            return self.exact[cid][t]
+        return sum(delivered_at(self.series[leaf], cookie_of(cid), t)
+                   for leaf in self.at_leaves.get(cid, ()) if leaf in self.series)
 
     # -- hooks ---------------------------------------------------------------------------------
     def jobs_started(self, jobs: list[str], t: float) -> None:
@@ -121,8 +155,13 @@ class DemandLearner:
         self.window.setdefault(job, t)
 
     def iteration_done(self, job: str, record) -> None:
-        """An agents' job's iteration (traffic/driver.py on_iteration) is one step."""
-        self.step(job, 0, record.end_s - self.clock0)
+        """An agents' job's iteration (traffic/driver.py on_iteration) is one step; where it
+        opens or closes the job's window its pairs are read now, idle (`_read_idle`)."""
+        t = record.end_s - self.clock0
+        self.step(job, 0, t)
+        start = self.window.get(job)
+        if job in self.running and (t == start or self._window_end(job, start) == t):
+            self._read_idle(job, t)
 
     def job_finished(self, job: str, t: float) -> None:
         self.running.discard(job)
@@ -135,18 +174,22 @@ class DemandLearner:
 
     def due_s(self) -> float | None:
         """The next reading."""
-        return self.readings[-1][0] + SAMPLE_S if self.readings and self.running else None
+        return self.read_at[-1] + SAMPLE_S if self.read_at and self.running else None
 
     def tick(self, t: float) -> float | None:
         """A reading every SAMPLE_S; learn from every window that a reading has closed."""
-        if not self.readings or t >= self.readings[-1][0] + SAMPLE_S:
+        if not self.read_at or t >= self.read_at[-1] + SAMPLE_S:
             self._sample(t)
-        last = self.readings[-1][0] if self.readings else -1.0
+        last = self.read_at[-1] if self.read_at else -1.0
         for job, start in list(self.window.items()):
             end = self._window_end(job, start)
-            if end is not None and last >= end:
+            if end is not None and (last >= end or self._read_at_end(job, end)):
                 self._learn(job, start, end)
         return self.due_s()
+
+    def _read_at_end(self, job: str, end: float) -> bool:
+        """Whether `job`'s pairs were read idle at `end`."""
+        return any(end in self.exact.get(c.conn_id, {}) for c in self.pairs if c.job == job)
 
     def _window_end(self, job: str, start: float) -> float | None:
         """When `job`'s window from `start` closes: at the end of its learn_steps-th step
@@ -174,14 +217,12 @@ class DemandLearner:
         steps = [e for e in self.ends.get(job, []) if start < e <= end]
         span = max(end - start, 1e-9)
         mine = [c.conn_id for c in self.pairs if c.job == job]
-        sent = {cid: delivered_at(self.readings, cid, end) - delivered_at(self.readings, cid,
-                                                                         start)
-                for cid in mine}
+        sent = {cid: self.delivered(cid, end) - self.delivered(cid, start) for cid in mine}
         new = frozenset(cid for cid, b in sent.items()
                         if b * 8 / span / 1e6 >= ELEPHANT_FRACTION * self.host_mbps)
         self.windows.append({
             "job": job, "from_s": start, "to_s": end, "steps": len(steps),
-            "readings": sum(1 for r in self.readings if start <= r[0] <= end),
+            "readings": sum(1 for r in self.read_at if start <= r <= end),
             "pairs": [{"src": self.by_id[cid].src, "dst": self.by_id[cid].dst, "bytes": b,
                        "rate_mbps": b * 8 / span / 1e6,
                        "bytes_per_step": b / len(steps) if steps else None,

@@ -294,6 +294,37 @@ def test_the_learner_keeps_the_pairs_that_send_a_tenth_of_their_link(monkeypatch
     assert pairs[0].conn_id >= PAIR_CONN_BASE
 
 
+def test_an_agents_job_on_two_planes_is_read_idle_at_its_windows_ends(monkeypatch):
+    """An agents' job on two planes: each 1 s iteration delivers 1 MB from h1 to h3 on each
+    plane, then the driver's hooks run while the pair is idle, and every leaf dump takes
+    0.3 s. Read at the ends of the steps that bound its windows, it learns 2 MB per step
+    exactly; dated by the dumps alone it would read low (the counters stood still for the
+    0.3-1.2 s of dumps after each step)."""
+    fabric = build_fabric(FabricSpec(2, 4, 2, 20, 20, planes=2))
+    pairs = candidate_pairs({"h1": "a", "h3": "a"})
+    c = _Controller(fabric, pairs)
+    now, done, cookie = [0.0], [0], 0x1000000 + pairs[0].conn_id
+
+    def delivered(leaf):              # h1 -> h3 arrives at leaf2 (plane 1) and leaf6 (plane 2)
+        now[0] += 0.3
+        return {cookie: done[0] * 1_000_000} if leaf in ("leaf2", "leaf6") else {}
+    monkeypatch.setattr("experiments.learner.settle_flow_stats", lambda: None)
+    monkeypatch.setattr("experiments.learner.switch_counts", lambda fabric: {})
+    monkeypatch.setattr("experiments.learner.flow_bytes_by_cookie", delivered)
+    exp = type("X", (), {"demand": ("measured", 2, None),
+                         "fabric": type("F", (), {"spec": fabric.spec})})
+    learner = DemandLearner(c, exp, log=lambda s: None, clock=lambda: now[0])
+    learner.jobs_started(["a"], 0.0)
+    for _ in range(5):
+        now[0] += 1.0                  # an iteration: its bytes counted at its end
+        done[0] += 1
+        learner.iteration_done("a", type("R", (), {"end_s": now[0]}))
+        learner.tick(now[0])
+    assert [w["steps"] for w in learner.windows] == [2, 2]
+    assert learner.matrix("a") == {("h1", "h3"): 2_000_000}
+    assert [p["bytes_per_step"] for w in learner.windows for p in w["pairs"]] == [2e6, 2e6]
+
+
 def test_what_a_pair_delivered_by_a_time_is_interpolated_between_readings():
     """Readings at 0, 0.5 and 1.5 s of 0, 1 and 4 MB: at 1.0 s, halfway from 1 to 4 MB =
     2.5 MB; before the first and after the last reading, the nearest one."""
