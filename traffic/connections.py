@@ -76,13 +76,14 @@ class ConnTable:
 
 
 def conn_table(fabric, plans: list[JobPlan], conns: list[Connection]) -> ConnTable:
-    """`ConnTable` of `conns` (unique_connections(plans)) on the fabric's hosts, made once per
-    fabric and set of plans (the fabric's cache holds it, and the lists it was made of)."""
-    key = ("conn-table", tuple(id(p.connections) for p in plans))
-    cache = fabric._path_cache
+    """`ConnTable` of `conns` (unique_connections(plans)) on the fabric's hosts: the one made
+    last on this fabric when `plans` hold the same connection lists (a prediction's ideal,
+    its run and its reroutes), else a new one, kept in its place (the fabric's cache holds
+    one, with the lists it was made of, so a sweep on one fabric keeps no more)."""
+    cache, key = fabric._path_cache, ("conn-table",)
     hit = cache.get(key)
-    if hit is None or len(hit[1]) != len(conns) or any(
-            a is not b.connections for a, b in zip(hit[0], plans)):
+    if hit is None or len(hit[0]) != len(plans) or len(hit[1]) != len(conns) or any(
+            a is not p.connections for a, p in zip(hit[0], plans)):
         hit = ([p.connections for p in plans], ConnTable(conns, fabric.hosts))
         cache[key] = hit
     return hit[1]
