@@ -301,7 +301,7 @@ class _Simulation:
         job, tid = new.pairs()
         g = self.dag.off[job] + tid
         rows = self.dag.row[g]
-        self.active.add(job, tid, self.dag.admit_bytes[g], rows, self.rows.table[rows])
+        self.active.add(job, tid, self.dag.admit_bytes[g], rows, self.rows.table)
 
     def _replan_flows(self, changed: bool) -> None:
         """recompute="flows": the router re-plans the connections in flight whenever they
@@ -341,7 +341,7 @@ class _Simulation:
         if self.rows.reroute(spines, new_fabric):
             self.routes_version += 1
             a = self.active
-            a.links[:] = self.rows.table[a.row]
+            np.take(self.rows.table, a.row, axis=0, out=a.links, mode="clip")
 
     # -- the jobs' DAGs ------------------------------------------------------------------------
     def start_iteration(self, j: int, t: float, new: Starting) -> bool:

@@ -13,6 +13,7 @@ from itertools import chain
 import numpy as np
 
 from traffic.collectives import ADAPTIVE_UNSENT_BYTES, JobPlan, Transfers
+from traffic.connections import RowIndex
 from traffic.prediction import JobResult, PredictorError
 
 #: A lazy run's Dag keeps room for this many transfers (groups, edges) more than twice what
@@ -72,7 +73,8 @@ class Job:
             if len(pos) != n:
                 raise PredictorError(f"jobs.{self.name}: transfer ids are not unique")
         try:
-            self.row = np.array([row_of_conn[c] for c in conn.tolist()], dtype=np.int64)
+            self.row = (row_of_conn.rows(conn) if isinstance(row_of_conn, RowIndex) else
+                        np.array([row_of_conn[c] for c in conn.tolist()], dtype=np.int64))
         except KeyError as e:
             raise PredictorError(f"jobs.{self.name}: transfer on unknown connection {e}") from None
         self._pools(ts, pos, spec.split_piece_bytes)

@@ -7,10 +7,13 @@ weights.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from testbed.fabric import Fabric, build_fabric
 from traffic.collectives import JobPlan, unique_connections
+from traffic.connections import RowIndex, conn_table
 from traffic.prediction import PredictorError
 
 
@@ -25,11 +28,13 @@ def path_width(fabric: Fabric) -> int:
 
 
 def _nvlink(fabric: Fabric, table: np.ndarray, conns: list, pad: int,
-            ends: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+            ends: tuple[np.ndarray, np.ndarray] | None = None,
+            via: np.ndarray | None = None) -> np.ndarray:
     """Put each row's NVLink hops in `table` (rows in `conns` order): a transfer between two
     GPUs of one server crosses only NVLink (its GPU's link in and the peer's link out), a
     PXN relay adds the sending GPU's hop to the relaying one. `ends`: each row's source and
-    destination as indices in fabric.hosts, when the caller has them. Returns the
+    destination as indices in fabric.hosts, and `via` each row's PXN relay source (-1: none),
+    when the caller has them. Returns the
     intra-server rows (no route: they never reach the fabric)."""
     n = len(table)
     if not fabric.nvlink_ends:
@@ -40,8 +45,9 @@ def _nvlink(fabric: Fabric, table: np.ndarray, conns: list, pad: int,
         ends = (np.array([index[c.src] for c in conns], np.int64).reshape(n),
                 np.array([index[c.dst] for c in conns], np.int64).reshape(n))
     src, dst = ends
-    get = index.get
-    via = np.array([get(c.nvlink_from, -1) for c in conns], np.int64).reshape(n)
+    if via is None:
+        get = index.get
+        via = np.array([get(c.nvlink_from, -1) for c in conns], np.int64).reshape(n)
     intra = (server[src] == server[dst]) & (src != dst)
     table[intra] = pad
     table[intra, 0], table[intra, -1] = up[src[intra]], down[dst[intra]]
@@ -65,40 +71,42 @@ def _nvlink_arrays(fabric: Fabric) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
 
 def conn_links(fabric: Fabric, plans: list[JobPlan], spine_of: dict[int, str | None] | None,
                nonblocking: bool, allow_unrouted: bool = False
-               ) -> tuple[np.ndarray, dict[int, int]]:
+               ) -> tuple[np.ndarray, Mapping[int, int]]:
     """(C, path_width) link indices per connection (pad = len(fabric.links)) and conn_id -> row.
     allow_unrouted: an inter-leaf connection without a route gets UNROUTED instead of an error
-    (a router gives it one when its job starts). Each row is `conn_row`'s, built per distinct
-    (leaf pair, route) rather than per connection; the first bad connection in row order
-    raises `conn_row`'s error."""
+    (a router gives it one when its job starts). Each row is `conn_row`'s, built from the
+    connections' columns (traffic/connections.py) per distinct (leaf pair, route) rather than
+    per connection, routes read only for the rows that cross leaves; the first bad connection
+    in row order raises `conn_row`'s error."""
     width, pad = path_width(fabric), len(fabric.links)
     conns = unique_connections(plans)
     if fabric.planes > 1:
         return _plane_links(fabric, conns, spine_of or {}, nonblocking, allow_unrouted)
-    host_of, per_host = fabric.host_ends
+    _, per_host = fabric.host_ends
     routes = spine_of or {}
-    ids = [c.conn_id for c in conns]
-    row_of = dict(zip(ids, range(len(ids))))
-    n = dup = len(ids)
-    if len(row_of) < n:                             # the first id seen before: its row
+    cols = conn_table(fabric, plans, conns)
+    row_of = RowIndex(cols.ids)
+    n = dup = len(cols)
+    if not row_of.dense and len(row_of._dict) < n:   # the first id seen before: its row
         seen: set[int] = set()
-        dup = next(r for r, i in enumerate(ids) if i in seen or seen.add(i))
-        row_of = dict(zip(ids[:dup], range(dup)))
-    get = host_of.get
-    ends = np.array([(get(c.src, -1), get(c.dst, -1)) for c in conns[:dup]],
-                    np.int64).reshape(dup, 2)       # host index of src, dst (-1: unknown)
-    route_of: dict = {None: 0}                      # each row's route as route_of's index
-    code = (np.array([route_of.setdefault(routes.get(i), len(route_of)) for i in ids[:dup]],
-                     np.int64).reshape(dup) if routes else np.zeros(dup, np.int64))
+        dup = next(r for r, i in enumerate(cols.ids.tolist()) if i in seen or seen.add(i))
+        row_of = RowIndex(cols.ids[:dup])
+    ends = (cols.src[:dup], cols.dst[:dup])          # host index of src, dst (-1: unknown)
     hosts = np.array(per_host + [(-1, 0, 0)], dtype=np.int64).reshape(-1, 3)  # [-1]: unknown
-    src, dst = hosts[ends[:, 0]], hosts[ends[:, 1]]
+    src, dst = hosts[ends[0]], hosts[ends[1]]
     table = np.full((dup, width), pad, dtype=np.int64)
     table[:, 0], table[:, -1] = src[:, 1], dst[:, 2]
-    bad = (ends < 0).any(axis=1)
-    intra = (_nvlink(fabric, table, conns, pad, (ends[:, 0], ends[:, 1])) if not bad.any()
+    bad = (ends[0] < 0) | (ends[1] < 0)
+    intra = (_nvlink(fabric, table, conns, pad, ends, cols.via[:dup]) if not bad.any()
              else np.zeros(dup, bool))
     cross = ~bad & (src[:, 0] != dst[:, 0]) & (not nonblocking) & ~intra
     if cross.any():
+        route_of: dict = {None: 0}                   # each row's route as route_of's index
+        code = np.zeros(dup, np.int64)
+        rows = np.flatnonzero(cross)
+        if routes:
+            code[rows] = [route_of.setdefault(routes.get(i), len(route_of))
+                          for i in cols.ids[rows].tolist()]
         bad |= _route_middles(fabric, table, cross, src[:, 0], dst[:, 0], code,
                               list(route_of), allow_unrouted)
     if bad.any():
@@ -292,7 +300,8 @@ class ConnRows:
             self.table, row_of = conn_links(fabric, plans, spine_of, nonblocking,
                                             allow_unrouted=routed_later)
         self.row_of = row_of
-        self.conn_of_row = np.array(sorted(row_of, key=row_of.get), dtype=np.int64)
+        self.conn_of_row = (row_of.ids if isinstance(row_of, RowIndex) else
+                            np.array(sorted(row_of, key=row_of.get), dtype=np.int64))
         self.conns = unique_connections(plans)          # by row
         self.unrouted = bool((self.table == UNROUTED).any())   # some row has no route
         self.last_routes: dict | None = None            # the router's latest routes

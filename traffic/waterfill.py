@@ -177,10 +177,11 @@ def _shared_links(flow_links: np.ndarray, capacity_mbps: np.ndarray, weights: np
                 if not unweighted:
                     weight[link] += weights[f, k]
     own_cap = np.full(n_flows, np.inf)                    # min over a flow's private links
-    used = np.empty(n_flows * width, np.int64)            # lut: shared link id -> dense id
+    most = min(n_flows * width, capacity_mbps.size)       # shared links, at most
+    used = np.empty(most, np.int64)                       # lut: shared link id -> dense id
     fl = np.full((n_flows, width), -1, np.int64)          # dense ids; -1: private or infinite
-    ptr = np.empty(n_flows * width + 1, np.int64)         # CSR, in dense id order
-    fill_at = np.empty(n_flows * width, np.int64)
+    ptr = np.empty(most + 1, np.int64)                    # CSR, in dense id order
+    fill_at = np.empty(most, np.int64)
     by_link = np.empty(n_flows * width, np.int64)         # shared link -> its flows (CSR)
     ptr[0] = 0
     n_links = 0
@@ -315,7 +316,8 @@ def fill_with(flow_links: np.ndarray, capacity_mbps: np.ndarray, rel_tol: float,
     live = np.arange(n_links)                             # scan: links that may have flows
     n_live = n_links
     heap = heap_first or n_links > HEAP_LINKS
-    key = np.empty(n_links + n_flows * width + 1 if heap else 0)   # one push per update
+    # at most: every link with flows, and one push per (flow, shared link) as flows freeze
+    key = np.empty(n_links + ptr[n_links] + 1 if heap else 0)
     val = np.empty(key.size, np.int64)
     low = np.full(n_links if heap else 0, np.inf)
     size = _heap_of(key, val, low, share, count) if heap else 0
