@@ -85,9 +85,10 @@ def fabric(groups: int, servers: int, nvlink: bool, kind: str = "rail",
         planes = 2 if kind == "planes" else 1     # each port 200G, half the spines per plane
         out = {"topology": "rail-optimized", "nics_per_server": GPUS,
                "servers_per_group": servers, "spines_per_group": servers // planes,
-               "groups": groups, "cores_per_plane": GPUS, "host_link_mbps": RATE_MBPS / planes,
-               "spine_link_mbps": RATE_MBPS, "core_link_mbps": RATE_MBPS,
-               **({"planes": planes} if planes > 1 else {})}
+               "groups": groups, "host_link_mbps": RATE_MBPS / planes,
+               "spine_link_mbps": RATE_MBPS, **({"planes": planes} if planes > 1 else {}),
+               **({"cores_per_plane": GPUS, "core_link_mbps": RATE_MBPS} if groups > 1
+                  else {})}
     out.update(FAILURES[failure] if failure else {})
     return {**out, "nvlink_mbps": NVLINK_MBPS} if nvlink else out
 
