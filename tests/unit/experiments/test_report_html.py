@@ -186,6 +186,7 @@ def test_the_page_in_chromium_shows_the_answer_and_a_figure_on_its_first_screen(
     netlog = tmp_path / "net.json"
     shot = tmp_path / "first-screen.png"
     got = _chromium(["--window-size=1280,900", f"--screenshot={shot}",
+                     "--virtual-time-budget=10000",    # shot once the page is idle (load)
                      f"--log-net-log={netlog}", page.as_uri()], tmp_path / "p1")
     assert shot.is_file(), got.stderr[-2000:]
     assert _page_requests(netlog) == []
