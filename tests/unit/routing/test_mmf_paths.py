@@ -157,6 +157,16 @@ def test_cut_sides_from_the_blocks_equal_the_union_find_over_every_path():
         assert _sides(fast[1]) == _sides(plain[1]), n
 
 
+def test_cut_sides_kept_per_fabric_hold_for_each_table_of_it():
+    """The hop sets kept per fabric (filled by one table, then met again and added to by the
+    next) give each table the plain union-find's cuts and restricted sides, in its order."""
+    for n in range(CASES):
+        fabric, conns, _ = case(n)
+        for part in (conns[::2], conns[1::3], conns):
+            t = path_table(fabric, part)
+            assert cut_sides(t) == cut_sides_reference(t), n
+
+
 def test_the_compiled_side_checks_agree_with_the_plain_loops():
     """Bounds' fits and hot-link sums (fits_kernel, hot_kernel) against the plain loops over
     side_fits and side_hot_links, on random sides, levels (0: unassigned) and k."""
