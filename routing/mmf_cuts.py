@@ -33,7 +33,7 @@ import numpy as np
 
 from .mmf_bounds import Bounds
 from .path_blocks import PairBlocks
-from .paths import PairLinks, PathTable, path_link_matrix
+from .paths import PairLinks, PathTable, path_link_arrays
 
 Side = tuple[dict[int, int], int]       # flows per job index, links
 
@@ -278,13 +278,18 @@ def descend(t: PathTable, assign: list[int], max_moves: int = 1_000_000) -> tupl
     return out.tolist(), int(moves)
 
 
-def descent_arrays(t: PathTable) -> tuple[np.ndarray, ...]:
-    """The descent's inputs (path links, candidate ranges, jobs), made once per PathTable
-    (kept on it: an epoch descends several times, 0.3 s each at 10,000 flows)."""
+def descent_arrays(t: PathTable) -> tuple:
+    """The descent's inputs ((paths, hops) link ids made from the pairs' blocks by a compiled
+    pass, candidate ranges, jobs), made once per PathTable (kept on it: an epoch descends
+    several times)."""
     cached = t.__dict__.get("_descent_arrays")
     if cached is None:
         lo = np.array([c.start for c in t.cand], dtype=np.int64)
         hi = np.array([c.stop for c in t.cand], dtype=np.int64)
-        cached = (path_link_matrix(t), lo, hi, np.array(t.job, dtype=np.int64))
+        buf, start, hops, step = (np.ascontiguousarray(x, dtype=np.int64)
+                                  for x in path_link_arrays(t))
+        from .mmf_descent import link_matrix_kernel     # numba: imported when mmf needs it
+        pl = link_matrix_kernel(buf, start, hops, step, int(hops.max()) if len(hops) else 1)
+        cached = (pl, lo, hi, np.array(t.job, dtype=np.int64))
         t.__dict__["_descent_arrays"] = cached
     return cached

@@ -212,8 +212,23 @@ def _chain(i, pl, lo, hi, job, assign, load, on, hist, level, head, nxt, prv) ->
     return False
 
 
+@numba.njit(cache=True)
+def link_matrix_kernel(buf: np.ndarray, start: np.ndarray, hops: np.ndarray, step: np.ndarray,
+                       H: int) -> np.ndarray:
+    """(paths, H) link ids, -1 past a path's end, of paths whose link x is
+    buf[start[p] + x * step[p]] for x < hops[p] (routing/paths.py's path_link_arrays): the
+    descent's `pl`, in one pass with no temporaries."""
+    out = np.empty((start.shape[0], H), np.int64)
+    for p in range(start.shape[0]):
+        for x in range(H):
+            out[p, x] = buf[start[p] + x * step[p]] if x < hops[p] else -1
+    return out
+
+
 def warm() -> None:
-    """Compile (or load from numba's cache) descend_kernel with the argument types
-    routing/mmf_cuts.py passes, on one flow with two paths (run before mmf's timed solve)."""
+    """Compile (or load from numba's cache) link_matrix_kernel and descend_kernel with the
+    argument types routing/mmf_cuts.py passes, on one flow with two paths (run before mmf's timed solve)."""
     one = np.zeros(1, np.int64)
-    descend_kernel(np.array([[0, 1], [2, 3]], np.int64), one, one + 2, one, 1, 4, one.copy(), 10)
+    two = np.full(2, 2, np.int64)
+    pl = link_matrix_kernel(np.array([0, 2, 1, 3], np.int64), np.arange(2, dtype=np.int64), two, two, 2)
+    descend_kernel(pl, one, one + 2, one, 1, 4, one.copy(), 10)
