@@ -171,16 +171,22 @@ def descend_kernel(pl: np.ndarray, lo: np.ndarray, hi: np.ndarray, job: np.ndarr
     level = np.zeros(J, np.int64)
     moves = 0
     moved = True
+    stale = True                                 # `level` no longer that of `hist`
     while moved and moves < max_moves:
         moved = False
         for i in range(n):
-            _levels(hist, level)
+            if stale:
+                _levels(hist, level)
+                stale = False
             q, _ = _best(i, IMPROVING, pl, lo, hi, job, assign, load, on, level)
             if q >= 0:
                 _move(i, q, pl, job, assign, load, on, hist, head, nxt, prv)
                 moves += 1
-                moved = True
-            elif _chain(i, pl, lo, hi, job, assign, load, on, hist, level, head, nxt, prv):
+                moved = stale = True
+                continue
+            chain = _chain(i, pl, lo, hi, job, assign, load, on, hist, level, head, nxt, prv)
+            stale = chain >= 0
+            if chain > 0:
                 moves += 2
                 moved = True
             if moves >= max_moves:
@@ -189,12 +195,13 @@ def descend_kernel(pl: np.ndarray, lo: np.ndarray, hi: np.ndarray, job: np.ndarr
 
 
 @numba.njit(cache=True)
-def _chain(i, pl, lo, hi, job, assign, load, on, hist, level, head, nxt, prv) -> bool:
+def _chain(i, pl, lo, hi, job, assign, load, on, hist, level, head, nxt, prv) -> int:
     """Flow i's level move, then an improving move of another flow off the link it filled;
-    undone when there is none. True when the pair was made."""
+    undone when there is none. 1 when the pair was made, 0 when undone (`level` then is that
+    after the level move), -1 when flow i has no level move (nothing changed)."""
     q, hot = _best(i, LEVEL, pl, lo, hi, job, assign, load, on, level)
     if q < 0:
-        return False
+        return -1
     p, H = assign[i], pl.shape[1]
     _move(i, q, pl, job, assign, load, on, hist, head, nxt, prv)
     _levels(hist, level)
@@ -207,9 +214,9 @@ def _chain(i, pl, lo, hi, job, assign, load, on, hist, level, head, nxt, prv) ->
         q2, _ = _best(k, IMPROVING, pl, lo, hi, job, assign, load, on, level)
         if q2 >= 0:
             _move(k, q2, pl, job, assign, load, on, hist, head, nxt, prv)
-            return True
+            return 1
     _move(i, p, pl, job, assign, load, on, hist, head, nxt, prv)
-    return False
+    return 0
 
 
 @numba.njit(cache=True)
