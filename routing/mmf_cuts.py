@@ -27,11 +27,13 @@ then compare its counts with the bounds.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
 from .mmf_bounds import Bounds
-from .paths import PathTable, path_link_matrix
+from .path_blocks import PairBlocks
+from .paths import PairLinks, PathTable, path_link_arrays
 
 Side = tuple[dict[int, int], int]       # flows per job index, links
 
@@ -39,28 +41,136 @@ Side = tuple[dict[int, int], int]       # flows per job index, links
 def cut_sides(t: PathTable) -> tuple[list[Side], list[Side]]:
     """(cuts, restricted sides): per cut its flows per job and links; per cut and per set T
     of its links that some flows are limited to, the flows whose links there are within T,
-    and |T|. From the pairs' (hops, paths) link blocks: the links at one hop of one pair are
-    joined by label propagation in numpy (cut_sides_reference: the same sides, by a
-    union-find over every path's link tuple; cuts ordered by their smallest link id)."""
-    blocks = [t.pair_links.get(pair) for pair in t.pair_paths]
-    if not blocks or any(b is None or (b < 0).any() for b in blocks):
+    and |T|. From each pair's hop sets (HopSets, kept per fabric): the sets met by this
+    table's pairs are joined in numpy (cut_sides_reference: the same sides, by a union-find
+    over every path's link tuple; cuts ordered by their smallest link id)."""
+    hop, qs = hop_sets(t)
+    pairs = list(t.pair_paths)
+    rows = hop.rows(t, qs) if pairs else None
+    if rows is None:
         return cut_sides_reference(t)
+    sids = np.unique(rows[rows >= 0])
+    root = np.full(len(hop.sets), -1, dtype=np.int64)
+    root[sids] = _join(t.n_links, [hop.sets[s] for s in sids.tolist()])
     groups = Counter(zip(t.src, t.dst, t.job))         # flows per (pair, job)
-    with_flows = {(a, b) for a, b, _ in groups}
-    by_shape: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
-    for pair, block in zip(t.pair_paths, blocks):
-        by_shape[block.shape].append(pair)
-    rows = dict(zip(t.pair_paths, blocks))
-    stacks, us, vs = [], [], []
-    for pairs in by_shape.values():                    # each hop's distinct links, joined
-        srt = np.sort(np.stack([rows[pair] for pair in pairs]), axis=2)
-        new = np.ones(srt.shape, dtype=bool)
-        new[:, :, 1:] = srt[:, :, 1:] != srt[:, :, :-1]
-        stacks.append((pairs, srt, new))
-        us.append(srt[new])
-        vs.append(np.repeat(srt[:, :, 0].ravel(), new.sum(axis=2).ravel()))
-    u, v = np.concatenate(us), np.concatenate(vs)
-    label = np.arange(t.n_links, dtype=np.int64)
+    where = {pair: x for x, pair in enumerate(pairs)}
+    with_flows = np.unique(np.array([where[a, b] for a, b, _ in groups], dtype=np.int64))
+    used_sets = np.unique(rows[with_flows][rows[with_flows] >= 0])
+    used = np.zeros(t.n_links, dtype=bool)
+    for s in used_sets.tolist():
+        used[hop.sets[s]] = True
+    label = np.full(t.n_links, -1, dtype=np.int64)
+    for s in sids.tolist():
+        label[hop.sets[s]] = root[s]
+    size = np.bincount(label[used], minlength=t.n_links)
+    J = max(1, len(t.job_names))
+    keys = list(groups)
+    gs = rows[[where[a, b] for a, b, _ in keys]]       # (groups, hops): each hop's set
+    ok = gs >= 0
+    roots = np.where(ok, root[np.where(ok, gs, 0)], 0)
+    gj = np.array([j for _, _, j in keys], dtype=np.int64)
+    gn = np.array(list(groups.values()), dtype=np.int64)
+    code, inverse = np.unique((roots * J + gj[:, None])[ok], return_inverse=True)
+    total = np.bincount(inverse.ravel(), weights=np.broadcast_to(gn[:, None], gs.shape)[ok]
+                        ).astype(np.int64)
+    per_job: dict[int, dict[int, int]] = defaultdict(dict)
+    for r, j, n in zip((code // J).tolist(), (code % J).tolist(), total.tolist()):
+        per_job[r][j] = n
+    cuts = [(per_job[r], int(size[r])) for r in sorted(per_job)]
+    subsets: dict[int, dict[frozenset[int], dict[int, int]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(int)))
+    part = ok & (hop.size[np.where(ok, gs, 0)] < size[roots])   # limited to part of its cut
+    for g, h in zip(*np.nonzero(part)):
+        subsets[int(roots[g, h])][hop.frozen(int(gs[g, h]))][keys[g][2]] += int(gn[g])
+    return cuts, _restricted(subsets)
+
+
+class HopSets:
+    """Per leaf pair met so far (by id), the id of each hop's link set (the distinct links at
+    that hop over the pair's paths; -1 past the pair's hops), and the sets by id: a property
+    of the fabric's paths, kept per fabric (hop_sets) and filled as pairs are met."""
+
+    def __init__(self):
+        self.slot: dict[int, int] = {}                 # pair id -> row of `table`
+        self.table = np.full((0, 0), -1, dtype=np.int64)
+        self.bad: list[bool] = []                      # a pair whose paths differ in length
+        self.sets: list[np.ndarray] = []               # set id -> its links, ascending
+        self.size = np.zeros(0, dtype=np.int64)        # set id -> how many links
+        self._ids: dict[bytes, int] = {}
+        self._frozen: dict[int, frozenset[int]] = {}
+
+    def rows(self, t: PathTable, qs: list[int]) -> np.ndarray | None:
+        """(pairs, hops) set ids of t's pairs (ids qs, in t.pair_paths's order); None when
+        some pair's paths differ in length."""
+        new = [(q, pair) for q, pair in zip(qs, t.pair_paths) if q not in self.slot]
+        if new:
+            self._add([q for q, _ in new], [t.pair_links[pair] for _, pair in new])
+        slots = [self.slot[q] for q in qs]
+        if any(self.bad[s] for s in slots):
+            return None
+        return self.table[slots]
+
+    def frozen(self, sid: int) -> frozenset[int]:
+        """Set sid's links as a frozenset (made once)."""
+        if sid not in self._frozen:
+            self._frozen[sid] = frozenset(self.sets[sid].tolist())
+        return self._frozen[sid]
+
+    def _add(self, qs: list[int], blocks: list) -> None:
+        H = max(b.shape[0] if b is not None else 0 for b in blocks)
+        n0 = len(self.bad)
+        table = np.full((n0 + len(qs), max(H, self.table.shape[1])), -1, dtype=np.int64)
+        table[:n0, :self.table.shape[1]] = self.table
+        self.table = table
+        by_shape: dict[tuple, list[int]] = defaultdict(list)
+        for x, (q, b) in enumerate(zip(qs, blocks)):
+            self.slot[q] = n0 + x
+            bad = b is None or (b < 0).any()
+            self.bad.append(bool(bad))
+            if not bad:
+                by_shape[b.shape].append(x)
+        for (h, _), xs in by_shape.items():
+            rows = np.stack([blocks[x] for x in xs]).reshape(len(xs) * h, -1)
+            local: dict[bytes, int] = {}
+            idx = [local.setdefault(r.tobytes(), len(local)) for r in rows]
+            first = [0] * len(local)
+            for r, i in enumerate(idx):
+                first[i] = r
+            sid = np.array([self._intern(rows[r]) for r in first], dtype=np.int64)
+            table[n0 + np.array(xs), :h] = sid[np.array(idx)].reshape(len(xs), h)
+
+    def _intern(self, row: np.ndarray) -> int:
+        links = np.unique(row)
+        key = links.tobytes()
+        if key not in self._ids:
+            self._ids[key] = len(self.sets)
+            self.sets.append(links)
+            self.size = np.append(self.size, len(links))
+        return self._ids[key]
+
+
+_HOP_SETS: WeakKeyDictionary = WeakKeyDictionary()     # PairBlocks (one per fabric) -> HopSets
+
+
+def hop_sets(t: PathTable) -> tuple[HopSets, list[int]]:
+    """t's fabric's HopSets and t's pair ids in it (a fresh one, by t's pair order, when t
+    was not made from the fabric's pair blocks)."""
+    cache = getattr(t.paths, "cache", None)
+    if isinstance(t.pair_links, PairLinks) and isinstance(cache, PairBlocks):
+        hop = _HOP_SETS.get(cache)
+        if hop is None:
+            hop = _HOP_SETS[cache] = HopSets()
+        L = t.pair_links.L
+        return hop, [a * L + b for a, b in t.pair_paths]
+    return HopSets(), list(range(len(t.pair_paths)))
+
+
+def _join(n_links: int, sets: list[np.ndarray]) -> np.ndarray:
+    """Per set, the smallest link id of its component when sets sharing a link are joined
+    (label propagation with pointer jumping)."""
+    u = np.concatenate(sets)
+    v = np.repeat([s[0] for s in sets], [len(s) for s in sets])
+    label = np.arange(n_links, dtype=np.int64)
     while True:
         m = np.minimum(label[u], label[v])
         nxt = label.copy()
@@ -68,45 +178,14 @@ def cut_sides(t: PathTable) -> tuple[list[Side], list[Side]]:
         np.minimum.at(nxt, v, m)
         nxt = nxt[nxt]
         if np.array_equal(nxt, label):
-            break
+            return label[[s[0] for s in sets]]
         label = nxt
-    used = np.zeros(t.n_links, dtype=bool)
-    for pairs, srt, _ in stacks:
-        used[srt[np.array([pair in with_flows for pair in pairs])].ravel()] = True
-    size = np.bincount(label[used], minlength=t.n_links)
-    J = max(1, len(t.job_names))
-    where = {pair: (n, x) for n, (pairs, _, _) in enumerate(stacks) for x, pair in enumerate(pairs)}
-    in_stack: list[list[tuple[int, int]]] = [[] for _ in stacks]      # (group, row) per stack
-    keys = list(groups)
-    for g, (a, b, _) in enumerate(keys):
-        n, x = where[a, b]
-        in_stack[n].append((g, x))
-    gj = np.array([j for _, _, j in keys], dtype=np.int64)
-    gn = np.array(list(groups.values()), dtype=np.int64)
-    codes, weights = [], []
-    subsets: dict[int, dict[frozenset[int], dict[int, int]]] = defaultdict(
-        lambda: defaultdict(lambda: defaultdict(int)))
-    for (pairs, srt, new), members in zip(stacks, in_stack):
-        if not members:
-            continue
-        gs, xs = np.array(members, dtype=np.int64).T
-        roots = label[srt[xs, :, 0]]                   # (groups, hops): each hop's cut
-        part = new[xs].sum(axis=2) < size[roots]       # a hop limited to part of its cut
-        codes.append((roots * J + gj[gs][:, None]).ravel())
-        weights.append(np.repeat(gn[gs], roots.shape[1]))
-        for y in np.flatnonzero(part.any(axis=1)).tolist():
-            g, x = int(gs[y]), int(xs[y])
-            for h in np.flatnonzero(part[y]).tolist():
-                T = frozenset(srt[x, h][new[x, h]].tolist())
-                subsets[int(roots[y, h])][T][keys[g][2]] += int(gn[g])
-    code, inverse = np.unique(np.concatenate(codes), return_inverse=True)
-    total = np.bincount(inverse.ravel(), weights=np.concatenate(weights)).astype(np.int64)
-    root, job = (code // J).tolist(), (code % J).tolist()
-    per_job: dict[int, dict[int, int]] = defaultdict(dict)
-    for r, j, n in zip(root, job, total.tolist()):
-        per_job[r][j] = n
-    cuts = [(per_job[r], int(size[r])) for r in sorted(per_job)]
-    restricted = []
+
+
+def _restricted(subsets: dict[int, dict[frozenset[int], dict[int, int]]]) -> list[Side]:
+    """Per cut (by root) and per set T some flows there are limited to: the flows of every
+    set within T, per job, and |T|."""
+    out = []
     for r in sorted(subsets):
         for T in sorted(subsets[r], key=sorted):
             dj: dict[int, int] = defaultdict(int)
@@ -114,8 +193,8 @@ def cut_sides(t: PathTable) -> tuple[list[Side], list[Side]]:
                 if T2 <= T:
                     for j, n in d.items():
                         dj[j] += n
-            restricted.append((dict(dj), len(T)))
-    return cuts, restricted
+            out.append((dict(dj), len(T)))
+    return out
 
 
 def cut_sides_reference(t: PathTable) -> tuple[list[Side], list[Side]]:
@@ -199,13 +278,18 @@ def descend(t: PathTable, assign: list[int], max_moves: int = 1_000_000) -> tupl
     return out.tolist(), int(moves)
 
 
-def descent_arrays(t: PathTable) -> tuple[np.ndarray, ...]:
-    """The descent's inputs (path links, candidate ranges, jobs), made once per PathTable
-    (kept on it: an epoch descends several times, 0.3 s each at 10,000 flows)."""
+def descent_arrays(t: PathTable) -> tuple:
+    """The descent's inputs ((paths, hops) link ids made from the pairs' blocks by a compiled
+    pass, candidate ranges, jobs), made once per PathTable (kept on it: an epoch descends
+    several times)."""
     cached = t.__dict__.get("_descent_arrays")
     if cached is None:
         lo = np.array([c.start for c in t.cand], dtype=np.int64)
         hi = np.array([c.stop for c in t.cand], dtype=np.int64)
-        cached = (path_link_matrix(t), lo, hi, np.array(t.job, dtype=np.int64))
+        buf, start, hops, step = (np.ascontiguousarray(x, dtype=np.int64)
+                                  for x in path_link_arrays(t))
+        from .mmf_descent import link_matrix_kernel     # numba: imported when mmf needs it
+        pl = link_matrix_kernel(buf, start, hops, step, int(hops.max()) if len(hops) else 1)
+        cached = (pl, lo, hi, np.array(t.job, dtype=np.int64))
         t.__dict__["_descent_arrays"] = cached
     return cached

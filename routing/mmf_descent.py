@@ -171,16 +171,22 @@ def descend_kernel(pl: np.ndarray, lo: np.ndarray, hi: np.ndarray, job: np.ndarr
     level = np.zeros(J, np.int64)
     moves = 0
     moved = True
+    stale = True                                 # `level` no longer that of `hist`
     while moved and moves < max_moves:
         moved = False
         for i in range(n):
-            _levels(hist, level)
+            if stale:
+                _levels(hist, level)
+                stale = False
             q, _ = _best(i, IMPROVING, pl, lo, hi, job, assign, load, on, level)
             if q >= 0:
                 _move(i, q, pl, job, assign, load, on, hist, head, nxt, prv)
                 moves += 1
-                moved = True
-            elif _chain(i, pl, lo, hi, job, assign, load, on, hist, level, head, nxt, prv):
+                moved = stale = True
+                continue
+            chain = _chain(i, pl, lo, hi, job, assign, load, on, hist, level, head, nxt, prv)
+            stale = chain >= 0
+            if chain > 0:
                 moves += 2
                 moved = True
             if moves >= max_moves:
@@ -189,12 +195,13 @@ def descend_kernel(pl: np.ndarray, lo: np.ndarray, hi: np.ndarray, job: np.ndarr
 
 
 @numba.njit(cache=True)
-def _chain(i, pl, lo, hi, job, assign, load, on, hist, level, head, nxt, prv) -> bool:
+def _chain(i, pl, lo, hi, job, assign, load, on, hist, level, head, nxt, prv) -> int:
     """Flow i's level move, then an improving move of another flow off the link it filled;
-    undone when there is none. True when the pair was made."""
+    undone when there is none. 1 when the pair was made, 0 when undone (`level` then is that
+    after the level move), -1 when flow i has no level move (nothing changed)."""
     q, hot = _best(i, LEVEL, pl, lo, hi, job, assign, load, on, level)
     if q < 0:
-        return False
+        return -1
     p, H = assign[i], pl.shape[1]
     _move(i, q, pl, job, assign, load, on, hist, head, nxt, prv)
     _levels(hist, level)
@@ -207,13 +214,28 @@ def _chain(i, pl, lo, hi, job, assign, load, on, hist, level, head, nxt, prv) ->
         q2, _ = _best(k, IMPROVING, pl, lo, hi, job, assign, load, on, level)
         if q2 >= 0:
             _move(k, q2, pl, job, assign, load, on, hist, head, nxt, prv)
-            return True
+            return 1
     _move(i, p, pl, job, assign, load, on, hist, head, nxt, prv)
-    return False
+    return 0
+
+
+@numba.njit(cache=True)
+def link_matrix_kernel(buf: np.ndarray, start: np.ndarray, hops: np.ndarray, step: np.ndarray,
+                       H: int) -> np.ndarray:
+    """(paths, H) link ids, -1 past a path's end, of paths whose link x is
+    buf[start[p] + x * step[p]] for x < hops[p] (routing/paths.py's path_link_arrays): the
+    descent's `pl`, in one pass with no temporaries."""
+    out = np.empty((start.shape[0], H), np.int64)
+    for p in range(start.shape[0]):
+        for x in range(H):
+            out[p, x] = buf[start[p] + x * step[p]] if x < hops[p] else -1
+    return out
 
 
 def warm() -> None:
-    """Compile (or load from numba's cache) descend_kernel with the argument types
-    routing/mmf_cuts.py passes, on one flow with two paths (run before mmf's timed solve)."""
+    """Compile (or load from numba's cache) link_matrix_kernel and descend_kernel with the
+    argument types routing/mmf_cuts.py passes, on one flow with two paths (run before mmf's timed solve)."""
     one = np.zeros(1, np.int64)
-    descend_kernel(np.array([[0, 1], [2, 3]], np.int64), one, one + 2, one, 1, 4, one.copy(), 10)
+    two = np.full(2, 2, np.int64)
+    pl = link_matrix_kernel(np.array([0, 2, 1, 3], np.int64), np.arange(2, dtype=np.int64), two, two, 2)
+    descend_kernel(pl, one, one + 2, one, 1, 4, one.copy(), 10)

@@ -7,7 +7,9 @@ Sides are in the layout of fits_kernel below (starts, jobs, ns, Us), the full si
 first; per job, the sides it is on (CSR: ptr, ids) and its flows there. Each side's flows
 per level are kept as a row and moved when a search step sets a job's level, so a step
 checks only the rows of that job's sides. Mode JOBS minimizes the jobs at level >= k, mode
-LINKS the sum over full sides of the fewest links at >= k flows.
+LINKS the sum over full sides of the fewest links at >= k flows. In mode JOBS a job tries only
+the levels no higher one dominates (_undominated): a higher level fits wherever a lower one
+does, so a level counts only where the objective or a fix changes above it.
 """
 from __future__ import annotations
 
@@ -157,6 +159,22 @@ def _top_level(levels, fix_k, fix_n, A) -> int:
 
 
 @numba.njit(cache=True)
+def _undominated(lv, top, k, fix_k, fix_n, J) -> int:
+    """The first level from lv up to top that no higher one dominates when minimizing the
+    jobs at >= k: a job's level lv + 1 fits wherever lv does (its flows may sit on fuller
+    links) and counts the same unless lv + 1 is k or the level of a fix that can bind (at
+    most fix_n < J jobs at >= fix_k), so only such lv, and top, need trying."""
+    while lv < top:
+        if lv + 1 == k:
+            return lv
+        for f in range(fix_k.shape[0]):
+            if fix_k[f] == lv + 1 and fix_n[f] < J:
+                return lv
+        lv += 1
+    return lv
+
+
+@numba.njit(cache=True)
 def search_kernel(mode, k, A, order, fix_k, fix_n, budget, starts, jobs, ns, Us, n_full,
                   ptr, ids, nj) -> tuple[bool, int]:
     """Bounds._search with the objective of `mode` at k: (finished within `budget` nodes,
@@ -211,8 +229,11 @@ def search_kernel(mode, k, A, order, fix_k, fix_n, budget, starts, jobs, ns, Us,
         entering = False
         j = order[idx]
         if nxt[idx] <= top[idx]:             # the next child of the node at depth idx
-            _set_level(j, nxt[idx], levels, A, D, ptr, ids, nj)
-            nxt[idx] += 1
+            lv = nxt[idx]
+            if mode == JOBS:
+                lv = _undominated(lv, top[idx], k, fix_k, fix_n, J)
+            _set_level(j, lv, levels, A, D, ptr, ids, nj)
+            nxt[idx] = lv + 1
             parent_rest = rest[idx]
             idx += 1
             entering = True

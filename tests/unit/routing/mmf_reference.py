@@ -86,7 +86,15 @@ def hot_reference(self: Bounds, levels: list[int], k: int) -> int:
     return total
 
 
-def search(self: Bounds, objective, part, fixes: dict[int, int]) -> int | None:
+def dominated(k: int, fixes: dict[int, int], J: int):
+    """The jobs search's skip (mmf_search._undominated): level lv below the highest allowed
+    (top) is dominated by lv + 1 unless lv + 1 is k or a fix's level that can bind."""
+    return lambda lv, top: lv < top and lv + 1 != k and not any(
+        f == lv + 1 and n < J for f, n in fixes.items())
+
+
+def search(self: Bounds, objective, part, fixes: dict[int, int],
+           skip=lambda lv, top: False) -> int | None:
     """Min of `objective(levels)` over level assignments meeting `fixes` (level k ->
     at most that many jobs at >= k) that fit; None when the budget runs out. On a
     partial assignment (unassigned jobs: level 0) `objective` must not exceed its value
@@ -119,8 +127,10 @@ def search(self: Bounds, objective, part, fixes: dict[int, int]) -> int | None:
         j = order[idx]
         rest = value - part(levels, j)           # (j unassigned here)
         room = [(k, n - int((levels >= k).sum())) for k, n in fixes.items()]
-        for lv in range(1, A + 1):
-            if any(lv >= k and left < 1 for k, left in room):
+        allowed = [lv for lv in range(1, A + 1)
+                   if not any(lv >= k and left < 1 for k, left in room)]
+        for lv in allowed:
+            if skip(lv, allowed[-1]):
                 continue
             levels[j] = lv
             ok = dfs(idx + 1, rest)
@@ -136,7 +146,7 @@ def search_python(self: Bounds, layer: str, k: int, fixes: dict[int, int]) -> in
     """Bounds._search_compiled in Python."""
     if layer == "jobs":
         return search(self, lambda lv: int((lv >= k).sum()), lambda lv, j: int(lv[j] >= k),
-                      fixes)
+                      fixes, dominated(k, fixes, self.J))
     return search(self, lambda lv: self._hot(lv, k), lambda lv, j: self._hot_of(lv, k, j),
                   fixes)
 

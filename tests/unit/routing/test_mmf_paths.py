@@ -17,7 +17,7 @@ import pytest
 from routing import route
 from routing.mmf_bounds import Bounds
 
-from .mmf_reference import fits_reference, hot_reference, search_python
+from .mmf_reference import dominated, fits_reference, hot_reference, search_python
 from routing.mmf_cuts import CutBounds, balanced_at_least, cut_sides, cut_sides_reference, descend
 from routing.ilp import solve_min_max_paths
 from routing.paths import loads_of, path_table
@@ -157,6 +157,16 @@ def test_cut_sides_from_the_blocks_equal_the_union_find_over_every_path():
         assert _sides(fast[1]) == _sides(plain[1]), n
 
 
+def test_cut_sides_kept_per_fabric_hold_for_each_table_of_it():
+    """The hop sets kept per fabric (filled by one table, then met again and added to by the
+    next) give each table the plain union-find's cuts and restricted sides, in its order."""
+    for n in range(CASES):
+        fabric, conns, _ = case(n)
+        for part in (conns[::2], conns[1::3], conns):
+            t = path_table(fabric, part)
+            assert cut_sides(t) == cut_sides_reference(t), n
+
+
 def test_the_compiled_side_checks_agree_with_the_plain_loops():
     """Bounds' fits and hot-link sums (fits_kernel, hot_kernel) against the plain loops over
     side_fits and side_hot_links, on random sides, levels (0: unassigned) and k."""
@@ -173,15 +183,16 @@ def test_the_compiled_side_checks_agree_with_the_plain_loops():
             assert b._hot(levels, k) == hot_reference(b, levels, k)
 
 
-def _full_search(b: Bounds, objective, fixes: dict[int, int]) -> int | None:
+def _full_search(b: Bounds, objective, fixes: dict[int, int], skip=lambda lv, top: False,
+                 budget: int | None = None) -> int | None:
     """Bounds._search as it was: every side checked and the objective computed whole at
-    every step (the reference of the step-wise search)."""
+    every step (the reference of the step-wise search); `skip(lv, top)`: levels not tried."""
     levels = [0] * b.J
     best, nodes = [None], [0]
 
     def dfs(idx: int) -> bool:
         nodes[0] += 1
-        if nodes[0] > b.node_budget:
+        if nodes[0] > (b.node_budget if budget is None else budget):
             return False
         if not b._fits(levels):
             return True
@@ -193,8 +204,10 @@ def _full_search(b: Bounds, objective, fixes: dict[int, int]) -> int | None:
             return True
         j = b.order[idx]
         room = [(k, n - sum(1 for x in levels if x >= k)) for k, n in fixes.items()]
-        for lv in range(1, b.A + 1):
-            if any(lv >= k and left < 1 for k, left in room):
+        allowed = [lv for lv in range(1, b.A + 1)
+                   if not any(lv >= k and left < 1 for k, left in room)]
+        for lv in allowed:
+            if skip(lv, allowed[-1]):
                 continue
             levels[j] = lv
             ok = dfs(idx + 1)
@@ -220,7 +233,8 @@ def test_the_step_wise_bound_search_equals_the_full_one():
                 rng.choice([200, 2_000, 100_000]))
         fixes = {k: rng.randint(0, J) for k in range(A, 1, -1) if rng.random() < 0.4}
         for k in range(2, A + 1):
-            jobs = _full_search(b, lambda lv, k=k: sum(1 for x in lv if x >= k), fixes)
+            jobs = _full_search(b, lambda lv, k=k: sum(1 for x in lv if x >= k), fixes,
+                                dominated(k, fixes, J))
             assert search_python(b, "jobs", k, fixes) == jobs
             assert b._search_compiled("jobs", k, fixes) == jobs
             hot = _full_search(b, lambda lv, k=k: b._hot(lv, k), fixes)
@@ -228,6 +242,27 @@ def test_the_step_wise_bound_search_equals_the_full_one():
             assert b._search_compiled("links", k, fixes) == hot
             seen.add((jobs is None, hot is None))
     assert (True, True) in seen and (False, False) in seen   # budgets run out and do not
+
+
+def test_the_jobs_search_skipping_dominated_levels_finds_the_minimum_of_every_level():
+    """Trying only the undominated levels (mmf_search._undominated) keeps the jobs search's
+    minimum: finished, it equals the search over every level, on random sides and fixes (the
+    fixes at any level, not only above k as mmf's rounds set them)."""
+    rng = random.Random(45)
+    compared = 0
+    for _ in range(300):
+        A, J = rng.randint(2, 5), rng.randint(1, 6)
+        sides = [({j: rng.randint(1, 12) for j in rng.sample(range(J), rng.randint(1, J))},
+                  rng.randint(1, 9)) for _ in range(rng.randint(1, 7))]
+        b = Bounds.__new__(Bounds)
+        b.setup(A, False, sides[:4], sides[4:], [rng.randint(1, 9) for _ in range(J)], 10 ** 7)
+        fixes = {k: rng.randint(0, J) for k in range(A, 1, -1) if rng.random() < 0.4}
+        for k in range(2, A + 1):
+            every = _full_search(b, lambda lv, k=k: sum(1 for x in lv if x >= k), fixes,
+                                 budget=10 ** 6)        # None here: nothing fits
+            assert b._search_compiled("jobs", k, fixes) == every
+            compared += every is not None and every > 0
+    assert compared > 50
 
 
 def test_counts_in_numpy_equal_the_plain_loop():

@@ -9,7 +9,8 @@ from ..mmf_cases import case
 
 def _signatures() -> dict[str, set]:
     kernels = {"search": mmf_search.search_kernel, "fits": mmf_search.fits_kernel,
-               "hot": mmf_search.hot_kernel, "descend": mmf_descent.descend_kernel}
+               "hot": mmf_search.hot_kernel, "descend": mmf_descent.descend_kernel,
+               "link matrix": mmf_descent.link_matrix_kernel}
     return {name: set(k.signatures) for name, k in kernels.items()}
 
 
