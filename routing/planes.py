@@ -60,8 +60,7 @@ def _live_planes(fabric: Fabric, conns: list[Connection]) -> dict[int, list[int]
     choice falls on a plane that failures cut); RoutingError when there is none."""
     out = {}
     for c in conns:
-        ok = [p for p in range(1, fabric.planes + 1)
-              if fabric.switch_paths(fabric.leaf_at(c.src, p), fabric.leaf_at(c.dst, p))]
+        ok = fabric.live_planes(c.src, c.dst)
         if not ok:
             raise RoutingError(f"flow {c.job}:{c.src}->{c.dst} (conn {c.conn_id}) has no live "
                                f"path in any plane")
