@@ -159,16 +159,20 @@ def base_rules(fabric: Fabric) -> list[Rule]:
     return rules
 
 
-def counting_rules(fabric: Fabric, conns: list[Connection]) -> list[Rule]:
-    """Per-connection counters on every live switch above the leaves that the connection may
-    cross (forwarding unchanged)."""
+def counting_rules(fabric: Fabric, conns: list[Connection],
+                   on: Fabric | None = None) -> list[Rule]:
+    """Per-connection counters on every switch above the leaves that the connection may
+    cross in `on` (default `fabric`; the controller's is the fabric without failures),
+    forwarding as `fabric`, the live one, does (unchanged); none where `fabric` cannot
+    forward it (a failed switch, or one that failures cut from its destination)."""
+    on = on or fabric
     rules: list[Rule] = []
     for c in conns:
-        a, b = fabric.leaf_of(c.src), fabric.leaf_of(c.dst)
-        if a == b or fabric.same_server(c.src, c.dst):
+        a, b = on.leaf_of(c.src), on.leaf_of(c.dst)
+        if a == b or on.same_server(c.src, c.dst):
             continue
-        on = dict.fromkeys(sw for p in fabric.switch_paths(a, b) for sw in p[1:-1])
-        for sw in on:
+        crossed = dict.fromkeys(sw for p in on.switch_paths(a, b) for sw in p[1:-1])
+        for sw in crossed:
             action = _prefix_action(fabric, sw, b)
             if action is not None:
                 rules.append(FlowRule(sw, priority_of(c), five_tuple_match(fabric, c), action,
@@ -218,7 +222,7 @@ def port_rules(fabric: Fabric) -> list[Rule]:
 
 
 def _per_plane(fabric: Fabric, make) -> list[Rule]:
-    """`make(plane fabric)`'s rules for every plane (testbed/planes.py), each on its own
+    """`make(plane fabric, plane)`'s rules for every plane (testbed/planes.py), each on its own
     switches: plane p's fabric is named as plane 1, with plane 1's ports, so its rules are
     plane p's once renamed (the NVLink switches' once, from plane 1)."""
     out: list[Rule] = []
@@ -226,7 +230,7 @@ def _per_plane(fabric: Fabric, make) -> list[Rule]:
         view = fabric.plane_fabric(p)
         nvs = set(view.nvswitches)
         out += [r if p == 1 else dataclasses.replace(r, switch=fabric.in_plane((r.switch,), p)[0])
-                for r in make(view) if p == 1 or r.switch not in nvs]
+                for r in make(view, p) if p == 1 or r.switch not in nvs]
     return out
 
 
@@ -242,12 +246,13 @@ def rules_for(fabric: Fabric, conns: list[Connection], strategy: str,
     counted = counted_on or fabric
     if fabric.planes > 1:     # every plane's own; a connection counted in every plane
         pairs = [c for c in conns if c.host_pair]
-        rules = (_per_plane(fabric, base_rules)
-                 + _per_plane(counted, lambda view: counting_rules(view, conns))
+        rules = (_per_plane(fabric, lambda view, _: base_rules(view))
+                 + _per_plane(fabric, lambda view, p: counting_rules(
+                     view, conns, counted.plane_fabric(p)))
                  + ack_counting_rules(fabric, conns)
-                 + _per_plane(fabric, lambda view: pair_counting_rules(view, pairs)))
+                 + _per_plane(fabric, lambda view, _: pair_counting_rules(view, pairs)))
     else:
-        rules = (base_rules(fabric) + counting_rules(counted, conns)
+        rules = (base_rules(fabric) + counting_rules(fabric, conns, counted)
                  + pair_counting_rules(fabric, [c for c in conns if c.host_pair]))
     if strategy == ECMP:
         return rules
@@ -366,7 +371,7 @@ def ack_counting_rules(fabric: Fabric, conns: list[Connection]) -> list[Rule]:
     leaf where they enter each plane, forwarding as that leaf's prefix rule of the live
     `fabric` does (cookie ACK_COOKIE_BASE + conn_id): the plane its ACKs took, read back as
     the data's is from the spines."""
-    def make(view: Fabric) -> list[Rule]:
+    def make(view: Fabric, _plane: int) -> list[Rule]:
         rules: list[Rule] = []
         for c in conns:
             if c.host_pair or view.same_server(c.src, c.dst):

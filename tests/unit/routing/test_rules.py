@@ -121,3 +121,27 @@ def test_installer_dry_run_writes_bundles_and_commands_only(tmp_path):
                 dry_run=True)
     assert (tmp_path / "e1-leaf2.bundle").read_text() == "flow add priority=1,ip,actions=drop\n"
     assert (tmp_path / "commands.txt").read_text().splitlines()[-1].endswith("e1-leaf2.bundle")
+
+
+def test_every_group_a_rule_sends_to_exists_on_its_switch_after_a_failure():
+    """clos3 with one core per plane: failing core1 (on two planes: plane 2's, core3) leaves
+    agg1 (agg5) no way up, so it has no group to the other pod. The controller counts flows
+    on the switches of the fabric without failures; a counter there must forward as the live
+    fabric does, so none on such an agg sends to a group the switch no longer has (Open
+    vSwitch refuses the whole bundle: OFPBAC_BAD_OUT_GROUP)."""
+    import dataclasses
+    from tests.unit.testbed.test_planes import CLOS3
+    for planes, core in ((1, "core1"), (2, "core3")):
+        whole = build_fabric(dataclasses.replace(CLOS3, cores_per_plane=1, planes=planes))
+        live = whole.changed(True, (core,))
+        plans = plan_jobs([JobSpec("a", Collective.ALLTOALL, [["h1", "h5", "h9", "h3"]], 4000)])
+        conns = plans[0].connections
+        for name in ("ecmp", "greedy"):
+            rules = rules_for(live, conns, name, route(name, live, conns).path_of,
+                              counted_on=whole)
+            groups = {(r.switch, r.group_id) for r in rules if isinstance(r, GroupRule)}
+            sent = {(r.switch, int(r.actions[6:])) for r in rules
+                    if isinstance(r, FlowRule) and r.actions.startswith("group:")}
+            assert sent <= groups, (planes, name, sorted(sent - groups))
+            assert any(isinstance(r, FlowRule) and r.cookie >= COOKIE_BASE      # still counted
+                       and r.switch == ("agg2" if planes == 1 else "agg6") for r in rules)
