@@ -163,8 +163,10 @@ def counting_rules(fabric: Fabric, conns: list[Connection],
                    on: Fabric | None = None) -> list[Rule]:
     """Per-connection counters on every switch above the leaves that the connection may
     cross in `on` (default `fabric`; the controller's is the fabric without failures),
-    forwarding as `fabric`, the live one, does (unchanged); none where `fabric` cannot
-    forward it (a failed switch, or one that failures cut from its destination)."""
+    forwarding as `fabric`, the live one, does (unchanged). Where `fabric` cannot forward
+    it, the counter stays (it holds what crossed before the failure) with `on`'s action if
+    that is a port (a failed switch's ports remain), else dropping: the group it sent to is
+    gone with the failure (Open vSwitch refuses a rule naming a group its switch lacks)."""
     on = on or fabric
     rules: list[Rule] = []
     for c in conns:
@@ -174,6 +176,9 @@ def counting_rules(fabric: Fabric, conns: list[Connection],
         crossed = dict.fromkeys(sw for p in on.switch_paths(a, b) for sw in p[1:-1])
         for sw in crossed:
             action = _prefix_action(fabric, sw, b)
+            if action is None and on is not fabric:
+                kept = _prefix_action(on, sw, b)
+                action = kept if kept is None or kept.startswith("output:") else "drop"
             if action is not None:
                 rules.append(FlowRule(sw, priority_of(c), five_tuple_match(fabric, c), action,
                                       cookie_of(c.conn_id)))
