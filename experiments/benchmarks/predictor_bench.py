@@ -17,7 +17,8 @@ the 5-job scenario in at most 1 s on 2 cores, on the paper's leaf-spine (default
 config's ring_sync (default `rank`: rings as steps) against `ring_sync: flow` (rings as
 flows, the rest of its semantics kept), alternated (steps, flow, steps, ...; --repeats each)
 after one untimed `flow` run that loads every strategy's kernels: the predictor's median wall
-times (from results.json) and their ratio, and the transfers per iteration of each. The
+times (from results.json) and their ratio, the whole call's CPU and wall medians (every
+routing and the ideal), and the transfers per iteration of each. The
 numbers the two give: experiments/configs/sweeps/ringflow-*.yaml and `sweep_tables ringflow`.
 """
 from __future__ import annotations
@@ -121,6 +122,10 @@ def ring_sync_ab(path: Path, routing: list[str], repeats: int) -> None:
         print(f"  {run['routing']:>14}: predict {statistics.median(walls_a):.2f} s -> "
               f"{statistics.median(walls_b):.2f} s ({ratio_of_medians(walls_a, walls_b):.1f}x "
               f"faster with flows, medians of {repeats}, order {ab.order[:4]}...)")
+    print(f"  the whole predict call (every routing and the ideal), CPU: "
+          f"{ab.a.median_cpu():.2f} s -> {ab.b.median_cpu():.2f} s "
+          f"({ratio_of_medians(ab.a.cpu, ab.b.cpu):.1f}x), wall {ab.a.median_wall():.2f} s -> "
+          f"{ab.b.median_wall():.2f} s (medians of {repeats})")
 
 
 def main(argv: list[str] | None = None) -> int:
