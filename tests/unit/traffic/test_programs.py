@@ -252,6 +252,19 @@ class _Controller:
         self.epochs.append((t, reason))
 
 
+def _scripted_learner(monkeypatch, c: _Controller, delivered, clock) -> DemandLearner:
+    """A learner of job "a" (learn_steps 2) on `c`, whose counters `delivered(leaf)` gives
+    and whose clock is `clock`; the job started at 0."""
+    monkeypatch.setattr("experiments.learner.settle_flow_stats", lambda: None)
+    monkeypatch.setattr("experiments.learner.switch_counts", lambda fabric: {})
+    monkeypatch.setattr("experiments.learner.flow_bytes_by_cookie", delivered)
+    exp = type("X", (), {"demand": ("measured", 2, None),
+                         "fabric": type("F", (), {"spec": c.fabric0.spec})})
+    learner = DemandLearner(c, exp, log=lambda s: None, clock=clock)
+    learner.jobs_started(["a"], 0.0)
+    return learner
+
+
 def test_the_learner_keeps_the_pairs_that_send_a_tenth_of_their_link(monkeypatch):
     """Two hosts of one job, 20 Mbit/s links (a tenth: 0.25 MB/s), 1 s steps, counters read
     every 0.5 s: h1 -> h3 delivers 2.5 MB per step at an even 2.5 MB/s (demand), h3 -> h1
@@ -268,13 +281,7 @@ def test_the_learner_keeps_the_pairs_that_send_a_tenth_of_their_link(monkeypatch
         if leaf == "leaf2":
             return {0x1000000 + pairs[0].conn_id: int(7.5e6 + 2.5e6 * (t - 1.0))}
         return {0x1000000 + pairs[1].conn_id: int(40e3 * t)}
-    monkeypatch.setattr("experiments.learner.settle_flow_stats", lambda: None)
-    monkeypatch.setattr("experiments.learner.switch_counts", lambda fabric: {})
-    monkeypatch.setattr("experiments.learner.flow_bytes_by_cookie", delivered)
-    exp = type("X", (), {"demand": ("measured", 2, None),
-                         "fabric": type("F", (), {"spec": fabric.spec})})
-    learner = DemandLearner(c, exp, log=lambda s: None, clock=lambda: now[0])
-    learner.jobs_started(["a"], 0.0)
+    learner = _scripted_learner(monkeypatch, c, delivered, lambda: now[0])
     for t in (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5):
         now[0] = t
         if t in (1.0, 2.0, 3.0):
@@ -308,13 +315,7 @@ def test_an_agents_job_on_two_planes_is_read_idle_at_its_windows_ends(monkeypatc
     def delivered(leaf):              # h1 -> h3 arrives at leaf2 (plane 1) and leaf6 (plane 2)
         now[0] += 0.3
         return {cookie: done[0] * 1_000_000} if leaf in ("leaf2", "leaf6") else {}
-    monkeypatch.setattr("experiments.learner.settle_flow_stats", lambda: None)
-    monkeypatch.setattr("experiments.learner.switch_counts", lambda fabric: {})
-    monkeypatch.setattr("experiments.learner.flow_bytes_by_cookie", delivered)
-    exp = type("X", (), {"demand": ("measured", 2, None),
-                         "fabric": type("F", (), {"spec": fabric.spec})})
-    learner = DemandLearner(c, exp, log=lambda s: None, clock=lambda: now[0])
-    learner.jobs_started(["a"], 0.0)
+    learner = _scripted_learner(monkeypatch, c, delivered, lambda: now[0])
     for _ in range(5):
         now[0] += 1.0                  # an iteration: its bytes counted at its end
         done[0] += 1
