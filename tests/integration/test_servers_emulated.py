@@ -31,7 +31,10 @@ def spine_bytes(run: dict, fabric) -> dict[int, int]:
 
 
 def test_rail_aligned_rings_relay_over_nvlink_and_never_reach_a_spine(tmp_path):
-    exp = parse(SERVERS)
+    """At 10 Mbit/s (NVLink 90): at 20 (180) the emulator ran 10.8% over the model twice at
+    load 8-10, its forwarding starved; half the packet rate keeps it within 10% under load."""
+    exp = parse({**SERVERS, "fabric": {**SERVERS["fabric"], "host_link_mbps": 10,
+                                       "spine_link_mbps": 10, "nvlink_mbps": 90}})
     plan = exp.plans()[0]
     relayed = [c for c in plan.connections if c.nvlink_from]
     assert len(relayed) == 2 * 4 and len(plan.connections) == 4 * 8   # 2 hops x 4 channels
