@@ -141,6 +141,9 @@ def _chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess:
     return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
                            "--disable-quic", "--no-first-run", "--disable-background-networking",
                            "--disable-component-update", "--disable-sync",
+                           # draw every compositor stage before a screenshot: without it a
+                           # loaded machine shot the first figure half decoded (2 of 12)
+                           "--run-all-compositor-stages-before-draw",
                            f"--user-data-dir={profile}", *args],
                           capture_output=True, text=True, timeout=180,
                           stdin=subprocess.DEVNULL)
