@@ -13,8 +13,8 @@ the strategies they are set against (edge-coloring: floodns's edge_coloring, who
 step floodns starts as `python -m external.edge_coloring.main` when the run folder's path
 holds `cs/labs`, else through `poetry run`). One untimed run of ours first (numba's kernels
 loaded). --repeats rounds, both sides in each (their load alike); medians, each ratio
-floodns / ours of the medians, and the last round's per-job means, floodns's beside ours. The conditions (load, versions) are printed first and the
-load again at the end.
+floodns / ours of the medians, and the last round's per-job means, floodns's beside ours.
+The conditions (load, versions) are printed first and the load again at the end.
 """
 from __future__ import annotations
 
