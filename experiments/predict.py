@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import itertools
+from operator import attrgetter
 from pathlib import Path
 
 import numpy as np
@@ -290,7 +291,8 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
     if port_offset:
         plans = with_port_offset(plans, port_offset, emulated=False)
     conns = unique_connections(plans)
-    pairs = {(exp.fabric.leaf_of(c.src), exp.fabric.leaf_of(c.dst)) for c in conns}
+    pairs = set(zip(exp.fabric.leaves_of(map(attrgetter("src"), conns)),
+                    exp.fabric.leaves_of(map(attrgetter("dst"), conns))))
     ideal_pred = ideal(exp.fabric, plans)
     results = {"schema_version": SCHEMA_VERSION, "name": exp.name, "seed": exp.seed,
                "goodput_factor": goodput_factor, "repetition": repetition,

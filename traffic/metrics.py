@@ -114,8 +114,8 @@ def _usable_links(fabric: Fabric, leaf_pairs: Iterable[tuple[str, str]]
     once they are every live link between two switches (on the 16,384-NIC clos3 its 8,192
     are reached after a few of 12,542 pairs, whose paths were 6 M link tuples: 0.6 s)."""
     hosts = set(fabric.hosts)
-    live = {(u, v) for u, v in fabric.links
-            if u not in hosts and v not in hosts and fabric.is_live(u, v)}
+    live = fabric.live_links((u, v) for u, v in fabric.links
+                             if u not in hosts and v not in hosts)
     usable: set[tuple[str, str]] = set()
     for a, b in set(leaf_pairs):
         for p in fabric.switch_paths(a, b):
