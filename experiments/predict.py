@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 from typing import Callable
 
-import yaml
 
 from routing import route
 from routing.base import RoutingError, link_flow_counts, max_link_flows
@@ -26,7 +25,7 @@ from traffic.collectives import JobPlan, Transfers, unique_connections, with_por
 from traffic.predictor import Prediction, ideal, predict
 from traffic.metrics import link_load_imbalance
 
-from .config import ConfigError, Experiment
+from .config import ConfigError, Experiment, config_text
 from .outdir import writing
 from .csv_text import csv_text, formatted
 from .progress import PredictionProgress
@@ -286,7 +285,7 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
     check_predictable(exp)
     out_dir.mkdir(parents=True, exist_ok=True)
     with writing(out_dir / "config.yaml"):
-        (out_dir / "config.yaml").write_text(yaml.safe_dump(exp.resolved(), sort_keys=False))
+        (out_dir / "config.yaml").write_text(config_text(exp.resolved()))
     plans = exp.plans()
     if port_offset:
         plans = with_port_offset(plans, port_offset, emulated=False)
