@@ -35,3 +35,12 @@ def formatted(x: np.ndarray, fmt: str) -> list[str]:
         return [fmt.format(v) for v in values]
     text = {v: fmt.format(v) for v in uniq}
     return list(map(text.__getitem__, values))
+
+
+def labelled_rows(label: str, *columns: list) -> str:
+    """csv_text of the rows (label, columns[0][k], columns[1][k], ...): `label` quoted as
+    csv.writer quotes it, every other field an int, a float or a number's text (which it
+    never quotes); one str.format per row, ~2.5x csv.writer's time."""
+    lead = csv_text([[label, ""]])[:-3]          # the label's field, as csv.writer writes it
+    row = lead.replace("{", "{{").replace("}", "}}") + ",{}" * len(columns) + "\r\n"
+    return "".join(map(row.format, *columns))

@@ -27,7 +27,7 @@ from traffic.metrics import link_load_imbalance
 
 from .config import ConfigError, Experiment, config_text
 from .outdir import writing
-from .csv_text import csv_text, formatted
+from .csv_text import csv_text, formatted, labelled_rows
 from .progress import PredictionProgress
 from .routes import ControllerRoutes
 from .routing_entry import NONBLOCKING
@@ -87,10 +87,10 @@ def _write_fcts(path: Path, plans: list[JobPlan], pred: Prediction) -> None:
                            "fct_max_s"]]))
         for p in plans:
             jr = pred.jobs[p.name]
-            f.write(csv_text(zip(itertools.repeat(p.name), *_tid_step_conn(p),
-                                 _bytes_column(np.asarray(jr.transfer_bytes)),
-                                 formatted(jr.fct_mean_s, "{:.9f}"),
-                                 formatted(jr.fct_max_s, "{:.9f}"))))
+            f.write(labelled_rows(p.name, *_tid_step_conn(p),
+                                  _bytes_column(np.asarray(jr.transfer_bytes)),
+                                  formatted(jr.fct_mean_s, "{:.9f}"),
+                                  formatted(jr.fct_max_s, "{:.9f}")))
 
 
 def _write_job_fcts(path: Path, plans: list[JobPlan], pred: Prediction) -> None:

@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import repeat
+from operator import and_, eq, ne
 
 import networkx as nx
 
@@ -313,8 +315,16 @@ class Fabric:
 
     def same_servers(self, pairs: list[tuple[str, str]]) -> list[bool]:
         """`same_server` of each (a, b) pair, in one pass."""
+        return self.same_servers_of([a for a, _ in pairs], [b for _, b in pairs])
+
+    def same_servers_of(self, srcs: list[str], dsts: list[str]) -> list[bool]:
+        """`same_server` of each (srcs[k], dsts[k]), by C-level maps (65,536 pairs at
+        8,192 GPUs)."""
         s = self.server_of
-        return [bool(s) and a != b and s.get(a, -1) == s.get(b, -2) for a, b in pairs]
+        if not s:
+            return [False] * len(srcs)
+        one = map(eq, map(s.get, srcs, repeat(-1)), map(s.get, dsts, repeat(-2)))
+        return list(map(and_, one, map(ne, srcs, dsts)))
 
     @cached_property
     def nvlink_ends(self) -> dict[str, tuple[int, int]]:

@@ -94,9 +94,12 @@ class ServerMap:
 
     def relays(self, pairs: Iterable[tuple[str, str]]) -> list[str | None]:
         """`relay` of each (src, dst) pair, in one pass."""
-        place, servers = self.place, self.servers
-        out: list[str | None] = []
-        for src, dst in pairs:
-            (s, i), (t, j) = place[src], place[dst]
-            out.append(None if s == t or i == j else servers[s][j])
-        return out
+        pairs = list(pairs)
+        return self.relays_of([a for a, _ in pairs], [b for _, b in pairs])
+
+    def relays_of(self, srcs: Iterable[str], dsts: Iterable[str]) -> list[str | None]:
+        """`relay` of each (srcs[k], dsts[k]), in one pass (places looked up by C-level
+        maps)."""
+        place, servers = self.place.__getitem__, self.servers
+        return [None if s == t or i == j else servers[s][j]
+                for (s, i), (t, j) in zip(map(place, srcs), map(place, dsts))]

@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from experiments.csv_text import csv_text, formatted
+from experiments.csv_text import csv_text, formatted, labelled_rows
 
 POOL = st.sampled_from([0.5, 1 / 3, 1e16, 1e-05, -2.5, 0.0, -0.0, math.inf, -math.inf,
                         math.nan, 0.016098263039999998])
@@ -34,3 +34,12 @@ def test_csv_text_as_csv_writer():
     buf = io.StringIO()
     csv.writer(buf).writerows(rows)
     assert csv_text(rows) == buf.getvalue()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=6) | st.sampled_from(["dp0", "a,b", 'q"', "x\ny", " ", "{}", "{0}"]),
+       st.lists(st.tuples(st.integers(-10 ** 20, 10 ** 20), st.floats(), POOL.map(str)),
+                max_size=20))
+def test_labelled_rows_as_csv_writer(label, rows):
+    cols = [list(c) for c in zip(*rows)] if rows else [[], [], []]
+    assert labelled_rows(label, *cols) == csv_text([label, *r] for r in rows)
