@@ -18,9 +18,15 @@ _FLAT = (int, float, bool, type(None))     # their text never holds ", "
 
 def dumps(doc) -> str:
     """The text json.dumps(doc, indent=2) gives (ValueError / TypeError as it raises)."""
+    return "".join(pieces(doc))
+
+
+def pieces(doc) -> list[str]:
+    """`dumps(doc)` in pieces, to write one after the other without joining them (a 4.5 MB
+    results.json is not copied whole into one string, then into its bytes)."""
     out: list[str] = []
     _encode(doc, 0, out)
-    return "".join(out)
+    return out
 
 
 def _flat_items(values: list) -> list[str] | None:

@@ -284,8 +284,12 @@ def speedups(results: dict) -> dict[tuple[str, str], dict[str, float | None]]:
 
 
 def write_json(path: Path, doc: dict) -> None:
-    """doc as json.dumps(doc, indent=2) writes it (experiments/json_text.py: the same text)."""
-    path.write_text(json_text.dumps(doc) + "\n")
+    """doc as json.dumps(doc, indent=2) writes it (experiments/json_text.py: the same text),
+    encoded whole before the file is opened, written piece by piece."""
+    parts = json_text.pieces(doc)
+    with path.open("w", encoding="utf-8") as f:
+        f.writelines(parts)
+        f.write("\n")
 
 
 def _maybe(x, fmt) -> str:
