@@ -326,9 +326,11 @@ def _csv_link(csv: Path) -> str:
             f'base64,{data}">results.csv</a> ({size:,} bytes, in this page).</p>')
 
 
-def page(folder: Path, rows: list[dict], runs: list[Path], plots: Path) -> str:
-    """The page's HTML for the results in `runs` (answer rows: efficiency_table's)."""
-    docs = [json.loads((r / "results.json").read_text()) for r in runs]
+def page(folder: Path, rows: list[dict], runs: list[Path], plots: Path,
+         docs: list[dict] | None = None) -> str:
+    """The page's HTML for the results in `runs` (answer rows: efficiency_table's; `docs`:
+    their results.json, read here when None)."""
+    docs = _results(runs) if docs is None else docs
     names = sorted({str(d["name"]) for d in docs})
     title = names[0] if len(names) == 1 else f"{len(names)} experiments"
     return f"""<!DOCTYPE html>
@@ -355,13 +357,19 @@ faster).</p>
 """
 
 
-def write(folder: Path, rows: list[dict], runs: list[Path], plots: Path) -> Path:
+def write(folder: Path, rows: list[dict], runs: list[Path], plots: Path,
+          docs: list[dict] | None = None) -> Path:
     """Write folder/report.html; its path."""
     from .outdir import writing
     path = folder / "report.html"
     with writing(path):
-        path.write_text(page(folder, rows, runs, plots), encoding="utf-8")
+        path.write_text(page(folder, rows, runs, plots, docs), encoding="utf-8")
     return path
+
+
+def _results(runs: list[Path]) -> list[dict]:
+    """Each run folder's results.json."""
+    return [json.loads((r / "results.json").read_text()) for r in runs]
 
 
 def write_html(folder: Path, rows: list[dict] | None = None,
@@ -370,6 +378,7 @@ def write_html(folder: Path, rows: list[dict] | None = None,
     folders in `folder`) with the answer `rows` (default: answer_rows of their results)."""
     from .report import answer_rows, find_runs     # pandas: only when no rows are given
     runs = runs if runs is not None else find_runs([folder])
+    docs = _results(runs)             # read once (a connection's rate each: MB at scale)
     if rows is None:
-        rows = answer_rows([json.loads((r / "results.json").read_text()) for r in runs])
-    return write(folder, rows, runs, plots or folder / "plots")
+        rows = answer_rows(docs)
+    return write(folder, rows, runs, plots or folder / "plots", docs)

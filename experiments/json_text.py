@@ -18,15 +18,27 @@ _FLAT = (int, float, bool, type(None))     # their text never holds ", "
 
 def dumps(doc) -> str:
     """The text json.dumps(doc, indent=2) gives (ValueError / TypeError as it raises)."""
+    return "".join(pieces(doc))
+
+
+def pieces(doc) -> list[str]:
+    """`dumps(doc)` in pieces, to write one after the other without joining them (a 4.5 MB
+    results.json is not copied whole into one string, then into its bytes)."""
     out: list[str] = []
     _encode(doc, 0, out)
-    return "".join(out)
+    return out
 
 
 def _flat_items(values: list) -> list[str] | None:
-    """Each value's JSON text when all are flat scalars (json's C encoder, one call)."""
+    """Each value's JSON text when all are flat scalars (json's C encoder, one call; floats
+    that repeat, as a ring's connection rates do, each encoded once)."""
     if not all(type(v) in _FLAT for v in values):
         return None
+    if len(values) >= 64 and all(type(v) is float for v in values):
+        uniq = dict.fromkeys(values)       # NaN objects stay apart; 0.0 and -0.0 do not:
+        if 2 * len(uniq) <= len(values) and 0.0 not in uniq:           # those go as below
+            text = dict(zip(uniq, json.dumps(list(uniq))[1:-1].split(", ")))
+            return list(map(text.__getitem__, values))
     return json.dumps(values)[1:-1].split(", ")
 
 
@@ -54,7 +66,7 @@ def _container(keys: list[str] | None, values: list, depth: int, out: list[str])
     open_, close = ("[", "]") if keys is None else ("{", "}")
     flat = _flat_items(values)
     if flat is not None:
-        lines = flat if keys is None else [f"{k}: {v}" for k, v in zip(keys, flat)]
+        lines = flat if keys is None else list(map(": ".join, zip(keys, flat)))
         out.append(open_ + inner + ("," + inner).join(lines) + "\n" + INDENT * depth + close)
         return
     out.append(open_)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import contextlib
 import csv
 import itertools
+from operator import attrgetter
 from pathlib import Path
 
 import numpy as np
 from typing import Callable
 
-import yaml
 
 from routing import route
 from routing.base import RoutingError, link_flow_counts, max_link_flows
@@ -25,8 +25,9 @@ from traffic.collectives import JobPlan, Transfers, unique_connections, with_por
 from traffic.predictor import Prediction, ideal, predict
 from traffic.metrics import link_load_imbalance
 
-from .config import ConfigError, Experiment
+from .config import ConfigError, Experiment, config_text
 from .outdir import writing
+from .csv_text import csv_text, formatted, labelled_rows
 from .progress import PredictionProgress
 from .routes import ControllerRoutes
 from .routing_entry import NONBLOCKING
@@ -82,14 +83,14 @@ def write_prediction_csvs(run_dir: Path, plans: list[JobPlan], pred: Prediction,
 def _write_fcts(path: Path, plans: list[JobPlan], pred: Prediction) -> None:
     """fct.csv: every transfer's bytes and mean and max FCT over iterations."""
     with writing(path), path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["job", "tid", "step", "conn_id", "size_bytes", "fct_mean_s", "fct_max_s"])
+        f.write(csv_text([["job", "tid", "step", "conn_id", "size_bytes", "fct_mean_s",
+                           "fct_max_s"]]))
         for p in plans:
             jr = pred.jobs[p.name]
-            w.writerows(zip(itertools.repeat(p.name), *_tid_step_conn(p),
-                            _bytes_column(np.asarray(jr.transfer_bytes)),
-                            [f"{x:.9f}" for x in jr.fct_mean_s.tolist()],
-                            [f"{x:.9f}" for x in jr.fct_max_s.tolist()]))
+            f.write(labelled_rows(p.name, *_tid_step_conn(p),
+                                  _bytes_column(np.asarray(jr.transfer_bytes)),
+                                  formatted(jr.fct_mean_s, "{:.9f}"),
+                                  formatted(jr.fct_max_s, "{:.9f}")))
 
 
 def _write_job_fcts(path: Path, plans: list[JobPlan], pred: Prediction) -> None:
@@ -112,17 +113,15 @@ def _write_links(run_dir: Path, pred: Prediction, flows: dict | None = None) -> 
     """links.csv (`flows` empty where no plan says), and links_over_time.csv when the
     prediction was binned."""
     with writing(run_dir / "links.csv"), (run_dir / "links.csv").open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["src", "dst", "capacity_mbps", "mean_utilization", "max_utilization",
-                    "flows"])
         used = np.flatnonzero(np.asarray(pred.link_max_util) > 0)
         links = [pred.links[i] for i in used.tolist()]
-        w.writerows(zip((u for u, _ in links), (v for _, v in links),
-                        [f"{x:g}" for x in np.asarray(pred.link_capacity_mbps)[used].tolist()],
-                        [f"{x:.6f}" for x in np.asarray(pred.link_mean_util)[used].tolist()],
-                        [f"{x:.6f}" for x in np.asarray(pred.link_max_util)[used].tolist()],
-                        [""] * len(links) if flows is None else
-                        [flows.get(e, 0) for e in links]))
+        f.write(csv_text(itertools.chain(
+            [["src", "dst", "capacity_mbps", "mean_utilization", "max_utilization", "flows"]],
+            zip((u for u, _ in links), (v for _, v in links),
+                formatted(np.asarray(pred.link_capacity_mbps)[used], "{:g}"),
+                formatted(np.asarray(pred.link_mean_util)[used], "{:.6f}"),
+                formatted(np.asarray(pred.link_max_util)[used], "{:.6f}"),
+                [""] * len(links) if flows is None else [flows.get(e, 0) for e in links]))))
     if pred.link_util_series is not None:
         used = [i for i in range(len(pred.links)) if pred.link_max_util[i] > 0]
         path = run_dir / "links_over_time.csv"
@@ -286,12 +285,13 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
     check_predictable(exp)
     out_dir.mkdir(parents=True, exist_ok=True)
     with writing(out_dir / "config.yaml"):
-        (out_dir / "config.yaml").write_text(yaml.safe_dump(exp.resolved(), sort_keys=False))
+        (out_dir / "config.yaml").write_text(config_text(exp.resolved()))
     plans = exp.plans()
     if port_offset:
         plans = with_port_offset(plans, port_offset, emulated=False)
     conns = unique_connections(plans)
-    pairs = {(exp.fabric.leaf_of(c.src), exp.fabric.leaf_of(c.dst)) for c in conns}
+    pairs = set(zip(exp.fabric.leaves_of(map(attrgetter("src"), conns)),
+                    exp.fabric.leaves_of(map(attrgetter("dst"), conns))))
     ideal_pred = ideal(exp.fabric, plans)
     results = {"schema_version": SCHEMA_VERSION, "name": exp.name, "seed": exp.seed,
                "goodput_factor": goodput_factor, "repetition": repetition,

@@ -25,7 +25,6 @@ import time
 from pathlib import Path
 from typing import Callable
 
-import yaml
 
 from routing import route
 from routing.base import RoutingError
@@ -39,7 +38,7 @@ from traffic.collectives import JobPlan, plan_jobs, with_port_offset
 from traffic.goodput import goodput_factor
 from traffic.predictor import ideal
 
-from .config import ConfigError, Experiment, iteration_timeout_s
+from .config import ConfigError, Experiment, config_text, iteration_timeout_s
 from .config.jobs import check_source_ports
 from .job_kinds import jobs_of
 from .routing_entry import ECMP, RoutingEntry
@@ -175,7 +174,7 @@ def run_experiment(exp: Experiment, out_dir: Path,
     if exp.machines and cli:
         raise ConfigError("--cli: not over machines (each machine's hosts are there); run "
                           "without --cli")
-    (out_dir / "config.yaml").write_text(yaml.safe_dump(exp.resolved(), sort_keys=False))
+    (out_dir / "config.yaml").write_text(config_text(exp.resolved()))
     (out_dir / "fabric.txt").write_text(topologies.draw(exp.fabric) + "\n")
     em = exp.emulation
     ideal_pred = ideal(exp.fabric, plans)

@@ -4,6 +4,8 @@ own so that routing/epochs.py imports `route` at its top, with no import cycle."
 from __future__ import annotations
 
 import importlib
+from itertools import compress
+from operator import attrgetter, not_
 from typing import Callable
 
 from testbed.fabric import Fabric
@@ -81,10 +83,11 @@ def route(name: str, fabric: Fabric, conns: list[Connection], seed: int = 0,
     except KeyError:
         raise RoutingError(f"routing: unknown strategy {name!r}; choose from {STRATEGIES}")
     if fabric.server_of:
-        same = fabric.same_servers([(c.src, c.dst) for c in conns])
-        inside = [c.conn_id for c, x in zip(conns, same) if x]
+        same = fabric.same_servers_of(list(map(attrgetter("src"), conns)),
+                                      list(map(attrgetter("dst"), conns)))
+        inside = list(map(attrgetter("conn_id"), compress(conns, same)))
         if inside:
-            plan = route(name, fabric, [c for c, x in zip(conns, same) if not x],
+            plan = route(name, fabric, list(compress(conns, map(not_, same))),
                          seed, previous, **options)
             plan.path_of.update(dict.fromkeys(inside))
             return plan

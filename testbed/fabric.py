@@ -24,8 +24,11 @@ structure is a property here, read from the built graph (never from the kind): `
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import repeat
+from operator import and_, eq, ne
 
 import networkx as nx
 
@@ -159,6 +162,10 @@ class Fabric:
     def leaf_of(self, host: str) -> str:
         return self._leaf_of[host]
 
+    def leaves_of(self, hosts: Iterable[str]) -> Iterator[str]:
+        """leaf_of of each host, lazily (one C-level map: 65,536 hosts in a few ms)."""
+        return map(self._leaf_of.__getitem__, hosts)
+
     @cached_property
     def _leaf_of(self) -> dict[str, str]:
         return {n: leaf for n, leaf in self.graph.nodes(data="leaf") if leaf}
@@ -202,6 +209,11 @@ class Fabric:
         return f"10.{i >> 8}.{i & 255}.0/24"
 
     # -- liveness and paths ----------------------------------------------------------------
+    def live_links(self, links: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+        """The live ones of `links` (each one of the fabric's: is_live of each, in one set
+        difference)."""
+        return set(links) - self._dead
+
     def is_live(self, u: str, v: str) -> bool:
         if (u, v) in self._dead:
             return False
@@ -303,8 +315,16 @@ class Fabric:
 
     def same_servers(self, pairs: list[tuple[str, str]]) -> list[bool]:
         """`same_server` of each (a, b) pair, in one pass."""
+        return self.same_servers_of([a for a, _ in pairs], [b for _, b in pairs])
+
+    def same_servers_of(self, srcs: list[str], dsts: list[str]) -> list[bool]:
+        """`same_server` of each (srcs[k], dsts[k]), by C-level maps (65,536 pairs at
+        8,192 GPUs)."""
         s = self.server_of
-        return [bool(s) and a != b and s.get(a, -1) == s.get(b, -2) for a, b in pairs]
+        if not s:
+            return [False] * len(srcs)
+        one = map(eq, map(s.get, srcs, repeat(-1)), map(s.get, dsts, repeat(-2)))
+        return list(map(and_, one, map(ne, srcs, dsts)))
 
     @cached_property
     def nvlink_ends(self) -> dict[str, tuple[int, int]]:

@@ -61,15 +61,18 @@ def check_servers(spec: FabricSpec) -> None:
 def add_nvlink(g: nx.DiGraph, spec: FabricSpec, n_hosts: int) -> None:
     """One NVLink switch per server (nvs1..), each GPU's port 1 to its port i (the GPU's
     place in the server, 1..G), at nvlink_mbps each direction."""
-    per = spec.gpus_per_server
+    per, rate, nodes = spec.gpus_per_server, spec.nvlink_mbps, g.nodes
+    edges = []                  # added in one call, in this order (the links' order)
     for k in range(1, n_hosts // per + 1):
         nvs = f"nvs{k}"
         g.add_node(nvs, role=NVSWITCH_ROLE, index=k)
         for i in range(1, per + 1):
             h = f"h{(k - 1) * per + i}"
-            g.nodes[h]["server"], g.nodes[h]["gpu"] = k, i
-            g.add_edge(h, nvs, capacity_mbps=spec.nvlink_mbps, port=1, live=True)
-            g.add_edge(nvs, h, capacity_mbps=spec.nvlink_mbps, port=i, live=True)
+            attrs = nodes[h]
+            attrs["server"], attrs["gpu"] = k, i
+            edges.append((h, nvs, {"capacity_mbps": rate, "port": 1, "live": True}))
+            edges.append((nvs, h, {"capacity_mbps": rate, "port": i, "live": True}))
+    g.add_edges_from(edges)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,9 +94,12 @@ class ServerMap:
 
     def relays(self, pairs: Iterable[tuple[str, str]]) -> list[str | None]:
         """`relay` of each (src, dst) pair, in one pass."""
-        place, servers = self.place, self.servers
-        out: list[str | None] = []
-        for src, dst in pairs:
-            (s, i), (t, j) = place[src], place[dst]
-            out.append(None if s == t or i == j else servers[s][j])
-        return out
+        pairs = list(pairs)
+        return self.relays_of([a for a, _ in pairs], [b for _, b in pairs])
+
+    def relays_of(self, srcs: Iterable[str], dsts: Iterable[str]) -> list[str | None]:
+        """`relay` of each (srcs[k], dsts[k]), in one pass (places looked up by C-level
+        maps)."""
+        place, servers = self.place.__getitem__, self.servers
+        return [None if s == t or i == j else servers[s][j]
+                for (s, i), (t, j) in zip(map(place, srcs), map(place, dsts))]

@@ -205,7 +205,7 @@ def plan_jobs(specs: list[JobSpec], ring_sync: str = "rank",
     check_after(specs)
     plans: list[JobPlan] = []
     next_conn = 0
-    seen: dict[tuple[str, str, int, int], int] = {}
+    seen = FiveTuples()
     shared: dict[tuple, tuple[int, list[Connection]]] = {}   # share_key -> (first id, conns)
     planned: dict[tuple, JobPlan] = {}        # a shared job's plan, by what its planner reads
     for index, spec in enumerate(specs):
@@ -237,10 +237,38 @@ def plan_jobs(specs: list[JobSpec], ring_sync: str = "rank",
             continue
         if share is not None:
             shared[share] = (next_conn, plan.connections)
-        _check_five_tuples(spec, plan.connections, seen)
+        seen.add(spec, plan.connections)
         next_conn += len(plan.connections)
         plans.append(plan)
     return plans
+
+
+class FiveTuples:
+    """The 5-tuples of the connections planned so far, each new job's checked against them:
+    by their (source port, destination port) alone while those never repeat (a job's
+    connections have consecutive ids, each job its own listening port), by the whole 5-tuple
+    (`_check_five_tuples`) from the first job whose port pairs do repeat."""
+
+    def __init__(self) -> None:
+        self.ports: set[int] = set()            # src_port << 16 | dst_port
+        self.earlier: list[list[Connection]] = []
+        self.full: dict[tuple[str, str, int, int], int] | None = None
+
+    def add(self, spec: JobSpec, conns: list[Connection]) -> None:
+        """Add `conns` (job `spec`'s); WorkloadError naming the first whose 5-tuple an
+        earlier connection holds."""
+        if self.full is None:
+            keys = [c.src_port << 16 | c.dst_port for c in conns]
+            if len(set(keys)) == len(keys) and self.ports.isdisjoint(keys):
+                self.ports.update(keys)
+                self.earlier.append(conns)
+                return
+            self.full = {}
+            for done in self.earlier:
+                self.full.update(((c.src, c.dst, c.src_port, c.dst_port), c.conn_id)
+                                 for c in done)
+            self.ports, self.earlier = set(), []
+        _check_five_tuples(spec, conns, self.full)
 
 
 def _check_five_tuples(spec: JobSpec, conns: list[Connection],

@@ -28,6 +28,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import numpy as np
+
 from testbed.fabric import Fabric
 from traffic.predictor import Prediction
 
@@ -100,10 +102,11 @@ def link_load_imbalance(pred: Prediction, fabric: Fabric,
     usable = _usable_links(fabric, leaf_pairs)
     if not usable:
         return None
-    index = fabric.link_index
-    # bytes on a link = its time-weighted mean utilization x capacity x the makespan
-    loads = [float(pred.link_mean_util[index[e]] * pred.link_capacity_mbps[index[e]])
-             for e in usable]
+    # bytes on a link = its time-weighted mean utilization x capacity x the makespan; summed
+    # in the links' sorted order, as Python floats
+    at = np.fromiter(map(fabric.link_index.__getitem__, usable), np.int64, len(usable))
+    loads = (np.asarray(pred.link_mean_util, dtype=float)[at]
+             * np.asarray(pred.link_capacity_mbps, dtype=float)[at]).tolist()
     mean = sum(loads) / len(loads)
     return max(loads) / mean if mean > 0 else None
 
@@ -114,8 +117,8 @@ def _usable_links(fabric: Fabric, leaf_pairs: Iterable[tuple[str, str]]
     once they are every live link between two switches (on the 16,384-NIC clos3 its 8,192
     are reached after a few of 12,542 pairs, whose paths were 6 M link tuples: 0.6 s)."""
     hosts = set(fabric.hosts)
-    live = {(u, v) for u, v in fabric.links
-            if u not in hosts and v not in hosts and fabric.is_live(u, v)}
+    live = fabric.live_links(e for e in fabric.links       # the fabric's own tuples
+                             if e[0] not in hosts and e[1] not in hosts)
     usable: set[tuple[str, str]] = set()
     for a, b in set(leaf_pairs):
         for p in fabric.switch_paths(a, b):

@@ -22,10 +22,11 @@ Not modelled (docs/servers.md): NCCL's tree, NVLS, CollNet and PAT algorithms.
 from __future__ import annotations
 
 import dataclasses
+from operator import attrgetter
 
 from testbed.servers import ServerMap
 
-from .plans import Collective, Connection, JobPlan, JobSpec
+from .plans import Collective, JobPlan, JobSpec, relayed
 
 #: A job's `algorithm` on servers: rail-aligned rings, or (all-reduce) the hierarchical one.
 ALGORITHMS = ("ring", "hierarchical")
@@ -77,7 +78,9 @@ def pxn_connections(plan: JobPlan) -> JobPlan:
     if spec.servers is None or not spec.pxn:
         return plan
     conns = plan.connections
-    relays = spec.servers.relays((c.src, c.dst) for c in conns)
-    out = [c if r is None else Connection(c.conn_id, c.job, r, c.dst, c.src_port, c.dst_port,
-                                          nvlink_from=c.src) for c, r in zip(conns, relays)]
+    relays = spec.servers.relays_of(map(attrgetter("src"), conns),
+                                    map(attrgetter("dst"), conns))
+    if all(r is None for r in relays):
+        return plan
+    out = [c if r is None else relayed(c, r) for c, r in zip(conns, relays)]
     return dataclasses.replace(plan, connections=out)

@@ -284,6 +284,21 @@ def connections(spec: JobSpec, index: int, first_id: int, srcs: Sequence[str],
     return out
 
 
+def relayed(c: Connection, relay: str) -> Connection:
+    """Connection(c.conn_id, c.job, relay, c.dst, c.src_port, c.dst_port, nvlink_from=c.src):
+    `c` sent by PXN's relay GPU (traffic/nccl.py), built as `connections` builds records."""
+    s_id, s_job, s_src, s_dst, s_sport, s_dport, s_via = _SLOT_SETTERS
+    out = object.__new__(Connection)
+    s_id(out, c.conn_id)
+    s_job(out, c.job)
+    s_src(out, relay)
+    s_dst(out, c.dst)
+    s_sport(out, c.src_port)
+    s_dport(out, c.dst_port)
+    s_via(out, c.src)
+    return out
+
+
 #: Connection's fields' slot setters, in field order: `connections` fills each slot of a new
 #: record directly (the frozen dataclass's __init__ goes through object.__setattr__ per field,
 #: ~1.7x the time at 65,536 connections); the records are equal to Connection(...)'s.

@@ -28,4 +28,4 @@ from .parse import load, parse  # noqa: F401
 from .readers import QUOTE_CHARS, ConfigError, quote  # noqa: F401
 from .records import EmulationConfig, Event, Experiment  # noqa: F401
 from .timing import events_horizon_s, ideal_iteration_s, iteration_timeout_s  # noqa: F401
-from .yamlio import read_yaml, yaml_value  # noqa: F401
+from .yamlio import config_text, read_yaml, yaml_value  # noqa: F401

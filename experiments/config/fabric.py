@@ -94,8 +94,9 @@ def unreachable(fabric: Fabric, pairs: dict) -> str | None:
     """'job ring: h1 -> h5 (leaf1 to leaf3)' for the first pair of hosts whose leaves have no
     live shortest path on `fabric`, or None when every pair has one."""
     seen: set[tuple[str, str]] = set()
-    for job, src, dst in pairs.values():
-        a, b = fabric.leaf_of(src), fabric.leaf_of(dst)
+    ends = pairs.values()
+    leaves = zip(fabric.leaves_of(e[1] for e in ends), fabric.leaves_of(e[2] for e in ends))
+    for (job, src, dst), (a, b) in zip(ends, leaves):
         if (a, b) in seen or a == b:
             continue
         seen.add((a, b))

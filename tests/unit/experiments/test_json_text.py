@@ -43,3 +43,15 @@ def test_raises_as_json_does():
             json.dumps(bad, indent=2)
         with pytest.raises(TypeError):
             dumps(bad)
+
+
+#: few distinct floats, long lists: the path that encodes each distinct float once
+POOL = st.sampled_from([0.5, 1.0, 1 / 3, 1e16, 1e-05, -2.5, 0.0, -0.0, math.inf, -math.inf,
+                        math.nan])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(POOL, min_size=60, max_size=300), st.booleans())
+def test_repeated_floats_same_text(values, as_map):
+    doc = {str(i): v for i, v in enumerate(values)} if as_map else values
+    assert dumps({"rates": doc}) == json.dumps({"rates": doc}, indent=2)

@@ -243,3 +243,21 @@ def test_group_counts_are_what_the_planners_build(collective, n, ring_sync):
     sent = sum(t.size_bytes for t in plan.transfers)
     assert group_counts(collective, len(groups[0]), ring_sync) == (
         len(plan.connections), len(plan.transfers), sent // size), (collective, n)
+
+
+def test_five_tuples_checked_by_ports_then_whole():
+    """FiveTuples: port pairs that repeat are fine while the hosts differ; a 5-tuple that
+    repeats, in a later job after port-only checks, names the earlier connection."""
+    from traffic.collectives import FiveTuples
+    from traffic.plans import Connection
+    spec = JobSpec("j", Collective.ALLREDUCE, [hosts(2)], 2)
+
+    def conn(i, src, dst, sport, dport=30000):
+        return Connection(i, "j", src, dst, sport, dport)
+
+    seen = FiveTuples()
+    seen.add(spec, [conn(0, "h1", "h2", 20000), conn(1, "h2", "h1", 20001)])
+    seen.add(spec, [conn(2, "h3", "h4", 20000)])           # ports again, other hosts
+    assert seen.full is not None
+    with pytest.raises(WorkloadError, match="connection 3 .* of connection 1 "):
+        seen.add(spec, [conn(3, "h2", "h1", 20001)])
