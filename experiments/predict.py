@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import itertools
-from operator import attrgetter
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +22,7 @@ from routing.base import RoutingError, link_flow_counts, max_link_flows
 from routing.replay import read_flow_log, route_replay
 from traffic.collectives import JobPlan, Transfers, unique_connections, with_port_offset
 from traffic.predictor import Prediction, ideal, predict
-from traffic.metrics import link_load_imbalance
+from traffic.metrics import fabric_leaf_pairs, link_load_imbalance
 
 from .config import ConfigError, Experiment, config_text
 from .outdir import writing
@@ -290,8 +289,7 @@ def predict_experiment(exp: Experiment, out_dir: Path, goodput_factor: float = 1
     if port_offset:
         plans = with_port_offset(plans, port_offset, emulated=False)
     conns = unique_connections(plans)
-    pairs = set(zip(exp.fabric.leaves_of(map(attrgetter("src"), conns)),
-                    exp.fabric.leaves_of(map(attrgetter("dst"), conns))))
+    pairs = fabric_leaf_pairs(exp.fabric, conns)
     ideal_pred = ideal(exp.fabric, plans)
     results = {"schema_version": SCHEMA_VERSION, "name": exp.name, "seed": exp.seed,
                "goodput_factor": goodput_factor, "repetition": repetition,

@@ -11,7 +11,8 @@ traffic.predictor.ideal, where only the hosts' own links limit).
   slowest ring, and a routing that slows a small job down must not hide behind a big one that
   runs well (a byte- or time-weighted mean would let it).
 * **Link-load imbalance** = the most bytes on one fabric link / the mean over the links routing
-  could use (every switch link on a live shortest path between the leaves the flows connect).
+  could use (every switch link on a live shortest path between the leaves the flows connect;
+  a transfer between two GPUs of one server connects none: it stays on NVLink).
   1.0: every usable link carried the same; ECMP piling 3 of 16 equal flows on one of 16
   uplinks gives 3.0. Links no path offers are left out, so a link a failure took away does not
   count as idle.
@@ -26,6 +27,8 @@ traffic.predictor.ideal, where only the hosts' own links limit).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import compress
+from operator import not_
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,6 +112,16 @@ def link_load_imbalance(pred: Prediction, fabric: Fabric,
              * np.asarray(pred.link_capacity_mbps, dtype=float)[at]).tolist()
     mean = sum(loads) / len(loads)
     return max(loads) / mean if mean > 0 else None
+
+
+def fabric_leaf_pairs(fabric: Fabric, conns: list) -> set[tuple[str, str]]:
+    """(source leaf, destination leaf) of each connection that crosses the fabric: not
+    between two GPUs of one server (NVLink only; a PXN relay's record is already sent by the
+    relay)."""
+    srcs, dsts = [c.src for c in conns], [c.dst for c in conns]
+    crosses = list(map(not_, fabric.same_servers_of(srcs, dsts)))
+    return set(zip(fabric.leaves_of(compress(srcs, crosses)),
+                   fabric.leaves_of(compress(dsts, crosses))))
 
 
 def _usable_links(fabric: Fabric, leaf_pairs: Iterable[tuple[str, str]]

@@ -7,7 +7,9 @@ scale, each under ECMP, per-packet spraying and greedy, through the whole `predi
 `digest(doc)` returns, per config: results.json without the wall times and the kernels'
 name (which vary by machine and process), and the sha256 of every CSV `predict` wrote;
 every job's CCTs are exact floats in it. `python -m tests.regression.servers` writes
-servers.json.gz from the code as it is (run once, before the columns).
+servers.json.gz from the code as it is (run once, before the columns; run again when the
+link load imbalance stopped counting the leaf pairs of NVLink-only transfers: that key of
+the four dp and xpod matrix cases moved, nothing else).
 """
 from __future__ import annotations
 

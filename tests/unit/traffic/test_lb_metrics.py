@@ -7,7 +7,7 @@ import pytest
 from experiments.config import load, parse
 from routing import route
 from traffic.collectives import plan_jobs
-from traffic.metrics import link_load_imbalance
+from traffic.metrics import fabric_leaf_pairs, link_load_imbalance
 from traffic.predictor import predict
 
 
@@ -52,3 +52,17 @@ def test_flows_within_one_leaf_have_no_imbalance():
            "jobs": [{"name": "a", "collective": "allreduce", "hosts": ["h1", "h2"],
                      "size_bytes": 1000}], "routing": ["ecmp"]}
     assert _imbalance(parse(doc), "ecmp")[0] is None
+
+
+def test_transfers_inside_a_server_offer_no_fabric_link():
+    """On 8-GPU servers, a ring's NVLink hops join two rail leaves of one server but cross
+    no fabric link: their leaf pairs are not the links routing could use, unless some
+    fabric-crossing connection joins the same leaves."""
+    exp = load("experiments/configs/servers-8gpu.yaml")
+    conns = [c for p in plan_jobs(exp.jobs) for c in p.connections]
+    f = exp.fabric
+    inside = {(f.leaf_of(c.src), f.leaf_of(c.dst)) for c in conns if f.same_server(c.src, c.dst)}
+    across = {(f.leaf_of(c.src), f.leaf_of(c.dst)) for c in conns
+              if not f.same_server(c.src, c.dst)}
+    assert inside - across                        # pairs only NVLink hops join
+    assert fabric_leaf_pairs(f, conns) == across
