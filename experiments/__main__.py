@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 
 
-from .process import exit_now, open_std_fds
+from .process import exit_now, one_blas_thread, open_std_fds
 from testbed.signals import (ENDING, HELD, PENDING, Terminated, deferred, raise_interrupt,
                              raise_terminated)
 
@@ -472,6 +472,8 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGINT, raise_interrupt)
     open_std_fds()
     args = _parser().parse_args(argv)
+    if args.command == "predict":
+        one_blas_thread()
     args.command_line = [sys.executable, "-m", "experiments",
                          *(sys.argv[1:] if argv is None else argv)]
     try:

@@ -145,8 +145,11 @@ def link_distribution(rows: list[tuple[str, str, dict[str, dict[tuple[str, str],
                    key=known.index)
     if not tiers:
         return None
-    fig = drawing._figure((4.2 * len(tiers), 3.4 * len(rows) + 0.4), layout="constrained")
-    axes = fig.subplots(len(rows), len(tiers), squeeze=False)
+    fig = drawing._figure((4.2 * len(tiers), 3.4 * len(rows) + 0.4))
+    # inches: tick labels and the y label on the left, the two-line title and a panel's
+    # title on top, a panel's x label and tick labels under it
+    axes = drawing._grid(fig, len(rows), len(tiers), left=0.75, right=0.2, top=0.85,
+                         bottom=0.55, wspace=0.85, hspace=0.85)
     for i, (what, label, data) in enumerate(rows):
         for j, tier in enumerate(tiers):
             ax = axes[i, j]

@@ -57,6 +57,19 @@ def _figure(figsize: tuple[float, float], layout: str | None = None,
     return fig
 
 
+def _grid(fig: Figure, rows: int, cols: int, *, left: float, right: float, top: float,
+          bottom: float, wspace: float, hspace: float):
+    """rows x cols axes on `fig` with margins and gaps fixed in inches (the figure's size
+    is known): the layout constrained layout would find, without its extra draws of every
+    label (~0.08 s of CPU for a 2 x 1 grid); _save_png crops what is left blank."""
+    w, h = fig.get_size_inches()
+    panel_w = (w - left - right - (cols - 1) * wspace) / cols
+    panel_h = (h - top - bottom - (rows - 1) * hspace) / rows
+    fig.subplots_adjust(left=left / w, right=1 - right / w, top=1 - top / h,
+                        bottom=bottom / h, wspace=wspace / panel_w, hspace=hspace / panel_h)
+    return fig.subplots(rows, cols, squeeze=False)
+
+
 def _save(fig, out: Path, fmt: tuple[str, ...], stem: str) -> str:
     """Write each format (PNG, SVG), the box fitted to what the figure shows (titles and
     outside legends included) with a margin of PAD_PX."""

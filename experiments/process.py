@@ -27,6 +27,15 @@ def open_std_fds() -> None:
             setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))
 
 
+def one_blas_thread() -> None:
+    """OpenBLAS on one thread in this process (unless the caller chose): numpy's import
+    otherwise starts a thread per core (~0.035 s of CPU on two cores), for linear algebra
+    `predict` does not do (vector products at most). Before numpy is imported, or it is too
+    late (OpenBLAS reads it when it loads)."""
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 def exit_now(code: int) -> NoReturn:
     """End the process with `code` once the command is done: the exit handlers run and the
     standard streams are flushed, as at any exit, but the interpreter's teardown (freeing

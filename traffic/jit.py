@@ -51,9 +51,10 @@ def use_compiled(completions: int, weighted: bool, links: int = 0) -> bool:
 
 
 def numba_started() -> bool:
-    """Whether this process has paid numba's start-up (its NumPy registries imported, as the
-    first compile or cache load of any kernel does: traffic/numba_start.py)."""
-    return "numba.np.arraymath" in sys.modules
+    """Whether this process has paid numba's start-up (a kernel loaded from numba's cache,
+    or compiled: traffic/numba_start.py)."""
+    from traffic.numba_start import started
+    return started()
 
 
 def outgrown(scratch: tuple) -> bool:

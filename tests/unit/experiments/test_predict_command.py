@@ -43,21 +43,48 @@ def test_predict_without_plots_imports_neither_matplotlib_nor_pandas(tmp_path):
     assert not (tmp_path / "p" / "plots").exists()
 
 
-def test_numba_starts_without_scipy_linalg_which_imports_afterwards():
-    script = textwrap.dedent("""
-        import sys
-        from traffic import numba_start, waterfill
-        held = numba_start.registries()
-        waterfill.warm()
-        import numba.np.arraymath as am
-        print(held, "scipy.linalg" in sys.modules, am._HAVE_BLAS, numba_start.registries())
-        import scipy.linalg
-        print(scipy.linalg.norm([3.0, 4.0]))
-    """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         cwd=ROOT, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split("\n")[:2] == ["True False False False", "5.0"]
+#: A kernel cached by numba in a module of its own (NUMBA_CACHE_DIR: the test's folder).
+KERNEL = """
+import numba
+import numpy as np
+
+@numba.njit(cache=True)
+def total(x):
+    s = 0.0
+    for v in x:
+        s += v
+    return s
+"""
+#: Start numba as `predict` does, call the kernel, say what was imported.
+CALLER = """
+import sys
+from traffic import numba_start
+changed = numba_start.registries()
+import kernel_mod
+print(kernel_mod.total(__import__("numpy").arange(5.0)), changed, numba_start.started(),
+      "numba.np.arraymath" in sys.modules, "scipy.linalg" in sys.modules)
+if "numba.np.arraymath" in sys.modules:
+    import numba.np.arraymath as am
+    print(am._HAVE_BLAS)
+import scipy.linalg
+print(scipy.linalg.norm([3.0, 4.0]))
+"""
+
+
+def test_numba_compiles_without_scipy_linalg_and_loads_from_its_cache_without_registries(
+        tmp_path):
+    """The first process compiles the kernel (numba's registries, without scipy.linalg,
+    which imports afterwards); the second loads it from numba's cache without them, and
+    both get the same sum."""
+    (tmp_path / "kernel_mod.py").write_text(KERNEL)
+    env = {**__import__("os").environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": f"{tmp_path}:{ROOT}"}
+    runs = [subprocess.run([sys.executable, "-c", CALLER], capture_output=True, text=True,
+                           cwd=ROOT, timeout=120, env=env) for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+    assert runs[0].stdout.split("\n")[:3] == ["10.0 True True True False", "False", "5.0"]
+    assert runs[1].stdout.split("\n")[:2] == ["10.0 True True False False", "5.0"]
 
 
 def test_predict_with_plots_draws_them_in_its_figure_worker(tmp_path):

@@ -35,3 +35,21 @@ def test_version_is_one_line_on_stdout():
     assert proc.returncode == 0 and proc.stderr == ""
     assert proc.stdout.startswith("mlfabric ") and "(commit " in proc.stdout
     assert len(proc.stdout.splitlines()) == 1
+
+
+def _blas_env(before: str, env: dict) -> str:
+    """OPENBLAS_NUM_THREADS after one_blas_thread() in a fresh interpreter that ran `before`."""
+    program = (f"{before}\nimport os\nfrom experiments.process import one_blas_thread\n"
+               "one_blas_thread()\nprint(os.environ.get('OPENBLAS_NUM_THREADS'))\n")
+    proc = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def test_one_blas_thread_before_numpy_unless_the_caller_chose_or_numpy_is_loaded():
+    import os
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    assert _blas_env("", env) == "1"
+    assert _blas_env("", {**env, "OPENBLAS_NUM_THREADS": "4"}) == "4"
+    assert _blas_env("import numpy", env) == "None"
