@@ -66,17 +66,18 @@ def _jax(name: str, hosts: list[str], iters: int = 8) -> dict:
 
 
 def test_jax_allreduce_under_ecmp_and_under_a_learned_plan(tmp_path):
-    """Two 4-rank JAX rings, one rank per leaf. Under ECMP each step is within 30% of the
+    """Two 4-rank JAX rings, one rank per leaf. Under ECMP each step is within 50% of the
     model of the spines the hash chose; with demand: measured the controller learns exactly
     the rings' 8 pairs (gloo's r -> r-1) at 2(n-1)/n x 1 MiB per step each, places them, and
-    the steps after the plan are within 30% of the model's. 30%: eight JAX ranks beside two
-    busy loops on 2 cores ran the planned steps +17% slow, while a ring meeting the other on
-    a spine the model does not know of runs about 2x. Quiet-machine figures: program_bench."""
+    the steps after the plan are within 50% of the model's. 50%: eight JAX ranks beside two
+    busy loops on 2 cores ran the planned steps +17% slow, and +31% at load 3-4, while a
+    ring meeting the other on a spine the model does not know of runs about 2x (+100%).
+    Quiet-machine figures: program_bench."""
     jobs = [_jax("ar1", ["h1", "h3", "h5", "h7"]), _jax("ar2", ["h2", "h4", "h6", "h8"])]
     hashed = _run(tmp_path / "ecmp", jobs)["runs"][0]
     for j in hashed["jobs"]:
         assert j["traffic"] == "declared" and len(j["steps"]) == 8
-        assert abs(j["prediction_error_fraction"]) < 0.3, j["prediction_error_fraction"]
+        assert abs(j["prediction_error_fraction"]) < 0.5, j["prediction_error_fraction"]
     learned = _run(tmp_path / "ilp", jobs, routing=["ilp"], demand="measured",
                    learn_steps=2)["runs"][0]
     want = {("h3", "h1"), ("h5", "h3"), ("h7", "h5"), ("h1", "h7"),
@@ -88,7 +89,7 @@ def test_jax_allreduce_under_ecmp_and_under_a_learned_plan(tmp_path):
         assert j["traffic"] == "learned" and j["planned_at_s"] is not None
         for p in j["learned_bytes_per_step"]:
             assert abs(p["bytes"] / per_step - 1) < 0.1, (j["name"], p)
-        assert abs(j["prediction_error_fraction"]) < 0.3, j["prediction_error_fraction"]
+        assert abs(j["prediction_error_fraction"]) < 0.5, j["prediction_error_fraction"]
     assert any(e["reason"].startswith("learned") for e in learned["epochs"])
     assert leftovers() == NOTHING
 
