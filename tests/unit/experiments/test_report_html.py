@@ -149,6 +149,15 @@ def _chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess:
                           stdin=subprocess.DEVNULL)
 
 
+def _first_screen(shot: Path) -> tuple[int, int]:
+    """Pixels of a screenshot in ECMP's blue (its bars) and in the best row's green."""
+    import matplotlib.image
+    pixels = (matplotlib.image.imread(shot)[:, :, :3] * 255).round().astype(int)
+    blue = np.all(np.abs(pixels - [0, 114, 178]) <= 3, axis=2)
+    green = np.all(np.abs(pixels - [238, 246, 238]) <= 2, axis=2)
+    return int(blue.sum()), int(green.sum())
+
+
 def _page_requests(netlog: Path) -> list[str]:
     """The URLs a page asked for over the network (http, https, ...) in Chromium's network
     log: requests with an initiator (the browser's own, e.g. its update check, have "not an
@@ -186,19 +195,22 @@ def test_the_page_in_chromium_shows_the_answer_and_a_figure_on_its_first_screen(
     probe page that frames it); the first screen (1280 x 900) shows the answer table and
     ECMP's blue bars of the first figure."""
     page = folders / "one" / "report.html"
-    netlog = tmp_path / "net.json"
-    shot = tmp_path / "first-screen.png"
-    got = _chromium(["--window-size=1280,900", f"--screenshot={shot}",
-                     "--virtual-time-budget=10000",    # shot once the page is idle (load)
-                     f"--log-net-log={netlog}", page.as_uri()], tmp_path / "p1")
-    assert shot.is_file(), got.stderr[-2000:]
-    assert _page_requests(netlog) == []
-    import matplotlib.image
-    pixels = (matplotlib.image.imread(shot)[:, :, :3] * 255).round().astype(int)
-    blue = np.all(np.abs(pixels - [0, 114, 178]) <= 3, axis=2)    # ECMP's look
-    assert blue.sum() > 2000                 # its bar in the first figure, on screen
-    green = np.all(np.abs(pixels - [238, 246, 238]) <= 2, axis=2)  # the best row
-    assert green.sum() > 2000
+    # Up to 3 shots: beside four busy loops headless Chromium shot the first figure before
+    # it was drawn about once in 25 (432 blue pixels of 14,916), whatever the flags; a page
+    # without the figure fails all three.
+    for attempt in range(3):
+        netlog = tmp_path / f"net{attempt}.json"
+        shot = tmp_path / f"first-screen{attempt}.png"
+        got = _chromium(["--window-size=1280,900", f"--screenshot={shot}",
+                         "--virtual-time-budget=10000",    # shot once the page is idle
+                         f"--log-net-log={netlog}", page.as_uri()], tmp_path / f"shot-profile{attempt}")
+        assert shot.is_file(), got.stderr[-2000:]
+        assert _page_requests(netlog) == []
+        blue, green = _first_screen(shot)
+        if blue > 2000 and green > 2000:
+            break
+    assert blue > 2000                       # ECMP's bar in the first figure, on screen
+    assert green > 2000                      # the best row of the answer table
     probe = tmp_path / "probe.html"
     probe.write_text(f"""<!DOCTYPE html><html><body><iframe id="f" src="{page.as_uri()}"
 width="1280" height="900"></iframe><pre id="out">waiting</pre><script>
@@ -212,7 +224,7 @@ document.getElementById("f").onload = function () {{
 }};
 </script></body></html>""")
     got = _chromium(["--allow-file-access-from-files", "--virtual-time-budget=10000",
-                     "--dump-dom", probe.as_uri()], tmp_path / "p2")
+                     "--dump-dom", probe.as_uri()], tmp_path / "probe-profile")
     dom = got.stdout
     start = dom.index('<pre id="out">') + len('<pre id="out">')
     seen = json.loads(dom[start:dom.index("</pre>", start)].replace("&quot;", '"'))
