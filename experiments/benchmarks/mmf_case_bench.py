@@ -20,7 +20,10 @@ from traffic.collectives import Collective, JobSpec, plan_jobs
 
 
 def four_jobs() -> tuple:
-    """The fabric and connections of the case (the same as the test's)."""
+    """The outside test pass's case: two all-to-alls, an 8-rank ring all-reduce and a
+    pipeline on 8 leaves x 5 spines (4 hosts per leaf), 35 flows: the fabric and its
+    connections (tests/unit/routing/test_solver_mmf.py solves it too). The former mmf hit
+    its 60 s limit on it and returned "feasible"."""
     f = build_fabric(FabricSpec(spines=5, leaves=8, hosts_per_leaf=4, host_link_mbps=100.0,
                                 spine_link_mbps=100.0))
     specs = [

@@ -8,10 +8,11 @@ import random
 
 import pytest
 
+from experiments.benchmarks.mmf_case_bench import four_jobs
 from routing import RoutingError, route
 from routing.base import flow_table, lower_bound_link_flows, max_link_flows
 from testbed.fabric import FabricError, FabricSpec, build_fabric
-from traffic.collectives import Collective, Connection, JobSpec, plan_jobs
+from traffic.collectives import Connection
 
 
 def assignment(t, spine_of):
@@ -40,22 +41,6 @@ def level_vector(t, a):
 def load_vector(t, a):
     """Layer 2: the loaded links' flow counts, in decreasing order."""
     return sorted(loads(t, a).values(), reverse=True)
-
-
-def four_jobs():
-    """The outside test pass's case: two all-to-alls, an 8-rank ring all-reduce and a pipeline
-    on 8 leaves x 5 spines (4 hosts per leaf), 35 flows. The former mmf hit its 60 s limit
-    on it and returned "feasible"; the min-max ILP solves it in about a millisecond."""
-    f = build_fabric(FabricSpec(spines=5, leaves=8, hosts_per_leaf=4, host_link_mbps=100.0,
-                                spine_link_mbps=100.0))
-    specs = [
-        JobSpec("a2a-1", Collective.ALLTOALL, [["h4", "h8", "h30", "h21"]], 1 << 20),
-        JobSpec("a2a-2", Collective.ALLTOALL, [["h20", "h6", "h1", "h11"]], 1 << 20),
-        JobSpec("ring", Collective.ALLREDUCE,
-                [["h15", "h27", "h18", "h22", "h28", "h24", "h3", "h23"]], 1 << 20),
-        JobSpec("pipe", Collective.PIPELINE, [["h5", "h26", "h7", "h19"]], 1 << 20),
-    ]
-    return f, [c for p in plan_jobs(specs) for c in p.connections]
 
 
 def test_four_jobs_on_8x5_is_solved_to_optimality():
