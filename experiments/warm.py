@@ -9,7 +9,9 @@ strategy predicts a small two-tier and a small three-tier workload (ring all-red
 all-to-all, two subflows), which compiles every signature a run uses, and a stamp in the
 virtual environment records the kernels' sources (sha256). `predict` says so in one line when
 the stamp does not match them (`needs_compile`): the kernels are then compiled during that
-run.
+run. Then the predictor's kernels are built ahead of time into one extension module
+(traffic/aot.py), which a command loads without numba; where that cannot be built (no C
+compiler or Python headers), the stamp says why and commands load numba's.
 """
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The modules whose numba kernels are cached on disk.
-KERNEL_SOURCES = ("traffic/waterfill.py", "traffic/dag_kernel.py", "routing/greedy.py",
+KERNEL_SOURCES = ("traffic/waterfill.py", "traffic/dag_kernel.py", "traffic/kernel_abi.py",
+                  "routing/greedy.py",
                   "routing/gff.py", "routing/mmf_search.py", "routing/mmf_descent.py",
                   "routing/annealing_kernel.py")
 STAMP = Path(sys.prefix) / "mlfabric-kernels.json"
@@ -46,11 +49,18 @@ def sources_digest() -> str:
 
 
 def needs_compile() -> bool:
-    """True when the kernels were not built for these sources (no stamp, or another one)."""
+    """True when the kernels were not built for these sources (no stamp, or another one),
+    or the module built ahead of time is missing and its build did not fail here (the
+    stamp's "ahead_of_time" error for its key)."""
+    from traffic import aot
     try:
-        return json.loads(STAMP.read_text()).get("sources_sha256") != sources_digest()
+        stamp = json.loads(STAMP.read_text())
+        if stamp.get("sources_sha256") != sources_digest():
+            return True
     except (OSError, ValueError, AttributeError):
         return True
+    tried = stamp.get("ahead_of_time") or {}
+    return aot.built() is None and not (tried.get("key") == aot.key() and "error" in tried)
 
 
 def _doc(fabric: dict, routing: list[str]) -> dict:
@@ -66,19 +76,40 @@ def warm(log=print) -> float:
     """Predict every strategy on FABRICS (compiling what is not cached); write the stamp.
     Returns the seconds it took."""
     from routing import STRATEGIES
+    from traffic import jit
 
     from .config import parse
     from .predict import predict_experiment
     t0 = time.monotonic()
     routing = [*STRATEGIES, "spray@packet", "greedy@host", "nonblocking"]
+    jit.AHEAD_OF_TIME = False              # numba's kernels, for where the module cannot load
     with tempfile.TemporaryDirectory(prefix="mlfabric-warm-") as tmp:
         for i, fabric in enumerate(FABRICS):
             exp = parse(_doc(fabric, routing))
             predict_experiment(exp, Path(tmp) / str(i), log=lambda s: None)
     took = time.monotonic() - t0
-    STAMP.write_text(json.dumps({"sources_sha256": sources_digest(), "built_s": took}) + "\n")
+    log(f"warm: the model's kernels are compiled and cached by numba ({took:.1f} s)")
+    stamp = {"sources_sha256": sources_digest(), "built_s": took, **_ahead_of_time(log)}
+    STAMP.write_text(json.dumps(stamp) + "\n")
+    took = time.monotonic() - t0
     log(f"warm: the model's kernels are built ({took:.1f} s); stamp {STAMP}")
     return took
+
+
+def _ahead_of_time(log) -> dict:
+    """Build the predictor's kernels ahead of time (traffic/aot.py): the stamp's record of
+    it (its key; the error when it could not be built)."""
+    from traffic import aot
+    t0 = time.monotonic()
+    try:
+        path = aot.build()
+    except aot.BuildError as e:
+        log(f"warm: the predictor's kernels are not built ahead of time ({e}); commands "
+            "load numba's (~0.25 s each)")
+        return {"ahead_of_time": {"key": aot.key(), "error": str(e)[:500]}}
+    log(f"warm: the predictor's kernels are built ahead of time "
+        f"({time.monotonic() - t0:.1f} s): {path}")
+    return {"ahead_of_time": {"key": aot.key(), "path": str(path)}}
 
 
 def main(argv: list[str]) -> int:

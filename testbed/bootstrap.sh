@@ -3,7 +3,8 @@
 #   1. Debian packages: mininet (for mnexec), openvswitch-switch, iperf3, ethtool, ping,
 #      nftables (joins tap switch ports to their veths: testbed/taps.py), openssh-client and
 #      openssh-server (machines: over ssh; the tests' namespace machines run their own sshd;
-#      mlfabric starts no ssh service, though Debian's package does where services run);
+#      mlfabric starts no ssh service, though Debian's package does where services run); gcc,
+#      libc6-dev and python3-dev (the model's kernels built ahead of time: traffic/aot.py);
 #   2. the virtual environment .venv from requirements.txt, and mlfabric itself in editable mode
 #      (the `.venv/bin/mlfabric` command; both re-installed when either file changes);
 #   3. Open vSwitch started without systemd (ovs-ctl), when it is not running.
@@ -12,7 +13,7 @@ cd "$(dirname "$0")/.."
 
 PYTHON="${PYTHON:-python3}"
 PACKAGES=(mininet openvswitch-switch iperf3 ethtool iputils-ping iproute2 nftables
-          openssh-client openssh-server)
+          openssh-client openssh-server gcc libc6-dev python3-dev)
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "bootstrap: needs root (it installs Debian packages and starts Open vSwitch); use sudo" >&2
@@ -84,9 +85,9 @@ else
 fi
 ovs-vsctl --timeout=10 show >/dev/null || { echo "bootstrap: Open vSwitch did not start" >&2; exit 1; }
 # the model's compiled kernels, built once per change of their sources (experiments/warm.py):
-# no `predict` waits for numba
+# no `predict` waits for numba, and the predictor's load without it (traffic/aot.py)
 if ! .venv/bin/python -c 'import sys; from experiments.warm import needs_compile; sys.exit(needs_compile())'; then
-  echo "bootstrap: building the model's compiled kernels (numba; about 30 s, once)"
+  echo "bootstrap: building the model's compiled kernels (numba; about 40 s, once)"
   .venv/bin/python -m experiments.warm
 fi
 echo "bootstrap: ready ($(ovs-vsctl --version | head -1), $(.venv/bin/python --version))"

@@ -18,9 +18,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-#: complete()'s return codes: every done flow handled; job j's iteration ended with the flow
-#: before `f`; flow `f` is Python's (a tail step); the new-flow buffer is full at flow `f`
-SCANNED, ITERATION_ENDED, PYTHON, FULL = 0, 1, 2, 3
+from .kernel_abi import FULL, ITERATION_ENDED, PYTHON, SCANNED  # noqa: F401 (this API's)
+
 
 
 @numba.njit(cache=True)

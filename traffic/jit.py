@@ -1,6 +1,7 @@
 """The predictor's choice between its compiled kernels (traffic/waterfill.py,
-traffic/dag_kernel.py; numba's start-up: traffic/numba_start.py) and their numpy twins
-(traffic/waterfill_np.py), by size.
+traffic/dag_kernel.py: built ahead of time by traffic/aot.py, else by numba at run time,
+whose start-up is traffic/numba_start.py) and their numpy twins (traffic/waterfill_np.py),
+by size when only numba's are there.
 """
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import sys
 
 #: The predictor's kernels: "auto" (by size, below), "compiled" or "numpy" (every prediction).
 KERNELS = "auto"
+#: Whether the compiled kernels come from the module built ahead of time when there is one
+#: (traffic/aot.py; no numba at run time), else from numba.
+AHEAD_OF_TIME = True
 #: "auto": a prediction of fewer flow completions than this (transfers x iterations over its
 #: jobs) runs the numpy kernels (traffic/waterfill_np.py) and the Python DAG step, and so
 #: never imports numba, unless this process has the compiled kernels ready already (the
@@ -29,18 +33,29 @@ NUMPY_MAX_ROUNDS_STARTED = 1_000
 
 
 def compiled_ready() -> bool:
-    """Whether this process has loaded (or compiled) the predictor's compiled kernels."""
+    """Whether the predictor's compiled kernels cost nothing more to start: built ahead of
+    time, or loaded (or compiled) by numba in this process already."""
+    if ahead_of_time() is not None:
+        return True
     waterfill = sys.modules.get("traffic.waterfill")
     return waterfill is not None and getattr(waterfill, "_warm", False)
+
+
+def ahead_of_time() -> tuple | None:
+    """The kernels built ahead of time for these sources (traffic/aot.py), or None."""
+    if not AHEAD_OF_TIME:
+        return None
+    from traffic import aot
+    return aot.load()
 
 
 def use_compiled(completions: int, weighted: bool, links: int = 0) -> bool:
     """Whether a prediction of about `completions` flow completions over a fabric of `links`
     directed links runs the compiled kernels (traffic/waterfill.py, traffic/dag_kernel.py):
     always with weighted links (per-packet spraying, which the numpy kernels do not model),
-    when KERNELS says so, from NUMPY_MAX_COMPLETIONS or past NUMPY_MAX_LINKS, and when this
-    process has them ready (numba's start-up paid:
-    they are then faster at any size); otherwise the numpy kernels. Both paths give the same
+    when KERNELS says so, from NUMPY_MAX_COMPLETIONS or past NUMPY_MAX_LINKS, and when they
+    are ready (built ahead of time, or numba's start-up paid: they are then faster at any
+    size); otherwise the numpy kernels. Both paths give the same
     results bit for bit; results.json's predict_kernels says which one ran."""
     if weighted or KERNELS == "compiled":
         return True
@@ -69,7 +84,11 @@ def outgrown(scratch: tuple) -> bool:
 
 
 def compiled() -> tuple:
-    """(traffic/waterfill.py, traffic/dag_kernel.py), made ready (compiled or loaded)."""
+    """(water-filling kernels, DAG kernel): those built ahead of time, else
+    (traffic/waterfill.py, traffic/dag_kernel.py) made ready (compiled or loaded)."""
+    built = ahead_of_time()
+    if built is not None:
+        return built
     from traffic import dag_kernel, waterfill
     waterfill.warm()
     dag_kernel.warm()

@@ -16,10 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-#: fill()'s return codes
-OK, NO_FINITE_LINK = 0, 1
-#: fill()'s and advance()'s weights when every flow uses each of its links fully
-NO_WEIGHTS = np.zeros((0, 0))
+from .kernel_abi import NO_FINITE_LINK, NO_WEIGHTS, OK, scratch  # noqa: F401 (this API's)
 
 
 @numba.njit(cache=True)
@@ -275,13 +272,6 @@ def fill(flow_links: np.ndarray, capacity_mbps: np.ndarray, rel_tol: float,
     n = capacity_mbps.size
     return fill_with(flow_links, capacity_mbps, rel_tol, rates, weights,
                      np.zeros(n, np.int64), np.zeros(n), np.full(n, -1, np.int64))
-
-
-def scratch(n_links: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """fill_with's per-link scratch for n_links links (capacity_mbps.size): reused across
-    calls, it spares each call three arrays of the fabric's size (on the 16,384-NIC clos3,
-    81,921 links: ~1 ms a call, thousands of calls per prediction)."""
-    return np.zeros(n_links, np.int64), np.zeros(n_links), np.full(n_links, -1, np.int64)
 
 
 @numba.njit(cache=True, error_model="numpy")

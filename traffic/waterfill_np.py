@@ -18,10 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-#: fill_with()'s return codes (traffic/waterfill.py's)
-OK, NO_FINITE_LINK = 0, 1
-#: fill_with()'s and advance()'s weights when every flow uses each of its links fully
-NO_WEIGHTS = np.zeros((0, 0))
+from .kernel_abi import NO_FINITE_LINK, NO_WEIGHTS, OK  # noqa: F401 (this API's)
 
 
 def warm() -> None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 
 from experiments import warm
+from traffic import aot
 
 
 def test_the_stamp_matches_only_the_sources_it_was_written_for(tmp_path, monkeypatch):
     monkeypatch.setattr(warm, "STAMP", tmp_path / "stamp.json")
+    monkeypatch.setattr(aot, "built", lambda: tmp_path / "kernels.so")
     assert warm.needs_compile()                                    # no stamp
     warm.STAMP.write_text(json.dumps({"sources_sha256": warm.sources_digest()}))
     assert not warm.needs_compile()
@@ -16,6 +18,21 @@ def test_the_stamp_matches_only_the_sources_it_was_written_for(tmp_path, monkeyp
     assert warm.needs_compile()
     warm.STAMP.write_text("not json")
     assert warm.needs_compile()
+
+
+def test_a_missing_ahead_of_time_module_is_built_unless_it_failed_here(tmp_path,
+                                                                      monkeypatch):
+    monkeypatch.setattr(warm, "STAMP", tmp_path / "stamp.json")
+    monkeypatch.setattr(aot, "built", lambda: None)
+    stamp = {"sources_sha256": warm.sources_digest()}
+    warm.STAMP.write_text(json.dumps(stamp))
+    assert warm.needs_compile()                                    # never built
+    tried = {"key": aot.key(), "error": "gcc: not found"}
+    warm.STAMP.write_text(json.dumps({**stamp, "ahead_of_time": tried}))
+    assert not warm.needs_compile()                                # failed here: numba's
+    tried["key"] = "0" * 16
+    warm.STAMP.write_text(json.dumps({**stamp, "ahead_of_time": tried}))
+    assert warm.needs_compile()                                    # other sources since
 
 
 def test_the_digest_covers_every_kernel_module(tmp_path, monkeypatch):

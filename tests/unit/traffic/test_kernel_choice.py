@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from traffic import jit, waterfill, waterfill_np
+from traffic import aot, jit, waterfill, waterfill_np
 
 from tests.regression import test_house_regression as house
 from tests.unit.traffic import test_dag_kernel
@@ -57,6 +57,7 @@ def test_a_numpy_prediction_that_outgrows_them_goes_on_compiled(config, sets, ro
         monkeypatch.setattr(jit, "NUMPY_MAX_ROUNDS", 3)
         monkeypatch.setattr(jit, "NUMPY_MAX_COMPLETIONS", 10 ** 9)     # auto starts on numpy
         monkeypatch.setattr(jit, "NUMPY_MAX_LINKS", 10 ** 9)
+        monkeypatch.setattr(jit, "AHEAD_OF_TIME", False)             # numba's only
         monkeypatch.setattr(waterfill, "_warm", False)
         moved.clear()
         assert _predicted(config, sets, routing, "auto", monkeypatch, "compiled") == want, \
@@ -155,6 +156,7 @@ def test_numpy_fluid_step_as_the_compiled(seed):
 
 def test_the_choice_is_by_size_and_spraying_is_compiled(monkeypatch):
     monkeypatch.setattr(jit, "KERNELS", "auto")
+    monkeypatch.setattr(jit, "AHEAD_OF_TIME", False)           # numba's kernels only
     monkeypatch.setattr(waterfill, "_warm", False)             # not loaded in this process
     assert not jit.use_compiled(jit.NUMPY_MAX_COMPLETIONS - 1, False)
     assert jit.use_compiled(jit.NUMPY_MAX_COMPLETIONS, False)
@@ -171,6 +173,20 @@ def test_the_choice_is_by_size_and_spraying_is_compiled(monkeypatch):
     assert jit.kernels(1, False) == (waterfill_np, None)
 
 
+def test_kernels_built_ahead_of_time_are_taken_at_any_size(monkeypatch):
+    """With the module built ahead of time there is no start-up to spare: "auto" takes it
+    for every prediction, and "numpy" still the numpy kernels."""
+    built = (object(), object())
+    monkeypatch.setattr(aot, "load", lambda: built)
+    monkeypatch.setattr(waterfill, "_warm", False)
+    assert jit.use_compiled(1, False) and jit.kernels(1, False) == built
+    monkeypatch.setattr(jit, "AHEAD_OF_TIME", False)
+    assert not jit.use_compiled(1, False)
+    monkeypatch.setattr(jit, "AHEAD_OF_TIME", True)
+    monkeypatch.setattr(jit, "KERNELS", "numpy")
+    assert jit.kernels(1, False) == (waterfill_np, None)
+
+
 SMALL_PREDICT = """
 import json, sys
 from experiments.__main__ import main
@@ -180,9 +196,10 @@ print(json.dumps({"code": code, "numba": "numba" in sys.modules}))
 """
 
 
-def test_a_small_predict_never_imports_numba_and_records_the_numpy_path(tmp_path):
-    """quickstart (the non-blocking reference, ECMP): the numpy path in every run of
-    results.json, and numba never imported by the whole command."""
+def test_a_small_predict_never_imports_numba_and_records_its_path(tmp_path):
+    """quickstart (the non-blocking reference, ECMP): numba never imported by the whole
+    command, and every run of results.json on one path: the kernels built ahead of time
+    ("compiled") where `make setup` built them, else the numpy kernels."""
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", SMALL_PREDICT,
@@ -191,7 +208,8 @@ def test_a_small_predict_never_imports_numba_and_records_the_numpy_path(tmp_path
     assert done.returncode == 0, done.stderr[-2000:]
     status = json.loads(done.stdout.strip().splitlines()[-1])
     runs = json.loads((out / "results.json").read_text())["runs"]
-    assert [r["predict_kernels"] for r in runs] == ["numpy"] * len(runs) and len(runs) >= 2
+    path = "compiled" if aot.built() else "numpy"
+    assert [r["predict_kernels"] for r in runs] == [path] * len(runs) and len(runs) >= 2
     assert status == {"code": 0, "numba": False}
 
 

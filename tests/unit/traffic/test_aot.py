@@ -1,0 +1,81 @@
+"""traffic/aot.py: the predictor's kernels built ahead of time predict what numba's predict,
+bit for bit, refuse arguments of other types, and are found only for the sources they were
+built from."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from traffic import aot, jit, waterfill
+from tests.unit.traffic import test_dag_kernel
+
+pytestmark = pytest.mark.skipif(shutil.which("cc") is None,
+                                reason="no C compiler (make setup installs gcc)")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """(water-filling kernels, DAG kernel) built into a folder of this test's (~10 s)."""
+    path = aot.build(tmp_path_factory.mktemp("aot"))
+    return aot.namespaces(path)
+
+
+@pytest.mark.parametrize("config,sets,routings", test_dag_kernel.CASES)
+def test_they_predict_as_numbas_kernels(config, sets, routings, built, monkeypatch):
+    monkeypatch.setattr(jit, "KERNELS", "compiled")
+    for routing in routings:
+        monkeypatch.setattr(jit, "AHEAD_OF_TIME", False)
+        want = test_dag_kernel.predict_case(config, sets, routing)
+        monkeypatch.setattr(jit, "AHEAD_OF_TIME", True)
+        monkeypatch.setattr(aot, "load", lambda: built)
+        assert test_dag_kernel.predict_case(config, sets, routing) == want, (config, routing)
+
+
+@pytest.mark.parametrize("heap_first", [False, True])
+def test_the_water_filling_gives_numbas_rates(built, heap_first):
+    rng = np.random.default_rng(7)
+    links = rng.integers(0, 40, size=(300, 4))
+    cap = np.append(rng.uniform(1.0, 10.0, 40), np.inf)
+    weights = rng.uniform(0.1, 1.0, size=(300, 4))
+    for w in (waterfill.NO_WEIGHTS, weights):
+        want, got = np.zeros(300), np.zeros(300)
+        waterfill.fill_with(links, cap, 1e-9, want, w, *waterfill.scratch(41),
+                            heap_first=heap_first)
+        built[0].fill_with(links, cap, 1e-9, got, w, *built[0].scratch(41),
+                           heap_first=heap_first)
+        assert got.tobytes() == want.tobytes() and want.min() > 0
+
+
+def test_an_argument_of_another_type_is_refused(built):
+    wf = built[0]
+    rem, rates = np.ones(4), np.ones(4)
+    assert wf.horizon(rem, rates) == 8 / 1e6           # 1 byte at 1 Mbit/s
+    for bad in (np.ones(4, np.int64), np.ones(8)[::2], np.ones((2, 2)), [1.0] * 4):
+        with pytest.raises(TypeError, match="horizon: argument 0 must be a C-ordered float64"):
+            wf.horizon(bad, rates)
+
+
+def test_only_the_module_of_these_sources_is_found(tmp_path, monkeypatch, built):
+    other = tmp_path / f"{aot.PREFIX}{'0' * 16}.cpython-311-x86_64-linux-gnu.so"
+    other.write_bytes(b"")
+    assert aot.built(tmp_path) is None                      # another key: not this one
+    key = aot.key()
+    monkeypatch.setattr(aot, "SOURCES", aot.SOURCES[:-1])
+    assert aot.key() != key                                 # the key covers every source
+
+
+def test_a_command_with_them_imports_no_numba(built, tmp_path):
+    """The module alone runs its kernels: a process that loads it imports no numba."""
+    program = ("import sys, numpy as np; from traffic import aot; "
+               "wf, dk = aot.namespaces(__import__('pathlib').Path(sys.argv[1])); "
+               "r = np.zeros(2); wf.fill(np.array([[0], [0]]), np.array([2.0, np.inf]), "
+               "1e-9, r, wf.NO_WEIGHTS); print(r.tolist(), 'numba' in sys.modules)")
+    path = built[0].path
+    done = subprocess.run([sys.executable, "-c", program, path], capture_output=True,
+                          text=True, timeout=60, cwd=test_dag_kernel.ROOT)
+    assert done.returncode == 0, done.stderr[-1000:]
+    assert done.stdout.split() == ["[1.0,", "1.0]", "False"]
