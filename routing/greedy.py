@@ -419,11 +419,14 @@ _COMPILED: dict[str, Callable] = {}       # compiled()'s, once made
 
 
 def compiled(name: str, fn: Callable) -> Callable:
-    """`fn` compiled by numba under `name` (on first use: import numba, then compile or load
-    from numba's on-disk cache; see warm_kernels); plain Python, with a warning, without
-    numba. Integers only: no fastmath; error_model='numpy' drops the division checks."""
+    """`fn` compiled under `name`: built ahead of time (traffic/aot.py: no numba), else by
+    numba on first use (import numba, then compile or load from numba's on-disk cache; see
+    warm_kernels); plain Python, with a warning, without numba. Integers only: no fastmath;
+    error_model='numpy' drops the division checks."""
     if name not in _COMPILED:
-        _COMPILED[name] = njit(fn, "greedy runs its order and placement loops")
+        from traffic import aot, jit
+        built = aot.exports().get(fn.__name__) if jit.AHEAD_OF_TIME else None
+        _COMPILED[name] = built or njit(fn, "greedy runs its order and placement loops")
     return _COMPILED[name]
 
 
@@ -431,12 +434,16 @@ def warm_kernels() -> tuple[float, str]:
     """Make the compiled loops ready (import numba, then compile or load from its on-disk
     cache) by ordering and placing one flow. Returns (seconds taken, which happened)."""
     t0 = time.perf_counter()
-    from traffic.numba_start import registries
-    registries()                      # numba's NumPy registries without scipy.linalg
+    kernels = (compiled("order", order_kernel), compiled("place", place_flows))
+    if not all(getattr(k, "ahead_of_time", False) for k in kernels):
+        from traffic.numba_start import registries
+        registries()                  # numba's NumPy registries without scipy.linalg
     _, start, _ = visit_order([0], [1], 2, [-1])
     place_in_order(LinkBlocks.of([np.zeros((1, 2), dtype=np.int64)]), start, [0, 1],
                    np.zeros(1, dtype=np.int64))
     took = time.perf_counter() - t0
+    if all(getattr(k, "ahead_of_time", False) for k in kernels):
+        return took, "built ahead of time (no numba)"
     stats = [getattr(f, "stats", None) for f in _COMPILED.values()]
     if None in stats:
         return took, "plain Python (no numba)"

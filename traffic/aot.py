@@ -1,11 +1,13 @@
-"""The predictor's compiled kernels built ahead of time into one extension module, so that a
-command runs them without numba (whose import and cache load cost ~0.25 s of CPU a command).
+"""The predictor's compiled kernels and greedy's loops built ahead of time into one extension
+module, so that a command runs them without numba (whose import and cache load cost ~0.25 s
+of CPU a command).
 
 `python -m experiments.warm` (run by `make setup`) builds `mlfabric_kernels_<key>.so` in the
 virtual environment with numba's ahead-of-time compiler (numba.pycc, a C compiler and
 Python's headers). Each export is a two-line function calling the numba kernel of
-traffic/waterfill.py or traffic/dag_kernel.py, so the machine code is numba's, compiled with
-each kernel's own options, for this machine's CPU. key: sha256 of those sources, the
+traffic/waterfill.py, traffic/dag_kernel.py or routing/greedy.py (compiled as greedy
+compiles it), so the machine code is numba's, compiled with each kernel's own options, for
+this machine's CPU. key: sha256 of those sources, the
 exports' signatures, numpy's version and Python's. `load` imports the module whose key matches; without
 one (not built, sources changed since, no compiler, a numba without pycc: pycc is pending
 deprecation in numba, with a replacement announced) the predictor takes numba's kernels at
@@ -18,6 +20,7 @@ version instead.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import inspect
@@ -34,11 +37,12 @@ import numpy as np
 
 from . import kernel_abi
 
-ROOT = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[1]
 #: Where the module is built: the virtual environment (one per checkout's .venv).
 FOLDER = Path(sys.prefix) / "mlfabric-kernels"
 #: The sources the module is built from (and EXPORTS).
-SOURCES = ("waterfill.py", "dag_kernel.py", "kernel_abi.py")
+SOURCES = ("traffic/waterfill.py", "traffic/dag_kernel.py", "traffic/kernel_abi.py",
+           "routing/greedy.py")
 PREFIX = "mlfabric_kernels_"
 
 _I, _F, _B = np.dtype(np.int64), np.dtype(np.float64), np.dtype(np.bool_)
@@ -51,7 +55,7 @@ _DTYPE = {"i": _I, "f": _F, "b": _B}
 
 @dataclass(frozen=True)
 class Export:
-    """One kernel built into the module: its module and name, its arguments (a letter per
+    """One kernel built into the module: its module and function, its arguments (a letter per
     argument: i int64, f float64, b bool; a digit: 0 a scalar, 1 or 2 a C-ordered array of
     that many dimensions) and its result in numba's notation."""
     module: str
@@ -64,16 +68,20 @@ class Export:
 
 
 _FILL = ("i2", "f1", "f0", "f1", "f2")
-#: What is built: the kernels a prediction calls, with the types the predictor passes.
+_W, _DAG = "traffic.waterfill", "traffic.dag_kernel"
+#: What is built: the kernels a prediction and greedy call, with the types they pass.
 EXPORTS = (
-    Export("waterfill", "fill", _FILL, "i8"),
-    Export("waterfill", "fill_with", (*_FILL, "i1", "f1", "i1", "b0"), "i8"),
-    Export("waterfill", "horizon", ("f1", "f1"), "f8"),
-    Export("waterfill", "advance", ("f1", "f1", "i2", "f0", "f0", "f1", "f1", "f1", "b1",
-                                    "f2"), "i8"),
-    Export("waterfill", "compact", ("b1", "i1", "i1", "f1", "i1", "i2"), "i8"),
-    Export("dag_kernel", "complete", ("i0", "b1", "i1", "i1", "f0", *["i1"] * 8, "f1", "f1",
-                                      "i1", "i1", "b1", "i1", "i1", "i0"), "UniTuple(i8, 5)"),
+    Export(_W, "fill", _FILL, "i8"),
+    Export(_W, "fill_with", (*_FILL, "i1", "f1", "i1", "b0"), "i8"),
+    Export(_W, "horizon", ("f1", "f1"), "f8"),
+    Export(_W, "advance", ("f1", "f1", "i2", "f0", "f0", "f1", "f1", "f1", "b1", "f2"), "i8"),
+    Export(_W, "compact", ("b1", "i1", "i1", "f1", "i1", "i2"), "i8"),
+    Export(_DAG, "complete", ("i0", "b1", "i1", "i1", "f0", *["i1"] * 8, "f1", "f1", "i1",
+                              "i1", "b1", "i1", "i1", "i0"), "UniTuple(i8, 5)"),
+    Export("routing.greedy", "order_kernel", ("i1", "i1", "b1", "i0"),
+           "UniTuple(i8[::1], 3)"),
+    Export("routing.greedy", "place_flows", ("i1",) * 8, "none"),
+    Export("routing.greedy", "improve_kernel", ("i1",) * 8 + ("i0",), "i8"),
 )
 
 
@@ -127,52 +135,69 @@ def build(folder: Path | None = None) -> Path:
 
 
 def _kernel(e: Export) -> Callable:
-    module = importlib.import_module(f"traffic.{e.module}")
-    return getattr(module, e.name)
+    """e's numba function: the module's, or its plain function compiled as greedy does."""
+    fn = getattr(importlib.import_module(e.module), e.name)
+    if hasattr(fn, "py_func"):
+        return fn
+    from traffic.numba_start import njit
+    return njit(fn, e.name)
 
 
 def _forward(kernel: Callable) -> Callable:
     """A plain function of the kernel's parameters that calls it (what pycc compiles; the
     kernel keeps its own numba options, e.g. error_model "numpy")."""
-    names = ", ".join(inspect.signature(kernel.py_func).parameters)
+    names = ", ".join(inspect.signature(getattr(kernel, "py_func", kernel)).parameters)
     scope = {"kernel": kernel}
     exec(f"def forward({names}):\n    return kernel({names})\n", scope)  # noqa: S102
     return scope["forward"]
 
 
-_loaded: tuple | None | bool = False
+_loaded: dict[str, Callable] | None = None
 
 
-def load() -> tuple[SimpleNamespace, SimpleNamespace] | None:
-    """(water-filling kernels, DAG kernel) from the module built for these sources in FOLDER
-    (`namespaces`), or None when there is none or it does not import (a warning). Once per
-    process."""
+def exports() -> dict[str, Callable]:
+    """Every export of the module built for these sources in FOLDER, by function name,
+    each behind its check; {} when there is none or it does not import (a warning). Once
+    per process."""
     global _loaded
-    if _loaded is False:
+    if _loaded is None:
         path = built()
         try:
-            _loaded = None if path is None else namespaces(path)
+            _loaded = {} if path is None else _exports(path)
         except (ImportError, OSError) as e:
             warnings.warn(f"the kernels built ahead of time ({path}) do not load ({e}); "
                           "numba compiles them at run time: make setup rebuilds them")
-            _loaded = None
+            _loaded = {}
     return _loaded
+
+
+@functools.cache
+def load() -> tuple[SimpleNamespace, SimpleNamespace] | None:
+    """The predictor's (water-filling kernels, DAG kernel) from `exports`, or None."""
+    found = exports()
+    return _namespaces(found) if found else None
 
 
 def namespaces(path: Path) -> tuple[SimpleNamespace, SimpleNamespace]:
     """The module at `path` as (water-filling kernels, DAG kernel), in the shape of
     traffic/waterfill.py and traffic/dag_kernel.py."""
+    return _namespaces(_exports(path))
+
+
+def _exports(path: Path) -> dict[str, Callable]:
     spec = importlib.util.spec_from_file_location(path.name.split(".")[0], path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    kernels = {e.name: _checked(getattr(module, e.name), e) for e in EXPORTS}
+    return {e.name: _checked(getattr(module, e.name), e) for e in EXPORTS}
+
+
+def _namespaces(kernels: dict[str, Callable]) -> tuple[SimpleNamespace, SimpleNamespace]:
     fill_with = kernels["fill_with"]
     waterfill = SimpleNamespace(
         **{k: kernels[k] for k in ("fill", "horizon", "advance", "compact")},
         fill_with=lambda *a, heap_first=False: fill_with(*a, heap_first),
         OK=kernel_abi.OK, NO_FINITE_LINK=kernel_abi.NO_FINITE_LINK,
-        NO_WEIGHTS=kernel_abi.NO_WEIGHTS, scratch=kernel_abi.scratch, warm=lambda: None,
-        path=module.__file__)
+        NO_WEIGHTS=kernel_abi.NO_WEIGHTS, scratch=kernel_abi.scratch, warm=lambda: None)
     dag = SimpleNamespace(complete=kernels["complete"], SCANNED=kernel_abi.SCANNED,
                           ITERATION_ENDED=kernel_abi.ITERATION_ENDED,
                           PYTHON=kernel_abi.PYTHON, FULL=kernel_abi.FULL, warm=lambda: None)
@@ -191,7 +216,9 @@ def _checked(fn: Callable, e: Export) -> Callable:
          f"    if not ({' and '.join(tests)}):\n"
          f"        wrong({', '.join(names)})\n"
          f"    return fn({', '.join(names)})\n", scope)
-    return scope[e.name]
+    checked = scope[e.name]
+    checked.ahead_of_time = True
+    return checked
 
 
 def _wrong(e: Export) -> Callable:

@@ -30,11 +30,16 @@ def versions() -> str:
 
 def kernels() -> str:
     """Which code paths the routing and predictor kernels take in this process, after warming
-    them (numba import, then compile or load from its on-disk cache)."""
+    them (built ahead of time; else numba import, then compile or load from its on-disk
+    cache)."""
     from routing.greedy import warm_kernels
-    from traffic import dag_kernel, waterfill
+    from traffic import dag_kernel, jit, waterfill
     took, how = warm_kernels()
     t0 = time.perf_counter()
+    if jit.ahead_of_time() is not None:
+        return (f"greedy's loops: {how} in {took:.2f} s; predictor's water-filling, fluid step "
+                f"and DAG step: built ahead of time (traffic/aot.py), loaded in "
+                f"{time.perf_counter() - t0:.3f} s")
     waterfill.warm()
     dag_kernel.warm()
     made = [getattr(k, "stats", None) for k in (waterfill.fill_with, waterfill.advance,

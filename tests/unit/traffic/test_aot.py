@@ -3,6 +3,7 @@ bit for bit, refuse arguments of other types, and are found only for the sources
 built from."""
 from __future__ import annotations
 
+import random
 import shutil
 import subprocess
 import sys
@@ -18,10 +19,15 @@ pytestmark = pytest.mark.skipif(shutil.which("cc") is None,
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """(water-filling kernels, DAG kernel) built into a folder of this test's (~10 s)."""
-    path = aot.build(tmp_path_factory.mktemp("aot"))
-    return aot.namespaces(path)
+def module(tmp_path_factory):
+    """The module built into a folder of this test's (~10-20 s)."""
+    return aot.build(tmp_path_factory.mktemp("aot"))
+
+
+@pytest.fixture(scope="module")
+def built(module):
+    """(water-filling kernels, DAG kernel) of `module`."""
+    return aot.namespaces(module)
 
 
 @pytest.mark.parametrize("config,sets,routings", test_dag_kernel.CASES)
@@ -68,13 +74,44 @@ def test_only_the_module_of_these_sources_is_found(tmp_path, monkeypatch, built)
     assert aot.key() != key                                 # the key covers every source
 
 
-def test_a_command_with_them_imports_no_numba(built, tmp_path):
+def test_greedys_loops_place_as_numbas(module, monkeypatch):
+    """greedy's three loops from the module route every case as numba's do."""
+    from routing import greedy
+    exported = aot._exports(module)
+    kernels = {name: exported[fn.__name__] for name, fn in
+               (("order", greedy.order_kernel), ("place", greedy.place_flows),
+                ("improve", greedy.improve_kernel))}
+    assert all(k.ahead_of_time for k in kernels.values())
+    monkeypatch.setattr(jit, "AHEAD_OF_TIME", False)
+    monkeypatch.setattr(greedy, "_COMPILED", {})
+    want = [_greedy(seed) for seed in range(12)]
+    assert not any(getattr(k, "ahead_of_time", False) for k in greedy._COMPILED.values())
+    monkeypatch.setattr(greedy, "_COMPILED", kernels)
+    assert [_greedy(seed) for seed in range(12)] == want
+
+
+def _greedy(seed: int) -> tuple:
+    """greedy's routes of a random three-tier case, and improve_max_paths' moves from a
+    random start (test_greedy_kernel's cases)."""
+    from routing import route
+    from routing.greedy import improve_max_paths
+    from routing.paths import loads_of, path_table
+    from tests.unit.routing.test_paths_properties import random_case
+    f, conns = random_case(seed)
+    t = path_table(f, conns)
+    start = [random.Random(seed).choice(list(c)) for c in t.cand]
+    assign, load = list(start), loads_of(t, start)
+    moves = improve_max_paths(t, assign, load)
+    return route("greedy", f, conns, seed=seed % 5).path_of, moves, assign
+
+
+def test_a_command_with_them_imports_no_numba(module, tmp_path):
     """The module alone runs its kernels: a process that loads it imports no numba."""
     program = ("import sys, numpy as np; from traffic import aot; "
                "wf, dk = aot.namespaces(__import__('pathlib').Path(sys.argv[1])); "
                "r = np.zeros(2); wf.fill(np.array([[0], [0]]), np.array([2.0, np.inf]), "
                "1e-9, r, wf.NO_WEIGHTS); print(r.tolist(), 'numba' in sys.modules)")
-    path = built[0].path
+    path = str(module)
     done = subprocess.run([sys.executable, "-c", program, path], capture_output=True,
                           text=True, timeout=60, cwd=test_dag_kernel.ROOT)
     assert done.returncode == 0, done.stderr[-1000:]
