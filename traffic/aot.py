@@ -118,20 +118,25 @@ def build(folder: Path | None = None) -> Path:
         raise BuildError(f"numba has no ahead-of-time compiler (numba.pycc): {e}") from e
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
-        cc = CC(name)
-        cc.output_dir, cc.target_cpu, cc.verbose = tmp, "host", False
-        for e in EXPORTS:
-            cc.export(e.name, e.signature())(_forward(_kernel(e)))
         try:
-            cc.compile()
+            _compile(CC(name), Path(tmp))
         except Exception as err:                # distutils' and numba's errors alike
-            raise BuildError(f"building {name}: {type(err).__name__}: {err}") from err
+            raise BuildError(f"building {name}: {type(err).__name__}: "
+                             f"{' '.join(str(err).split())}") from err
         out = next(Path(tmp).glob(f"{name}.*.so"))
         for old in folder.glob(f"{PREFIX}*.so"):
             if old.name != out.name:
                 old.unlink(missing_ok=True)
         os.replace(out, folder / out.name)      # whole, or not at all
     return folder / out.name
+
+
+def _compile(cc, into: Path) -> None:
+    """Every export into numba.pycc's CC `cc`, compiled and linked into `into`."""
+    cc.output_dir, cc.target_cpu, cc.verbose = str(into), "host", False
+    for e in EXPORTS:
+        cc.export(e.name, e.signature())(_forward(_kernel(e)))
+    cc.compile()
 
 
 def _kernel(e: Export) -> Callable:

@@ -48,3 +48,14 @@ def test_the_digest_covers_every_kernel_module(tmp_path, monkeypatch):
 def test_a_bad_argument_is_refused(capsys):
     assert warm.main(["warm", "--now"]) == 2
     assert "usage" in capsys.readouterr().err
+
+
+def test_a_failed_ahead_of_time_build_is_said_and_kept_in_the_stamp(monkeypatch):
+    def fail(folder=None):
+        raise aot.BuildError("building mlfabric_kernels_x: RuntimeError: no compiler")
+    monkeypatch.setattr(aot, "build", fail)
+    said: list[str] = []
+    record = warm._ahead_of_time(said.append)
+    assert record == {"ahead_of_time": {"key": aot.key(), "error": "building "
+                                        "mlfabric_kernels_x: RuntimeError: no compiler"}}
+    assert len(said) == 1 and "not built ahead of time" in said[0] and "numba's" in said[0]

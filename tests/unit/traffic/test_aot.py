@@ -65,6 +65,14 @@ def test_an_argument_of_another_type_is_refused(built):
             wf.horizon(bad, rates)
 
 
+def test_a_machine_without_a_compiler_gets_a_build_error_and_no_module(tmp_path,
+                                                                       monkeypatch):
+    monkeypatch.setenv("CC", "/bin/false")                  # what distutils compiles with
+    with pytest.raises(aot.BuildError, match="building mlfabric_kernels_"):
+        aot.build(tmp_path)
+    assert aot.built(tmp_path) is None and list(tmp_path.iterdir()) == []
+
+
 def test_only_the_module_of_these_sources_is_found(tmp_path, monkeypatch, built):
     other = tmp_path / f"{aot.PREFIX}{'0' * 16}.cpython-311-x86_64-linux-gnu.so"
     other.write_bytes(b"")
