@@ -86,16 +86,19 @@ def _save_png(fig, path: Path) -> bool:
     the canvas: savefig's tight box then grows the canvas)."""
     fig.canvas.draw()
     rgba = np.asarray(fig.canvas.buffer_rgba())
-    drawn = (rgba != rgba[0, 0]).any(axis=2)
+    pixels = rgba.view(np.uint32)[..., 0]         # a pixel's four bytes as one word
+    drawn = pixels != pixels[0, 0]
     rows, cols = np.flatnonzero(drawn.any(axis=1)), np.flatnonzero(drawn.any(axis=0))
     if not rows.size or rows[0] == 0 or cols[0] == 0 or rows[-1] == len(drawn) - 1 \
             or cols[-1] == drawn.shape[1] - 1:
         return False
     top, bottom = rows[0] - PAD_PX, rows[-1] + 1 + PAD_PX
     left, right = cols[0] - PAD_PX, cols[-1] + 1 + PAD_PX
-    shown = np.pad(rgba, ((PAD_PX, PAD_PX), (PAD_PX, PAD_PX), (0, 0)), mode="edge")
-    image.imsave(path, shown[top + PAD_PX:bottom + PAD_PX, left + PAD_PX:right + PAD_PX],
-                 format="png", origin="upper", dpi=DPI)
+    if top < 0 or left < 0 or bottom > len(drawn) or right > drawn.shape[1]:
+        # a margin past the canvas: its edge pixels repeated
+        rgba = np.pad(rgba, ((PAD_PX, PAD_PX), (PAD_PX, PAD_PX), (0, 0)), mode="edge")
+        top, bottom, left, right = (x + PAD_PX for x in (top, bottom, left, right))
+    image.imsave(path, rgba[top:bottom, left:right], format="png", origin="upper", dpi=DPI)
     return True
 
 
