@@ -7,6 +7,7 @@ state), written by `_save` at 110 dpi with its box grown to hold titles and outs
 """
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 from typing import Any
@@ -222,7 +223,9 @@ def efficiency_bars(eff: list[dict], keys: list[str], out: Path, title: str,
 TIERS = (("leaf", "spine"), ("leaf", "agg"), ("agg", "core"))
 
 
+@functools.cache
 def _tier(name: str) -> str:
+    """'leaf12' -> 'leaf' (cached: a figure asks once per link end)."""
     return name.rstrip("0123456789")
 
 
