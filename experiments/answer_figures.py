@@ -167,7 +167,7 @@ def link_distribution(rows: list[tuple[str, str, dict[str, dict[tuple[str, str],
             ax.set_ylabel("fraction of used links", fontsize=8)
             ax.set_ylim(0, 1.02)
             ax.set_xlim(left=0)
-            ax.set_title(f"{what}: {tier} links", fontsize=9)
+            ax.set_title(f"{what}: {tier} links", fontsize=9, y=drawing.TITLE_Y)
             ax.legend(fontsize=7, loc="lower right")
     # on two lines: on one, a single tier's panel (4.2 in) is narrower than the title, and
     # the PNG falls back to savefig's tight box (three draws instead of one)
