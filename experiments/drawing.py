@@ -37,6 +37,9 @@ MAX_TICKS = 16
 NAMED_PAST_MAX = 8
 
 
+#: Pillow's options of the PNGs: zlib's fastest level (Pillow's default is 6), the same
+#: pixels in ~9% more bytes for ~8% less CPU a figure.
+PNG_PIL = {"compress_level": 1}
 #: The margin around what a PNG shows (savefig's pad_inches of bbox_inches="tight"), pixels.
 PAD_PX = round(0.1 * DPI)
 #: Where a title sits: on its axes' top edge (and its pad above it). Given, it skips
@@ -81,7 +84,8 @@ def _save(fig, out: Path, fmt: tuple[str, ...], stem: str) -> str:
     outside legends included) with a margin of PAD_PX."""
     for ext in fmt:
         if ext != "png" or not _save_png(fig, out / f"{stem}.png"):
-            fig.savefig(out / f"{stem}.{ext}", dpi=DPI, bbox_inches="tight")
+            fig.savefig(out / f"{stem}.{ext}", dpi=DPI, bbox_inches="tight",
+                        **({"pil_kwargs": PNG_PIL} if ext == "png" else {}))
     return stem
 
 
@@ -104,7 +108,8 @@ def _save_png(fig, path: Path) -> bool:
         # a margin past the canvas: its edge pixels repeated
         rgba = np.pad(rgba, ((PAD_PX, PAD_PX), (PAD_PX, PAD_PX), (0, 0)), mode="edge")
         top, bottom, left, right = (x + PAD_PX for x in (top, bottom, left, right))
-    image.imsave(path, rgba[top:bottom, left:right], format="png", origin="upper", dpi=DPI)
+    image.imsave(path, rgba[top:bottom, left:right], format="png", origin="upper", dpi=DPI,
+                 pil_kwargs=PNG_PIL)
     return True
 
 
