@@ -118,14 +118,18 @@ def wants_distribution(loads: dict[str, dict[tuple[str, str], float]]) -> bool:
     return any(c > HEATMAP_MAX_SWITCHES for c in tiers.values())
 
 
+#: The tiers of a link's two ends, either way round -> its tier pair's name ('leaf-agg').
+_TIER_PAIRS = {ends: f"{lower}-{upper}" for lower, upper in drawing.TIERS
+               for ends in ((lower, upper), (upper, lower))}
+
+
 def _by_tier(values: dict[tuple[str, str], float]) -> dict[str, list[float]]:
     """'leaf-agg': every link's value between those tiers (both directions)."""
     out: dict[str, list[float]] = {}
     for (a, b), v in values.items():
-        ta, tb = drawing._tier(a), drawing._tier(b)
-        for lower, upper in drawing.TIERS:
-            if {ta, tb} == {lower, upper}:
-                out.setdefault(f"{lower}-{upper}", []).append(v)
+        pair = _TIER_PAIRS.get((drawing._tier(a), drawing._tier(b)))
+        if pair is not None:
+            out.setdefault(pair, []).append(v)
     return out
 
 
@@ -141,7 +145,8 @@ def link_distribution(rows: list[tuple[str, str, dict[str, dict[tuple[str, str],
     names = [r for _, _, d in rows for r in d]
     table = _table(names, routings)
     known = [f"{lower}-{upper}" for lower, upper in drawing.TIERS]
-    tiers = sorted({t for _, _, d in rows for v in d.values() for t in _by_tier(v)},
+    split = [{routing: _by_tier(v) for routing, v in d.items()} for _, _, d in rows]
+    tiers = sorted({t for by_routing in split for v in by_routing.values() for t in v},
                    key=known.index)
     if not tiers:
         return None
@@ -154,7 +159,7 @@ def link_distribution(rows: list[tuple[str, str, dict[str, dict[tuple[str, str],
         for j, tier in enumerate(tiers):
             ax = axes[i, j]
             for routing in [r for r in table if r in data][:drawing.MAX_SERIES]:
-                v = _by_tier(data[routing]).get(tier)
+                v = split[i][routing].get(tier)
                 if v:
                     drawing._ecdf(ax, v, f"{routing} (max {max(v):.3g})", lw=1.6,
                                   **table[routing].line())
@@ -162,7 +167,7 @@ def link_distribution(rows: list[tuple[str, str, dict[str, dict[tuple[str, str],
             ax.set_ylabel("fraction of used links", fontsize=8)
             ax.set_ylim(0, 1.02)
             ax.set_xlim(left=0)
-            ax.set_title(f"{what}: {tier} links", fontsize=9)
+            ax.set_title(f"{what}: {tier} links", fontsize=9, y=drawing.TITLE_Y)
             ax.legend(fontsize=7, loc="lower right")
     # on two lines: on one, a single tier's panel (4.2 in) is narrower than the title, and
     # the PNG falls back to savefig's tight box (three draws instead of one)

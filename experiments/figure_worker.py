@@ -185,6 +185,8 @@ def serve() -> None:
     failed = None
     try:
         from experiments import answer_figures     # and drawing, matplotlib
+        from PIL import Image
+        Image.preinit()     # the plugins Pillow loads at its first PNG: once, for both processes
     except BaseException as e:      # noqa: BLE001 (reported once the data comes)
         failed = e
     try:

@@ -336,7 +336,15 @@ def slowdowns(t: pd.DataFrame) -> list[tuple[str, list[float]]]:
     return out
 
 
-def link_flows(runs: list[Path], read: Reader = _pandas_columns
+def _link_keys(src: list[str], dst: list[str], seen: dict | None) -> list[tuple[str, str]]:
+    """(src, dst) of each row: one object per link and per switch name in every table read
+    with the same `seen` (the figure worker's pickle then writes each once)."""
+    seen = {} if seen is None else seen
+    return [seen.setdefault((a, b), (seen.setdefault(a, a), seen.setdefault(b, b)))
+            for a, b in zip(src, dst)]
+
+
+def link_flows(runs: list[Path], read: Reader = _pandas_columns, seen: dict | None = None
                ) -> dict[str, dict[tuple[str, str], float]]:
     """Per routing: each directed link's flows in the plan computed before the run (links.csv's
     `flows`, mean over the runs; predicted runs whose table has the column and a plan)."""
@@ -347,7 +355,7 @@ def link_flows(runs: list[Path], read: Reader = _pandas_columns
                 if "flows" not in f.readline().strip().split(","):
                     continue
             src, dst, flows = read(path, [("src", str), ("dst", str), ("flows", str)])
-            got = {(a, b): float(n) for a, b, n in zip(src, dst, flows)
+            got = {key: float(n) for key, n in zip(_link_keys(src, dst, seen), flows)
                    if n not in ("", "nan")}
             if got:
                 parts.setdefault(path.parent.name.replace("-at-", "@"), []).append(got)
@@ -358,10 +366,9 @@ def link_flows(runs: list[Path], read: Reader = _pandas_columns
     return out
 
 
-def link_loads(runs: list[Path], read: Reader = _pandas_columns
+def link_loads(runs: list[Path], read: Reader = _pandas_columns, seen: dict | None = None
                ) -> dict[str, dict[tuple[str, str], float]]:
-    """Per routing: each directed link's (src, dst) mean utilization over the runs
-    (links.csv of predicted runs)."""
+    """Per routing: each directed link's mean utilization over the predicted runs' links.csv."""
     parts: dict[str, list[list[list]]] = {}
     for run in runs:
         for path in sorted(run.glob("*/links.csv")):
@@ -371,7 +378,7 @@ def link_loads(runs: list[Path], read: Reader = _pandas_columns
     for routing, ps in parts.items():
         total: dict[tuple[str, str], float] = {}
         for src, dst, util in ps:
-            for key, u in zip(zip(src, dst), util):
+            for key, u in zip(_link_keys(src, dst, seen), util):
                 total[key] = total.get(key, 0.0) + u
         out[routing] = {key: u / len(ps) for key, u in total.items()}
     return out
@@ -517,12 +524,13 @@ def predicted_figure_data(folder: Path) -> dict:
     eff = answer_rows(docs)
     names = sorted({str(d["name"]) for d in docs})
     lines, lines_run = utilization_lines(runs)
+    seen: dict = {}                   # _link_keys's, shared by the two tables
     return {"title": names[0] if len(names) == 1 else f"{len(names)} experiments",
             "routings": order(r["routing"] for d in docs for r in d["runs"]),
-            "slowdowns": list(slow.items())[:MAX_SERIES], "flows": link_flows(runs, _csv_columns),
-            "cct_series": list(series.items())[:MAX_SERIES], "ideals": ideals,
-            "fct": fct_values(runs, _csv_columns), "efficiency": eff,
-            "loads": link_loads(runs, _csv_columns), "load_runs": load_runs(runs),
+            "slowdowns": list(slow.items())[:MAX_SERIES], "ideals": ideals,
+            "cct_series": list(series.items())[:MAX_SERIES], "efficiency": eff,
+            "fct": fct_values(runs, _csv_columns), "flows": link_flows(runs, _csv_columns, seen),
+            "loads": link_loads(runs, _csv_columns, seen), "load_runs": load_runs(runs),
             "utilization": lines, "utilization_run": lines_run}
 
 
