@@ -116,18 +116,18 @@ def build(folder: Path | None = None) -> Path:
             from numba.pycc import CC
     except ImportError as e:                    # pragma: no cover - a numba without pycc
         raise BuildError(f"numba has no ahead-of-time compiler (numba.pycc): {e}") from e
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
-        try:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
             _compile(CC(name), Path(tmp))
-        except Exception as err:                # distutils' and numba's errors alike
-            raise BuildError(f"building {name}: {type(err).__name__}: "
-                             f"{' '.join(str(err).split())}") from err
-        out = next(Path(tmp).glob(f"{name}.*.so"))
-        for old in folder.glob(f"{PREFIX}*.so"):
-            if old.name != out.name:
-                old.unlink(missing_ok=True)
-        os.replace(out, folder / out.name)      # whole, or not at all
+            out = next(Path(tmp).glob(f"{name}.*.so"))
+            for old in folder.glob(f"{PREFIX}*.so"):
+                if old.name != out.name:
+                    old.unlink(missing_ok=True)
+            os.replace(out, folder / out.name)  # whole, or not at all
+    except Exception as err:                    # OS, distutils' and numba's errors alike
+        raise BuildError(f"building {name} in {folder}: {type(err).__name__}: "
+                         f"{' '.join(str(err).split())}") from err
     return folder / out.name
 
 

@@ -71,6 +71,10 @@ def test_a_machine_without_a_compiler_gets_a_build_error_and_no_module(tmp_path,
     with pytest.raises(aot.BuildError, match="building mlfabric_kernels_"):
         aot.build(tmp_path)
     assert aot.built(tmp_path) is None and list(tmp_path.iterdir()) == []
+    monkeypatch.delenv("CC")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(aot.BuildError, match="FileExistsError|NotADirectoryError"):
+        aot.build(tmp_path / "file")                        # a folder it cannot make
 
 
 def test_only_the_module_of_these_sources_is_found(tmp_path, monkeypatch, built):
