@@ -9,8 +9,8 @@ strategy predicts a small two-tier and a small three-tier workload (ring all-red
 all-to-all, two subflows), which compiles every signature a run uses, and a stamp in the
 virtual environment records the kernels' sources (sha256). `predict` says so in one line when
 the stamp does not match them (`needs_compile`): the kernels are then compiled during that
-run. Then the predictor's kernels and greedy's loops are built ahead of time into one
-extension module (traffic/aot.py), which a command loads without numba; where that cannot be
+run. Then the predictor's kernels and the routings' loops (but mmf's) are built ahead of
+time into one extension module (traffic/aot.py), which a command loads without numba; where that cannot be
 built (no C compiler or Python headers), the stamp says why and commands load numba's.
 """
 from __future__ import annotations
@@ -97,17 +97,17 @@ def warm(log=print) -> float:
 
 
 def _ahead_of_time(log) -> dict:
-    """Build the predictor's and greedy's kernels ahead of time (traffic/aot.py): the
+    """Build the predictor's and routings' kernels ahead of time (traffic/aot.py): the
     stamp's record of it (its key; the error when it could not be built)."""
     from traffic import aot
     t0 = time.monotonic()
     try:
         path = aot.build()
     except aot.BuildError as e:
-        log(f"warm: the predictor's and greedy's kernels are not built ahead of time ({e}); "
+        log(f"warm: the predictor's and routings' kernels are not built ahead of time ({e}); "
             "commands load numba's (~0.25 s each)")
         return {"ahead_of_time": {"key": aot.key(), "error": str(e)[:500]}}
-    log(f"warm: the predictor's and greedy's kernels are built ahead of time "
+    log(f"warm: the predictor's and routings' kernels are built ahead of time "
         f"({time.monotonic() - t0:.1f} s): {path}")
     return {"ahead_of_time": {"key": aot.key(), "path": str(path)}}
 

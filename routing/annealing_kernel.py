@@ -172,16 +172,24 @@ _HELPERS = ("mt_word", "mt_random", "mt_below", "_pick_path", "_move", "_shift")
 
 
 def kernel(name: str = "paths") -> Callable:
-    """The compiled loop `name` ("paths": anneal_paths_kernel): on first use numba compiles
-    it (or loads it from its on-disk cache) with the helpers it calls; plain Python, with a
-    warning, without numba. No fastmath: the floats (exp, cooling) match Python's."""
+    """The compiled loop `name` ("paths": anneal_paths_kernel): built ahead of time
+    (traffic/aot.py: no numba), else numba's (`numba_kernel`)."""
     if name not in _COMPILED:
-        g = globals()
-        for h in _HELPERS:                   # the kernel calls the compiled helpers
-            if not hasattr(g[h], "py_func"):
-                g[h] = njit(g[h], "annealing runs its loop")
-        _COMPILED[name] = njit({"paths": anneal_paths_kernel}[name], "annealing runs its loop")
+        from traffic.jit import built_ahead
+        _COMPILED[name] = (built_ahead({"paths": anneal_paths_kernel}[name])
+                           or numba_kernel(name))
     return _COMPILED[name]
+
+
+def numba_kernel(name: str = "paths") -> Callable:
+    """The loop `name` compiled by numba (on first use it compiles it, or loads it from its
+    on-disk cache, with the helpers it calls); plain Python, with a warning, without numba.
+    No fastmath: the floats (exp, cooling) match Python's."""
+    g = globals()
+    for h in _HELPERS:                       # the kernel calls the compiled helpers
+        if not hasattr(g[h], "py_func"):
+            g[h] = njit(g[h], "annealing runs its loop")
+    return njit({"paths": anneal_paths_kernel}[name], "annealing runs its loop")
 
 
 def warm() -> float:

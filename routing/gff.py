@@ -7,19 +7,21 @@ has room for the flow's demand, reserving it there. A flow that fits nowhere kee
 path, as in Hedera. Here demands and capacities are in units of the host link rate, flows are
 placed in connection order, and candidates are tried in Fabric.switch_paths order. The
 placement is a compiled loop (first_fit_kernel; first_fit_reference is the plain form, compared
-in tests/unit/routing/test_gff.py).
+in tests/unit/routing/test_gff.py). Both loops are built ahead of time (traffic/aot.py), else
+compiled by numba on first use (`compiled`).
 """
 from __future__ import annotations
 
 import time
 from collections import defaultdict
 
-import numba
+from typing import Callable
+
 import numpy as np
 
 from testbed.fabric import Fabric
 from traffic.collectives import Connection
-from traffic.numba_start import registries
+from traffic.numba_start import njit
 
 from .base import RoutingPlan, SolveStats
 from .ecmp import hashed_path
@@ -36,8 +38,8 @@ def natural_demands(pairs: list[tuple[str, str]], max_rounds: int = 1000) -> lis
     while no receiver is over its NIC, else natural_demands_reference."""
     src_ptr, src_idx = _groups([s for s, _ in pairs])
     dst_ptr, dst_idx = _groups([d for _, d in pairs])
-    demand, ok = sender_demands_kernel(src_ptr, src_idx, dst_ptr, dst_idx, len(pairs),
-                                       max_rounds)
+    demand, ok = compiled(sender_demands_kernel)(src_ptr, src_idx, dst_ptr, dst_idx,
+                                                 len(pairs), max_rounds)
     return demand.tolist() if ok else natural_demands_reference(pairs, max_rounds)
 
 
@@ -51,7 +53,6 @@ def _groups(hosts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return ptr, np.argsort(group, kind="stable").astype(np.int64)
 
 
-@numba.njit(cache=True)
 def sender_demands_kernel(src_ptr: np.ndarray, src_idx: np.ndarray, dst_ptr: np.ndarray,
                           dst_idx: np.ndarray, n: int, max_rounds: int):
     """natural_demands_reference's rounds, the same float operations in the same order,
@@ -128,6 +129,26 @@ def natural_demands_reference(pairs: list[tuple[str, str]], max_rounds: int = 10
     return demand
 
 
+_COMPILED: dict[str, Callable] = {}       # compiled()'s, once made
+
+
+def compiled(fn: Callable) -> Callable:
+    """`fn` (sender_demands_kernel, first_fit_kernel) built ahead of time (traffic/aot.py: no
+    numba), else compiled by numba on first use (numba's registries without scipy.linalg;
+    compiled or loaded from numba's on-disk cache; error_model "numpy": no division checks,
+    the loops divide only by counts they test first); plain Python, with a warning, without
+    numba."""
+    if fn.__name__ not in _COMPILED:
+        from traffic.jit import built_ahead
+        made = built_ahead(fn)
+        if made is None:
+            from traffic.numba_start import registries
+            registries()
+            made = njit(fn, "gff places its flows")
+        _COMPILED[fn.__name__] = made
+    return _COMPILED[fn.__name__]
+
+
 def _ecmp_column(fabric: Fabric, t: PathTable, i: int, seed: int) -> int:
     """Flow i's ECMP path as its column among its pair's candidates (cached on the fabric by
     the 5-tuple: the hash and the pair's path order do not change while the fabric lives)."""
@@ -145,7 +166,6 @@ def _ecmp_column(fabric: Fabric, t: PathTable, i: int, seed: int) -> int:
     return col
 
 
-@numba.njit(cache=True)
 def first_fit_kernel(buf: np.ndarray, start: np.ndarray, hops: np.ndarray, step: np.ndarray,
                      cand0: np.ndarray, ncand: np.ndarray, demand: np.ndarray, cap: np.ndarray,
                      reserved: np.ndarray, assign: np.ndarray, i0: int) -> int:
@@ -192,7 +212,8 @@ def first_fit(fabric: Fabric, t: PathTable, demand: list[float], seed: int
     assign = np.full(n, -1, dtype=np.int64)
     i, fallback = 0, 0
     while True:
-        i = first_fit_kernel(buf, start, hops, step, cand0, ncand, d, cap, reserved, assign, i)
+        i = compiled(first_fit_kernel)(buf, start, hops, step, cand0, ncand, d, cap, reserved,
+                                       assign, i)
         if i >= n:
             return assign.tolist(), fallback
         p = int(cand0[i]) + _ecmp_column(fabric, t, i, seed)   # Hedera leaves it on ECMP
@@ -227,7 +248,6 @@ def first_fit_reference(fabric: Fabric, t: PathTable, demand: list[float], seed:
 def route_gff(fabric: Fabric, conns: list[Connection], seed: int = 0,
               previous: dict[int, Path | None] | None = None) -> RoutingPlan:
     t0 = time.perf_counter()
-    registries()                      # numba's NumPy registries without scipy.linalg, once
     t = path_table(fabric, conns)
     demand = natural_demands([(c.src, c.dst) for c in t.flows])
     assign, fallback = first_fit(fabric, t, demand, seed)

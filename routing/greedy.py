@@ -424,9 +424,9 @@ def compiled(name: str, fn: Callable) -> Callable:
     warm_kernels); plain Python, with a warning, without numba. Integers only: no fastmath;
     error_model='numpy' drops the division checks."""
     if name not in _COMPILED:
-        from traffic import aot, jit
-        built = aot.exports().get(fn.__name__) if jit.AHEAD_OF_TIME else None
-        _COMPILED[name] = built or njit(fn, "greedy runs its order and placement loops")
+        from traffic.jit import built_ahead
+        _COMPILED[name] = (built_ahead(fn)
+                           or njit(fn, "greedy runs its order and placement loops"))
     return _COMPILED[name]
 
 

@@ -1,13 +1,13 @@
-"""The predictor's compiled kernels and greedy's loops built ahead of time into one extension
-module, so that a command runs them without numba (whose import and cache load cost ~0.25 s
-of CPU a command).
+"""The predictor's compiled kernels and the routings' loops (greedy, gff, annealing) built
+ahead of time into one extension module, so that a command runs them without numba (whose
+import and cache load cost ~0.25 s of CPU a command; mmf's loops still load it).
 
 `python -m experiments.warm` (run by `make setup`) builds `mlfabric_kernels_<key>.so` in the
 virtual environment with numba's ahead-of-time compiler (numba.pycc, a C compiler and
 Python's headers). Each export is a two-line function calling the numba kernel of
-traffic/waterfill.py, traffic/dag_kernel.py or routing/greedy.py (compiled as greedy
-compiles it), so the machine code is numba's, compiled with each kernel's own options, for
-this machine's CPU. key: sha256 of those sources, the
+traffic/waterfill.py, traffic/dag_kernel.py, routing/greedy.py, routing/gff.py or
+routing/annealing_kernel.py (compiled as each module compiles it), so the machine code is
+numba's, compiled with each kernel's own options, for this machine's CPU. key: sha256 of those sources, the
 exports' signatures, numpy's version and Python's. `load` imports the module whose key matches; without
 one (not built, sources changed since, no compiler, a numba without pycc: pycc is pending
 deprecation in numba, with a replacement announced) the predictor takes numba's kernels at
@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FOLDER = Path(sys.prefix) / "mlfabric-kernels"
 #: The sources the module is built from (and EXPORTS).
 SOURCES = ("traffic/waterfill.py", "traffic/dag_kernel.py", "traffic/kernel_abi.py",
-           "routing/greedy.py")
+           "routing/greedy.py", "routing/gff.py", "routing/annealing_kernel.py")
 PREFIX = "mlfabric_kernels_"
 
 _I, _F, _B = np.dtype(np.int64), np.dtype(np.float64), np.dtype(np.bool_)
@@ -57,11 +57,13 @@ _DTYPE = {"i": _I, "f": _F, "b": _B}
 class Export:
     """One kernel built into the module: its module and function, its arguments (a letter per
     argument: i int64, f float64, b bool; a digit: 0 a scalar, 1 or 2 a C-ordered array of
-    that many dimensions) and its result in numba's notation."""
+    that many dimensions), its result in numba's notation, and the module's function that
+    makes its numba version ("": the function itself when numba's, else numba_start.njit)."""
     module: str
     name: str
     args: tuple[str, ...]
     result: str
+    maker: str = ""
 
     def signature(self) -> str:
         return f"{self.result}({', '.join(_NUMBA[a[0], int(a[1])] for a in self.args)})"
@@ -82,6 +84,12 @@ EXPORTS = (
            "UniTuple(i8[::1], 3)"),
     Export("routing.greedy", "place_flows", ("i1",) * 8, "none"),
     Export("routing.greedy", "improve_kernel", ("i1",) * 8 + ("i0",), "i8"),
+    Export("routing.gff", "sender_demands_kernel", ("i1",) * 4 + ("i0", "i0"),
+           "Tuple((f8[::1], b1))"),
+    Export("routing.gff", "first_fit_kernel", ("i1",) * 6 + ("f1",) * 3 + ("i1", "i0"), "i8"),
+    Export("routing.annealing_kernel", "anneal_paths_kernel", ("i1",) * 12
+           + ("i0", "i0", "b0", "i0", "i0", "i0", "f0", "f0", "f0"), "i8",
+           maker="numba_kernel"),
 )
 
 
@@ -140,8 +148,12 @@ def _compile(cc, into: Path) -> None:
 
 
 def _kernel(e: Export) -> Callable:
-    """e's numba function: the module's, or its plain function compiled as greedy does."""
-    fn = getattr(importlib.import_module(e.module), e.name)
+    """e's numba function: its maker's, the module's, or its plain function compiled as the
+    routings compile theirs."""
+    module = importlib.import_module(e.module)
+    if e.maker:
+        return getattr(module, e.maker)()
+    fn = getattr(module, e.name)
     if hasattr(fn, "py_func"):
         return fn
     from traffic.numba_start import njit

@@ -6,6 +6,7 @@ by size when only numba's are there.
 from __future__ import annotations
 
 import sys
+from typing import Callable
 
 #: The predictor's kernels: "auto" (by size, below), "compiled" or "numpy" (every prediction).
 KERNELS = "auto"
@@ -47,6 +48,16 @@ def ahead_of_time() -> tuple | None:
         return None
     from traffic import aot
     return aot.load()
+
+
+def built_ahead(fn: Callable) -> Callable | None:
+    """The export of the kernel named as `fn` from the module built ahead of time
+    (traffic/aot.py), unless AHEAD_OF_TIME is off; None when there is none (the caller
+    takes numba's)."""
+    if not AHEAD_OF_TIME:
+        return None
+    from traffic import aot
+    return aot.exports().get(fn.__name__)
 
 
 def use_compiled(completions: int, weighted: bool, links: int = 0) -> bool:

@@ -43,7 +43,7 @@ def test_natural_demands_match_reference(seed):
     receiver over its NIC (several senders to one host) hands over to the plain form."""
     import random
 
-    from routing.gff import natural_demands_reference, sender_demands_kernel, _groups
+    from routing.gff import _groups, compiled, natural_demands_reference, sender_demands_kernel
     rng = random.Random(seed)
     hosts = [f"h{i}" for i in range(1, 2 + rng.randrange(40))]
     n = rng.randrange(1, 120)
@@ -56,13 +56,13 @@ def test_natural_demands_match_reference(seed):
     assert [x.hex() for x in got] == [x.hex() for x in want]
     if seed % 2:                                   # no receiver over its NIC: compiled
         src, dst = _groups([s for s, _ in pairs]), _groups([d for _, d in pairs])
-        assert sender_demands_kernel(*src, *dst, len(pairs), 1000)[1]
+        assert compiled(sender_demands_kernel)(*src, *dst, len(pairs), 1000)[1]
 
 
 def test_a_receiver_over_its_nic_takes_the_plain_estimator():
-    from routing.gff import _groups, sender_demands_kernel
+    from routing.gff import _groups, compiled, sender_demands_kernel
     pairs = [("h1", "h3"), ("h2", "h3"), ("h1", "h4")]
     src, dst = _groups([s for s, _ in pairs]), _groups([d for _, d in pairs])
     assert src[0].tolist() == [0, 2, 3] and src[1].tolist() == [0, 2, 1]
-    assert not sender_demands_kernel(*src, *dst, len(pairs), 1000)[1]
+    assert not compiled(sender_demands_kernel)(*src, *dst, len(pairs), 1000)[1]
     assert natural_demands(pairs) == [0.5, 0.5, 0.5]

@@ -117,6 +117,31 @@ def _greedy(seed: int) -> tuple:
     return route("greedy", f, conns, seed=seed % 5).path_of, moves, assign
 
 
+@pytest.mark.parametrize("routing", ["gff", "annealing"])
+def test_gffs_and_annealings_loops_route_as_numbas(routing, module, monkeypatch):
+    """gff's two loops (the demand estimator, the first fit) and annealing's search from the
+    module route random three-tier cases as numba's do."""
+    from routing import annealing_kernel, gff
+    from routing import route
+    from tests.unit.routing.test_paths_properties import random_case
+    owner = gff if routing == "gff" else annealing_kernel
+    exported = aot._exports(module)
+    kernels = ({"sender_demands_kernel": exported["sender_demands_kernel"],
+                "first_fit_kernel": exported["first_fit_kernel"]} if routing == "gff" else
+               {"paths": exported["anneal_paths_kernel"]})
+
+    def routes() -> list:
+        return [route(routing, *random_case(seed), seed=seed % 5).path_of
+                for seed in range(8)]
+    monkeypatch.setattr(jit, "AHEAD_OF_TIME", False)
+    monkeypatch.setattr(owner, "_COMPILED", {})
+    want = routes()
+    assert owner._COMPILED and not any(getattr(k, "ahead_of_time", False)
+                                       for k in owner._COMPILED.values())
+    monkeypatch.setattr(owner, "_COMPILED", kernels)
+    assert routes() == want
+
+
 def test_a_command_with_them_imports_no_numba(module, tmp_path):
     """The module alone runs its kernels: a process that loads it imports no numba."""
     program = ("import sys, numpy as np; from traffic import aot; "
