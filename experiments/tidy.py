@@ -217,6 +217,14 @@ def start_record(argv: list[str] | None = None) -> dict:
             "git": git_state(), "_t0": time.monotonic()}
 
 
+def kernels_built_ahead_of_time() -> str | None:
+    """The file name of the module of kernels built ahead of time (traffic/aot.py) this
+    process ran, or None (numba's kernels, the numpy ones, or none)."""
+    aot = sys.modules.get("traffic.aot")
+    path = aot.built() if aot is not None and aot.exports() else None
+    return path.name if path else None
+
+
 def finish_environment(folder: Path, start: dict) -> Path:
     """Merge `start`, the end time and every package version into folder/environment.json
     (created when the run wrote none, e.g. `predict`)."""
@@ -233,6 +241,7 @@ def finish_environment(folder: Path, start: dict) -> Path:
     env["ended_at_utc"] = now_utc()
     env["wall_s"] = round(time.monotonic() - start["_t0"], 3)
     env["installed_packages"] = installed_packages()
+    env["kernels_built_ahead_of_time"] = kernels_built_ahead_of_time()
     with writing(path):
         path.write_text(json.dumps(env, indent=2) + "\n")
     return path

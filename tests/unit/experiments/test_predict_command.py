@@ -167,6 +167,18 @@ def test_environment_json_still_lists_the_packages(tmp_path):
     assert env["installed_packages"]["PyYAML"] == metadata.version("PyYAML")
 
 
+def test_environment_json_names_the_kernels_built_ahead_of_time_it_ran(tmp_path,
+                                                                       monkeypatch):
+    from traffic import aot
+    module = tmp_path / "mlfabric_kernels_0123456789abcdef.cpython-311-x86_64-linux-gnu.so"
+    for exports, want in (({}, None), ({"fill": object()}, module.name)):
+        monkeypatch.setattr(aot, "exports", lambda found=exports: found)
+        monkeypatch.setattr(aot, "built", lambda: module)
+        tidy.finish_environment(tmp_path, tidy.start_record(["x"]))
+        env = json.loads((tmp_path / "environment.json").read_text())
+        assert env["kernels_built_ahead_of_time"] == want
+
+
 @pytest.mark.parametrize("repeat", [1, 2])
 def test_predict_draws_without_pandas_the_figures_report_draws(tmp_path, repeat):
     """`predict`'s figures (experiments/report.py's draw_predicted: json and csv modules,
