@@ -7,16 +7,15 @@ virtual environment with numba's ahead-of-time compiler (numba.pycc, a C compile
 Python's headers). Each export is a two-line function calling the numba kernel of
 traffic/waterfill.py, traffic/dag_kernel.py, routing/greedy.py, routing/gff.py or
 routing/annealing_kernel.py (compiled as each module compiles it), so the machine code is
-numba's, compiled with each kernel's own options, for this machine's CPU. key: sha256 of those sources, the
-exports' signatures, numpy's version and Python's. `load` imports the module whose key matches; without
-one (not built, sources changed since, no compiler, a numba without pycc: pycc is pending
-deprecation in numba, with a replacement announced) the predictor takes numba's kernels at
-run time as before (traffic/jit.py).
+numba's, compiled with each kernel's own options, for this machine's CPU. key: sha256 of
+those sources, the exports' signatures, numpy's version and Python's. `exports` imports the
+module whose key matches; without one (not built, sources changed since, no compiler, a
+numba without pycc: pycc is pending deprecation in numba, with a replacement announced) the
+kernels are numba's at run time as before (traffic/jit.py).
 
 An exported function reads its arguments as the types it was built for, whatever it is
-handed, so `load` puts each behind a check (`_checked`): a wrong dtype, number of
-dimensions or memory order raises TypeError, as numba's dispatcher would compile another
-version instead.
+handed, so each sits behind a check (`_checked`): a wrong dtype, number of dimensions or
+memory order raises TypeError, as numba's dispatcher would compile another version instead.
 """
 from __future__ import annotations
 
@@ -71,7 +70,7 @@ class Export:
 
 _FILL = ("i2", "f1", "f0", "f1", "f2")
 _W, _DAG = "traffic.waterfill", "traffic.dag_kernel"
-#: What is built: the kernels a prediction and greedy call, with the types they pass.
+#: What is built: the kernels a prediction and the routings call, with the types they pass.
 EXPORTS = (
     Export(_W, "fill", _FILL, "i8"),
     Export(_W, "fill_with", (*_FILL, "i1", "f1", "i1", "b0"), "i8"),
