@@ -72,3 +72,11 @@ def test_bad_repeats_and_baseline_are_refused_with_exit_2(tmp_path):
 def test_a_failed_measurement_raises_naming_its_checkout(tmp_path):
     with pytest.raises(RuntimeError, match=str(tmp_path)):
         heap_bench.measure(tmp_path, tmp_path / "no-such-config.yaml")
+
+
+
+def test_a_measurement_of_a_tiny_job_holds_less_than_its_peak(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(config(Workload("alltoall", 3, (1, 2), 1 << 20, "c"), 2)))
+    r = heap_bench.measure(heap_bench.HERE, cfg)
+    assert 0 < r["held_bytes"] <= r["peak_bytes"] and r["cpu_s"] > 0
