@@ -78,6 +78,11 @@ from experiments.predict import predict_experiment
 from traffic import dag_kernel, waterfill
 waterfill.warm()
 dag_kernel.warm()
+try:
+    from traffic.jit import compiled      # code with kernels built ahead of time: those too
+    compiled()
+except ImportError:
+    pass
 tracemalloc.start()
 c0 = time.process_time()
 exp = load(sys.argv[1])
