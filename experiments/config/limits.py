@@ -96,9 +96,9 @@ MAX_SCALE_BYTES = 1_000.0
 #: transfer of the jobs that may be in flight at once (the predictor's state; every job,
 #: unless streams queue them), + connections x BYTES_PER_CONNECTION (an object, its route and
 #: its links' row). Each is a whole `predict` command's peak RSS per item, measured in
-#: docs/interop.md ("SimAI's 9,216-GPU example").
+#: docs/interop.md ("SimAI's 9,216-GPU example"; a job in flight: "The bound").
 MAX_PREDICT_BYTES = 16 * 2 ** 30
-BYTES_PER_TRANSFER = 320
+BYTES_PER_TRANSFER = 600
 BYTES_HELD_PER_TRANSFER = 90
 BYTES_PER_CONNECTION = 1_000
 
