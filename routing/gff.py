@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-
 from typing import Callable
 
 import numpy as np

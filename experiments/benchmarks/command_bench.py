@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from experiments.benchmarks.conditions import load_average
-from experiments.benchmarks.harness import conditions, ratio_of_medians
+from experiments.benchmarks.harness import (ab_arguments, add_ab_arguments, conditions,
+                                             ratio_of_medians)
 
 HERE = Path(__file__).resolve().parents[2]
 #: what each routing's results.json run gives the report: its solves, the predictor's wall
@@ -97,17 +98,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("config", type=Path)
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-plots", action="store_true")
-    ap.add_argument("--baseline", type=Path, default=None, help="another checkout (before)")
+    add_ab_arguments(ap)
     args = ap.parse_args(argv)
-    if not 1 <= args.repeats <= 50:
-        ap.error(f"--repeats: from 1 to 50, got {args.repeats}")
-    if args.baseline is not None and not (args.baseline / "experiments").is_dir():
-        ap.error(f"--baseline: {args.baseline} holds no experiments/; give a checkout")
+    baseline = ab_arguments(ap, args)
     cmd = [str(args.config.resolve())] + [a for s in args.set for a in ("--set", s)]
     cmd += ["--no-plots"] if args.no_plots else []
-    sides = [(args.baseline.resolve(), Runs("baseline"))] if args.baseline else []
+    sides = [(baseline, Runs("baseline"))] if baseline else []
     sides.append((HERE, Runs("this checkout")))
     with conditions(kernels=False), tempfile.TemporaryDirectory(prefix="cmd-bench-") as tmp:
         print(f"command: predict {' '.join(cmd)}; order: "

@@ -7,6 +7,7 @@ with the project installed editable); no script changes `sys.path`.
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
 import statistics
 import tempfile
@@ -137,3 +138,20 @@ def conditions(kernels: bool = True) -> Iterator[None]:
         yield
     finally:
         print(f"\nend: {load_average()}", flush=True)
+
+
+def add_ab_arguments(ap: argparse.ArgumentParser) -> None:
+    """--repeats (1-50, default 3) and --baseline CHECKOUT (another checkout, the "before"
+    side of an alternated run); `ab_arguments` checks them."""
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--baseline", type=Path, default=None, help="another checkout (before)")
+
+
+def ab_arguments(ap: argparse.ArgumentParser, args: argparse.Namespace) -> Path | None:
+    """The checked --repeats and --baseline (a usage error, exit 2, names the bad one): the
+    baseline checkout resolved, or None."""
+    if not 1 <= args.repeats <= 50:
+        ap.error(f"--repeats: from 1 to 50, got {args.repeats}")
+    if args.baseline is not None and not (args.baseline / "experiments").is_dir():
+        ap.error(f"--baseline: {args.baseline} holds no experiments/; give a checkout")
+    return args.baseline.resolve() if args.baseline else None

@@ -37,7 +37,8 @@ from pathlib import Path
 
 import yaml
 
-from experiments.benchmarks.harness import alternate, conditions
+from experiments.benchmarks.harness import (ab_arguments, add_ab_arguments, alternate,
+                                             conditions)
 
 HERE = Path(__file__).resolve().parents[2]
 
@@ -161,14 +162,9 @@ def run_workload(name: str, baseline: Path | None, repeats: int, tmp: Path) -> N
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workload", choices=[*WORKLOADS, "both"], default="both")
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--baseline", type=Path, default=None, help="another checkout (before)")
+    add_ab_arguments(ap)
     args = ap.parse_args(argv)
-    if not 1 <= args.repeats <= 50:
-        ap.error(f"--repeats: from 1 to 50, got {args.repeats}")
-    if args.baseline is not None and not (args.baseline / "experiments").is_dir():
-        ap.error(f"--baseline: {args.baseline} holds no experiments/; give a checkout")
-    baseline = args.baseline.resolve() if args.baseline else None
+    baseline = ab_arguments(ap, args)
     names = list(WORKLOADS) if args.workload == "both" else [args.workload]
     with conditions(kernels=False), tempfile.TemporaryDirectory(prefix="heap-bench-") as tmp:
         warm = Path(tmp) / "warm.yaml"
