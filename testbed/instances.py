@@ -174,7 +174,10 @@ def start(inst: OvsInstance, add_pid) -> int:
               f"--log-file={inst.rundir / 'ovsdb.log'}"]
     proc = _daemon(server, env, add_pid)
     _wait_for(inst.db_sock, proc, f"ovsdb-server of switch process {inst.index}")
-    run([*inst.vsctl(), "--no-wait", "init"])
+    # the socket's file exists from bind(), before ovsdb-server listens on it: a connection
+    # then is refused, so ovs-vsctl retries until it is accepted (at most START_TIMEOUT_S)
+    run([*inst.vsctl(), f"--timeout={START_TIMEOUT_S:g}", "--retry", "--no-wait", "init"],
+        timeout_s=START_TIMEOUT_S + 5)
     vswitchd = ["ip", "netns", "exec", inst.netns, "ovs-vswitchd", inst.db,
                 f"--unixctl={inst.vswitchd_ctl}", f"--log-file={inst.rundir / 'vswitchd.log'}"]
     proc = _daemon(vswitchd, env, add_pid)
