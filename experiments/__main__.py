@@ -363,6 +363,8 @@ def _cmd_sweep(args) -> int:
 def _cmd_report(args) -> int:
     from .outdir import check_out, lock
     with deferred():             # matplotlib: C extensions, signals held (_run)
+        from .figure_worker import skip_set_docstrings
+        skip_set_docstrings()
         from . import drawing  # noqa: F401  (the figures: imported at their first use)
         from .report import read_report, report
     read = read_report(args.dirs)     # every input file checked before --out is touched

@@ -181,8 +181,9 @@ def _ordered(answer_figures, answer: dict) -> dict:
 def skip_set_docstrings() -> None:
     """Make matplotlib skip the docstring it writes for the set() of each Artist class it
     defines (~100 classes; for help() only: ~0.1 s of the worker's ~0.45 s import). set()
-    itself is unchanged: a class keeps matplotlib's flag, which its subclasses check. Only
-    this process, which draws and never calls help(); a matplotlib without the hook: nothing."""
+    itself is unchanged: a class keeps matplotlib's flag, which its subclasses check. Called
+    by the worker and by `report` before they import matplotlib: processes that draw and never
+    call help(); with a matplotlib without the hook it does nothing."""
     from matplotlib import artist
     if hasattr(artist.Artist, "_update_set_signature_and_docstring"):
         artist.Artist._update_set_signature_and_docstring = classmethod(_flag_set)
