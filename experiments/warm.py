@@ -9,8 +9,8 @@ strategy predicts a small two-tier and a small three-tier workload (ring all-red
 all-to-all, two subflows), which compiles every signature a run uses, and a stamp in the
 virtual environment records the kernels' sources (sha256). `predict` says so in one line when
 the stamp does not match them (`needs_compile`): the kernels are then compiled during that
-run. Then the predictor's kernels and the routings' loops (but mmf's) are built ahead of
-time into one extension module (traffic/aot.py), which a command loads without numba; where that cannot be
+run. Then the predictor's kernels and the routings' loops are built ahead of time into one
+extension module (traffic/aot.py), which a command loads without numba; where that cannot be
 built (no C compiler or Python headers), the stamp says why and commands load numba's.
 """
 from __future__ import annotations

@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from traffic.numba_start import njit
+from traffic.numba_start import njit_calling
 
 _N, _M = 624, 397
 
@@ -168,6 +168,7 @@ def anneal_paths_kernel(st, movable, lo, hi, buf, start, hops, step, assign, loa
 
 
 _COMPILED: dict[str, Callable] = {}
+_LOOPS = {"paths": anneal_paths_kernel}
 _HELPERS = ("mt_word", "mt_random", "mt_below", "_pick_path", "_move", "_shift")
 
 
@@ -176,20 +177,17 @@ def kernel(name: str = "paths") -> Callable:
     (traffic/aot.py: no numba), else numba's (`numba_kernel`)."""
     if name not in _COMPILED:
         from traffic.jit import built_ahead
-        _COMPILED[name] = (built_ahead({"paths": anneal_paths_kernel}[name])
-                           or numba_kernel(name))
+        fn = _LOOPS[name]
+        _COMPILED[name] = built_ahead(fn) or numba_kernel(fn.__name__)
     return _COMPILED[name]
 
 
-def numba_kernel(name: str = "paths") -> Callable:
-    """The loop `name` compiled by numba (on first use it compiles it, or loads it from its
-    on-disk cache, with the helpers it calls); plain Python, with a warning, without numba.
-    No fastmath: the floats (exp, cooling) match Python's."""
-    g = globals()
-    for h in _HELPERS:                       # the kernel calls the compiled helpers
-        if not hasattr(g[h], "py_func"):
-            g[h] = njit(g[h], "annealing runs its loop")
-    return njit({"paths": anneal_paths_kernel}[name], "annealing runs its loop")
+def numba_kernel(name: str = "anneal_paths_kernel") -> Callable:
+    """The loop of that function name compiled by numba (on first use it compiles it, or
+    loads it from its on-disk cache, with the helpers it calls); plain Python, with a
+    warning, without numba. No fastmath: the floats (exp, cooling) match Python's."""
+    fn = {f.__name__: f for f in _LOOPS.values()}[name]
+    return njit_calling(fn, _HELPERS, "annealing runs its loop")
 
 
 def warm() -> float:

@@ -20,6 +20,7 @@ import numpy as np
 
 from testbed.fabric import Fabric
 from traffic.collectives import Connection
+from traffic.jit import ahead_or_numba
 from traffic.numba_start import njit
 
 from .base import RoutingPlan, SolveStats
@@ -137,15 +138,8 @@ def compiled(fn: Callable) -> Callable:
     compiled or loaded from numba's on-disk cache; error_model "numpy": no division checks,
     the loops divide only by counts they test first); plain Python, with a warning, without
     numba."""
-    if fn.__name__ not in _COMPILED:
-        from traffic.jit import built_ahead
-        made = built_ahead(fn)
-        if made is None:
-            from traffic.numba_start import registries
-            registries()
-            made = njit(fn, "gff places its flows")
-        _COMPILED[fn.__name__] = made
-    return _COMPILED[fn.__name__]
+    found = _COMPILED.get(fn.__name__)
+    return found or ahead_or_numba(fn, _COMPILED, lambda: njit(fn, "gff places its flows"))
 
 
 def _ecmp_column(fabric: Fabric, t: PathTable, i: int, seed: int) -> int:

@@ -14,6 +14,7 @@ import numpy as np
 
 from .base import FlowTable, assignment_loads
 from .groups import Groups
+from .mmf_search import JOBS, LINKS, fits_kernel, hot_kernel, kernel, search_kernel
 
 
 def job_levels(t: FlowTable, assign: list[int]) -> dict[int, int]:
@@ -162,8 +163,7 @@ class Bounds:
         self._full_of = sides_of_jobs(self._full, J)
         self._ids = side_ids_of_jobs(self._all, J)       # (the full sides come first)
         self._memo: dict[tuple, int] = {}
-        from .mmf_search import fits_kernel, hot_kernel      # numba: on first use
-        self._fits_k, self._hot_k = fits_kernel, hot_kernel
+        self._fits_k, self._hot_k = kernel(fits_kernel), kernel(hot_kernel)
 
     def _floor(self, k: int) -> int:
         return 1 if self.top_proven and k <= self.A else 0
@@ -190,8 +190,7 @@ class Bounds:
         """The bound search for layer "jobs" (jobs at >= k) or "links" (hot links at >= k),
         compiled (routing/mmf_search.py; the same search in Python, the tests' reference:
         tests/unit/routing/mmf_reference.py)."""
-        from .mmf_search import JOBS, LINKS, search_kernel     # numba: on first use
-        done, best = search_kernel(
+        done, best = kernel(search_kernel)(
             JOBS if layer == "jobs" else LINKS, k, self.A, np.array(self.order, np.int64),
             np.array(list(fixes), np.int64), np.array(list(fixes.values()), np.int64),
             self.node_budget, *self._all, len(self.full), *self._ids)

@@ -1,6 +1,7 @@
 """mmf on paths, combinatorially: the cuts that bound each round, and a descent that meets them.
 
-Pure code (numba for the descent). routing/mmf_paths.py solves; this module proves.
+Pure code (the descent compiled: routing/mmf_descent.py). routing/mmf_paths.py solves; this
+module proves.
 
 Cuts. Every hop of a shortest up-down path crosses one tier in one direction (leaf->agg,
 agg->core, core->agg, agg->leaf; leaf->spine, spine->leaf), and a flow may take any of its
@@ -32,6 +33,7 @@ from weakref import WeakKeyDictionary
 import numpy as np
 
 from .mmf_bounds import Bounds
+from .mmf_descent import descend_kernel, kernel, link_matrix_kernel
 from .path_blocks import PairBlocks
 from .paths import PairLinks, PathTable, path_link_arrays
 
@@ -273,8 +275,7 @@ def descend(t: PathTable, assign: list[int], max_moves: int = 1_000_000) -> tupl
         return list(assign), 0
     pl, lo, hi, job = descent_arrays(t)
     out = np.array(assign, dtype=np.int64)
-    from .mmf_descent import descend_kernel      # numba: imported when mmf first needs it
-    moves = descend_kernel(pl, lo, hi, job, len(t.job_names), t.n_links, out, max_moves)
+    moves = kernel(descend_kernel)(pl, lo, hi, job, len(t.job_names), t.n_links, out, max_moves)
     return out.tolist(), int(moves)
 
 
@@ -288,8 +289,7 @@ def descent_arrays(t: PathTable) -> tuple:
         hi = np.array([c.stop for c in t.cand], dtype=np.int64)
         buf, start, hops, step = (np.ascontiguousarray(x, dtype=np.int64)
                                   for x in path_link_arrays(t))
-        from .mmf_descent import link_matrix_kernel     # numba: imported when mmf needs it
-        pl = link_matrix_kernel(buf, start, hops, step, int(hops.max()) if len(hops) else 1)
+        pl = kernel(link_matrix_kernel)(buf, start, hops, step, int(hops.max()) if len(hops) else 1)
         cached = (pl, lo, hi, np.array(t.job, dtype=np.int64))
         t.__dict__["_descent_arrays"] = cached
     return cached

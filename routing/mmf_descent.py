@@ -1,4 +1,5 @@
-"""mmf's descent on paths, compiled (numba, cached beside this file): see routing/mmf_cuts.py.
+"""mmf's descent on paths, compiled (`kernel`: built ahead of time, else by numba on first use,
+cached beside this file): see routing/mmf_cuts.py.
 
 State: load[e] (flows on link e), on[e, j] (job j's flows on it), hist[j, v] (links of job j
 at load v: its level is the top v) and, per link, the flows on it as linked lists of
@@ -13,13 +14,16 @@ rises. Flows are visited in order and ties go to the first path: deterministic.
 """
 from __future__ import annotations
 
-import numba
+from typing import Callable
+
 import numpy as np
+
+from traffic.jit import ahead_or_numba
+from traffic.numba_start import njit_calling
 
 IMPROVING, LEVEL = 0, 1
 
 
-@numba.njit(cache=True)
 def _levels(hist: np.ndarray, level: np.ndarray) -> None:
     for k in range(hist.shape[0]):
         level[k] = 0
@@ -29,7 +33,6 @@ def _levels(hist: np.ndarray, level: np.ndarray) -> None:
                 break
 
 
-@numba.njit(cache=True)
 def _shared(pl: np.ndarray, p: int, e: int) -> bool:
     for y in range(pl.shape[1]):
         if pl[p, y] == e:
@@ -37,7 +40,6 @@ def _shared(pl: np.ndarray, p: int, e: int) -> bool:
     return False
 
 
-@numba.njit(cache=True)
 def _best(i: int, kind: int, pl, lo, hi, job, assign, load, on, level) -> tuple[int, int]:
     """Flow i's best move of `kind` (the smallest (largest new load, sum of new loads), first
     path on ties): (path, the link that reaches rem for a level move), or (-1, -1). The
@@ -79,7 +81,6 @@ def _best(i: int, kind: int, pl, lo, hi, job, assign, load, on, level) -> tuple[
     return best, best_e
 
 
-@numba.njit(cache=True)
 def _jobs_allow(pl, p: int, q: int, load, on, level) -> bool:
     """No link that path q adds (not on p) rises above the level of a job on it (a job on
     a link has level >= its load, so only loads reaching 2 and more need the check)."""
@@ -95,7 +96,6 @@ def _jobs_allow(pl, p: int, q: int, load, on, level) -> bool:
     return True
 
 
-@numba.njit(cache=True)
 def _move(i: int, q: int, pl, job, assign, load, on, hist, head, nxt, prv) -> None:
     """Flow i to path q: loads, job counts and histograms, and the per-link flow lists."""
     p, j, H = assign[i], job[i], pl.shape[1]
@@ -138,7 +138,6 @@ def _move(i: int, q: int, pl, job, assign, load, on, hist, head, nxt, prv) -> No
     assign[i] = q
 
 
-@numba.njit(cache=True)
 def descend_kernel(pl: np.ndarray, lo: np.ndarray, hi: np.ndarray, job: np.ndarray, J: int,
                    E: int, assign: np.ndarray, max_moves: int) -> int:
     """Improving moves and chains (module docstring) until none is left or max_moves were
@@ -194,7 +193,6 @@ def descend_kernel(pl: np.ndarray, lo: np.ndarray, hi: np.ndarray, job: np.ndarr
     return moves
 
 
-@numba.njit(cache=True)
 def _chain(i, pl, lo, hi, job, assign, load, on, hist, level, head, nxt, prv) -> int:
     """Flow i's level move, then an improving move of another flow off the link it filled;
     undone when there is none. 1 when the pair was made, 0 when undone (`level` then is that
@@ -219,7 +217,6 @@ def _chain(i, pl, lo, hi, job, assign, load, on, hist, level, head, nxt, prv) ->
     return 0
 
 
-@numba.njit(cache=True)
 def link_matrix_kernel(buf: np.ndarray, start: np.ndarray, hops: np.ndarray, step: np.ndarray,
                        H: int) -> np.ndarray:
     """(paths, H) link ids, -1 past a path's end, of paths whose link x is
@@ -232,10 +229,31 @@ def link_matrix_kernel(buf: np.ndarray, start: np.ndarray, hops: np.ndarray, ste
     return out
 
 
+_COMPILED: dict[str, Callable] = {}       # kernel()'s, once made
+_HELPERS = ("_levels", "_shared", "_best", "_jobs_allow", "_move", "_chain")
+
+
+def kernel(fn: Callable) -> Callable:
+    """`fn` (descend_kernel, link_matrix_kernel) built ahead of time (traffic/aot.py: no
+    numba), else numba's (`numba_kernel`)."""
+    found = _COMPILED.get(fn.__name__)
+    return found or ahead_or_numba(fn, _COMPILED, lambda: numba_kernel(fn.__name__))
+
+
+def numba_kernel(name: str) -> Callable:
+    """The kernel of that function name compiled by numba on first use (or loaded from its
+    on-disk cache), with the helpers it calls; numba's default options (division checks, the
+    GIL held); plain Python, with a warning, without numba."""
+    fn = {f.__name__: f for f in (descend_kernel, link_matrix_kernel)}[name]
+    return njit_calling(fn, _HELPERS, "mmf descends", nogil=False, error_model="python")
+
+
 def warm() -> None:
-    """Compile (or load from numba's cache) link_matrix_kernel and descend_kernel with the
-    argument types routing/mmf_cuts.py passes, on one flow with two paths (run before mmf's timed solve)."""
+    """Make link_matrix_kernel and descend_kernel ready (`kernel`: numba compiles them, or
+    loads them from its cache, with the argument types routing/mmf_cuts.py passes) on one
+    flow with two paths (run before mmf's timed solve)."""
     one = np.zeros(1, np.int64)
     two = np.full(2, 2, np.int64)
-    pl = link_matrix_kernel(np.array([0, 2, 1, 3], np.int64), np.arange(2, dtype=np.int64), two, two, 2)
-    descend_kernel(pl, one, one + 2, one, 1, 4, one.copy(), 10)
+    pl = kernel(link_matrix_kernel)(np.array([0, 2, 1, 3], np.int64),
+                                    np.arange(2, dtype=np.int64), two, two, 2)
+    kernel(descend_kernel)(pl, one, one + 2, one, 1, 4, one.copy(), 10)

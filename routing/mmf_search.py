@@ -1,7 +1,7 @@
-"""mmf's bound search (routing/mmf_bounds.py's Bounds), compiled (numba, cached beside this
-file): a depth-first search over job levels with its order, pruning and node budget. The
-same search and side rules (side_fits, side_hot_links) in plain Python are the tests'
-reference (tests/unit/routing/mmf_reference.py).
+"""mmf's bound search (routing/mmf_bounds.py's Bounds), compiled (`kernel`: built ahead of
+time, else by numba on first use, cached beside this file): a depth-first search over job
+levels with its order, pruning and node budget. The same search and side rules (side_fits,
+side_hot_links) in plain Python are the tests' reference (tests/unit/routing/mmf_reference.py).
 
 Sides are in the layout of fits_kernel below (starts, jobs, ns, Us), the full sides
 first; per job, the sides it is on (CSR: ptr, ids) and its flows there. Each side's flows
@@ -13,13 +13,16 @@ does, so a level counts only where the objective or a fix changes above it.
 """
 from __future__ import annotations
 
-import numba
+from typing import Callable
+
 import numpy as np
+
+from traffic.jit import ahead_or_numba
+from traffic.numba_start import njit_calling
 
 JOBS, LINKS = 0, 1
 
 
-@numba.njit(cache=True)
 def _side_fits(d, A, U) -> bool:
     """side_fits of a side with demand d (flows per level) over U links."""
     used = cap = total = 0
@@ -32,7 +35,6 @@ def _side_fits(d, A, U) -> bool:
     return used <= U
 
 
-@numba.njit(cache=True)
 def _side_hot(d, A, k, U) -> int:
     """side_hot_links of a side with demand d over U links."""
     for h in range(U + 1):
@@ -68,7 +70,6 @@ def _side_hot(d, A, k, U) -> int:
     return U + 1
 
 
-@numba.njit(cache=True)
 def _demand(levels, A, starts, jobs, ns, s, demand) -> None:
     """Side s's flows per level into demand (a job at level 0, unassigned, counts at A)."""
     demand[:] = 0
@@ -77,7 +78,6 @@ def _demand(levels, A, starts, jobs, ns, s, demand) -> None:
         demand[lv if lv > 0 else A] += ns[x]
 
 
-@numba.njit(cache=True)
 def fits_kernel(levels, A, starts, jobs, ns, Us) -> bool:
     """side_fits over every side at once: side s holds ns[x] flows of job
     jobs[x] for x in starts[s]:starts[s + 1], over Us[s] links."""
@@ -89,7 +89,6 @@ def fits_kernel(levels, A, starts, jobs, ns, Us) -> bool:
     return True
 
 
-@numba.njit(cache=True)
 def hot_kernel(levels, A, k, starts, jobs, ns, Us) -> int:
     """side_hot_links summed over every side (the layout of fits_kernel)."""
     demand = np.zeros(A + 1, np.int64)
@@ -100,7 +99,6 @@ def hot_kernel(levels, A, k, starts, jobs, ns, Us) -> int:
     return total
 
 
-@numba.njit(cache=True)
 def _set_level(j, new, levels, A, D, ptr, ids, nj) -> None:
     """Job j to level `new` (0: unassigned, counted at A), moving its flows between the
     levels of the demand rows of its sides."""
@@ -114,7 +112,6 @@ def _set_level(j, new, levels, A, D, ptr, ids, nj) -> None:
     levels[j] = new
 
 
-@numba.njit(cache=True)
 def _part(mode, levels, A, k, j, D, Us, n_full, ptr, ids) -> int:
     """The objective's terms that job j's level changes."""
     if mode == JOBS:
@@ -127,7 +124,6 @@ def _part(mode, levels, A, k, j, D, Us, n_full, ptr, ids) -> int:
     return total
 
 
-@numba.njit(cache=True)
 def _root(mode, k, A, D, Us, levels, n_full) -> tuple[bool, int]:
     """The root node: (every side fits with no level set, its objective)."""
     for s in range(Us.shape[0]):
@@ -143,7 +139,6 @@ def _root(mode, k, A, D, Us, levels, n_full) -> tuple[bool, int]:
     return True, value
 
 
-@numba.njit(cache=True)
 def _top_level(levels, fix_k, fix_n, A) -> int:
     """The highest level the fixes still allow the next job: below fix_k[f] once fix_n[f]
     jobs are at fix_k[f] or above."""
@@ -158,7 +153,6 @@ def _top_level(levels, fix_k, fix_n, A) -> int:
     return hi
 
 
-@numba.njit(cache=True)
 def _undominated(lv, top, k, fix_k, fix_n, J) -> int:
     """The first level from lv up to top that no higher one dominates when minimizing the
     jobs at >= k: a job's level lv + 1 fits wherever lv does (its flows may sit on fuller
@@ -174,7 +168,6 @@ def _undominated(lv, top, k, fix_k, fix_n, J) -> int:
     return lv
 
 
-@numba.njit(cache=True)
 def search_kernel(mode, k, A, order, fix_k, fix_n, budget, starts, jobs, ns, Us, n_full,
                   ptr, ids, nj) -> tuple[bool, int]:
     """Bounds._search with the objective of `mode` at k: (finished within `budget` nodes,
@@ -245,15 +238,37 @@ def search_kernel(mode, k, A, order, fix_k, fix_n, budget, starts, jobs, ns, Us,
             _set_level(order[idx], 0, levels, A, D, ptr, ids, nj)
 
 
+_COMPILED: dict[str, Callable] = {}       # kernel()'s, once made
+_HELPERS = ("_side_fits", "_side_hot", "_demand", "_set_level", "_part", "_root",
+            "_top_level", "_undominated")
+
+
+def kernel(fn: Callable) -> Callable:
+    """`fn` (fits_kernel, hot_kernel, search_kernel) built ahead of time (traffic/aot.py: no
+    numba), else numba's (`numba_kernel`)."""
+    found = _COMPILED.get(fn.__name__)
+    return found or ahead_or_numba(fn, _COMPILED, lambda: numba_kernel(fn.__name__))
+
+
+def numba_kernel(name: str) -> Callable:
+    """The kernel of that function name compiled by numba on first use (or loaded from its
+    on-disk cache), with the helpers it calls; numba's default options (division checks, the
+    GIL held); plain Python, with a warning, without numba."""
+    fn = {f.__name__: f for f in (fits_kernel, hot_kernel, search_kernel)}[name]
+    return njit_calling(fn, _HELPERS, "mmf searches its bounds", nogil=False,
+                        error_model="python")
+
+
 def warm() -> None:
-    """Compile (or load from numba's cache) the kernels routing/mmf_bounds.py calls, with
-    the argument types it passes, on one side of one job (run before mmf's timed solve)."""
+    """Make the kernels routing/mmf_bounds.py calls ready (`kernel`: numba compiles them, or
+    loads them from its cache, with the argument types it passes) on one side of one job
+    (run before mmf's timed solve)."""
     starts, jobs, ns, Us = (np.array([0, 1], np.int64), np.zeros(1, np.int64),
                             np.array([2], np.int64), np.ones(1, np.int64))
     ptr, ids, nj = np.array([0, 1], np.int64), np.zeros(1, np.int64), np.array([2], np.int64)
     levels, none = np.zeros(1, np.int64), np.zeros(0, np.int64)
-    fits_kernel(levels, 2, starts, jobs, ns, Us)
-    hot_kernel(levels, 2, 1, starts, jobs, ns, Us)
+    kernel(fits_kernel)(levels, 2, starts, jobs, ns, Us)
+    kernel(hot_kernel)(levels, 2, 1, starts, jobs, ns, Us)
     for mode in (JOBS, LINKS):
-        search_kernel(mode, 1, 2, np.zeros(1, np.int64), none, none, 100, starts, jobs, ns, Us,
-                      1, ptr, ids, nj)
+        kernel(search_kernel)(mode, 1, 2, np.zeros(1, np.int64), none, none, 100, starts, jobs,
+                              ns, Us, 1, ptr, ids, nj)

@@ -1,12 +1,13 @@
-"""The predictor's compiled kernels and the routings' loops (greedy, gff, annealing) built
-ahead of time into one extension module, so that a command runs them without numba (whose
-import and cache load cost ~0.25 s of CPU a command; mmf's loops still load it).
+"""The predictor's compiled kernels and the routings' loops (greedy, gff, annealing, mmf)
+built ahead of time into one extension module, so that a command runs them without numba
+(whose import and cache load cost ~0.25 s of CPU a command).
 
 `python -m experiments.warm` (run by `make setup`) builds `mlfabric_kernels_<key>.so` in the
 virtual environment with numba's ahead-of-time compiler (numba.pycc, a C compiler and
 Python's headers). Each export is a two-line function calling the numba kernel of
-traffic/waterfill.py, traffic/dag_kernel.py, routing/greedy.py, routing/gff.py or
-routing/annealing_kernel.py (compiled as each module compiles it), so the machine code is
+traffic/waterfill.py, traffic/dag_kernel.py, routing/greedy.py, routing/gff.py,
+routing/annealing_kernel.py, routing/mmf_search.py or routing/mmf_descent.py (compiled as
+each module compiles it), so the machine code is
 numba's, compiled with each kernel's own options, for this machine's CPU. key: sha256 of
 those sources, the exports' signatures, numpy's version and Python's. `exports` imports the
 module whose key matches; without one (not built, sources changed since, no compiler, a
@@ -41,7 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 FOLDER = Path(sys.prefix) / "mlfabric-kernels"
 #: The sources the module is built from (and EXPORTS).
 SOURCES = ("traffic/waterfill.py", "traffic/dag_kernel.py", "traffic/kernel_abi.py",
-           "routing/greedy.py", "routing/gff.py", "routing/annealing_kernel.py")
+           "routing/greedy.py", "routing/gff.py", "routing/annealing_kernel.py",
+           "routing/mmf_search.py", "routing/mmf_descent.py")
 PREFIX = "mlfabric_kernels_"
 
 _I, _F, _B = np.dtype(np.int64), np.dtype(np.float64), np.dtype(np.bool_)
@@ -57,7 +59,8 @@ class Export:
     """One kernel built into the module: its module and function, its arguments (a letter per
     argument: i int64, f float64, b bool; a digit: 0 a scalar, 1 or 2 a C-ordered array of
     that many dimensions), its result in numba's notation, and the module's function that
-    makes its numba version ("": the function itself when numba's, else numba_start.njit)."""
+    makes its numba version from its name ("": the function itself when numba's, else
+    numba_start.njit)."""
     module: str
     name: str
     args: tuple[str, ...]
@@ -70,6 +73,8 @@ class Export:
 
 _FILL = ("i2", "f1", "f0", "f1", "f2")
 _W, _DAG = "traffic.waterfill", "traffic.dag_kernel"
+_SEARCH, _DESCENT = "routing.mmf_search", "routing.mmf_descent"
+_SIDES = ("i1",) * 4             # mmf's sides: starts, jobs, ns, Us
 #: What is built: the kernels a prediction and the routings call, with the types they pass.
 EXPORTS = (
     Export(_W, "fill", _FILL, "i8"),
@@ -88,6 +93,14 @@ EXPORTS = (
     Export("routing.gff", "first_fit_kernel", ("i1",) * 6 + ("f1",) * 3 + ("i1", "i0"), "i8"),
     Export("routing.annealing_kernel", "anneal_paths_kernel", ("i1",) * 12
            + ("i0", "i0", "b0", "i0", "i0", "i0", "f0", "f0", "f0"), "i8",
+           maker="numba_kernel"),
+    Export(_SEARCH, "fits_kernel", ("i1", "i0", *_SIDES), "b1", maker="numba_kernel"),
+    Export(_SEARCH, "hot_kernel", ("i1", "i0", "i0", *_SIDES), "i8", maker="numba_kernel"),
+    Export(_SEARCH, "search_kernel", ("i0", "i0", "i0", "i1", "i1", "i1", "i0", *_SIDES, "i0",
+                                      "i1", "i1", "i1"), "Tuple((b1, i8))", maker="numba_kernel"),
+    Export(_DESCENT, "descend_kernel", ("i2", "i1", "i1", "i1", "i0", "i0", "i1", "i0"), "i8",
+           maker="numba_kernel"),
+    Export(_DESCENT, "link_matrix_kernel", ("i1",) * 4 + ("i0",), "i8[:,::1]",
            maker="numba_kernel"),
 )
 
@@ -151,7 +164,7 @@ def _kernel(e: Export) -> Callable:
     routings compile theirs."""
     module = importlib.import_module(e.module)
     if e.maker:
-        return getattr(module, e.maker)()
+        return getattr(module, e.maker)(e.name)
     fn = getattr(module, e.name)
     if hasattr(fn, "py_func"):
         return fn

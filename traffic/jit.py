@@ -60,6 +60,21 @@ def built_ahead(fn: Callable) -> Callable | None:
     return aot.exports().get(fn.__name__)
 
 
+def ahead_or_numba(fn: Callable, made: dict[str, Callable],
+                   numba_kernel: Callable[[], Callable]) -> Callable:
+    """A routing's loop `fn`: its export built ahead of time (`built_ahead`: no numba), else
+    `numba_kernel()` after numba's light start-up (traffic/numba_start.py's registries);
+    kept in `made` under fn's name."""
+    if fn.__name__ not in made:
+        kernel = built_ahead(fn)
+        if kernel is None:
+            from traffic.numba_start import registries
+            registries()
+            kernel = numba_kernel()
+        made[fn.__name__] = kernel
+    return made[fn.__name__]
+
+
 def use_compiled(completions: int, weighted: bool, links: int = 0) -> bool:
     """Whether a prediction of about `completions` flow completions over a fabric of `links`
     directed links runs the compiled kernels (traffic/waterfill.py, traffic/dag_kernel.py):

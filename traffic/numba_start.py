@@ -95,10 +95,11 @@ def started() -> bool:
     return _LOADED or "numba.np.arraymath" in sys.modules
 
 
-def njit(fn: Callable, what: str) -> Callable:
+def njit(fn: Callable, what: str, **options) -> Callable:
     """`fn` compiled by numba, cached on disk, without the GIL and its division checks
-    (error_model "numpy"; no fastmath, so floats match Python's); plain `fn` with a warning
-    saying that `what` in plain Python when numba is missing."""
+    (error_model "numpy"; no fastmath, so floats match Python's), or with numba's `options`
+    in their place; plain `fn` with a warning saying that `what` in plain Python when numba
+    is missing."""
     try:
         import numba
     except ImportError:                      # pragma: no cover - numba is in requirements.txt
@@ -106,4 +107,15 @@ def njit(fn: Callable, what: str) -> Callable:
         warnings.warn(f"numba is not installed: {what} in plain Python (slow); "
                       "pip install -r requirements.txt")
         return fn
-    return numba.njit(cache=True, nogil=True, error_model="numpy")(fn)
+    return numba.njit(**{"cache": True, "nogil": True, "error_model": "numpy", **options})(fn)
+
+
+def njit_calling(fn: Callable, helpers: tuple[str, ...], what: str, **options) -> Callable:
+    """`fn` compiled by `njit` (with `options`) once the functions of its module it calls,
+    named in `helpers`, are compiled in their place there (with the same options): numba
+    compiles a call only to a numba function."""
+    scope = fn.__globals__
+    for name in helpers:
+        if not hasattr(scope[name], "py_func"):
+            scope[name] = njit(scope[name], what, **options)
+    return njit(fn, what, **options)

@@ -3,6 +3,7 @@ bit for bit, refuse arguments of other types, and are found only for the sources
 built from."""
 from __future__ import annotations
 
+import json
 import random
 import shutil
 import subprocess
@@ -153,3 +154,124 @@ def test_a_command_with_them_imports_no_numba(module, tmp_path):
                           text=True, timeout=60, cwd=test_dag_kernel.ROOT)
     assert done.returncode == 0, done.stderr[-1000:]
     assert done.stdout.split() == ["[1.0,", "1.0]", "False"]
+
+
+def _bounds_results(seed: int) -> list:
+    """The side checks (fits_kernel, hot_kernel) and both bound searches (search_kernel) of
+    random sides, levels, fixes and budgets (test_mmf_paths' cases), as Bounds calls them."""
+    from routing.mmf_bounds import Bounds
+    rng = random.Random(seed)
+    A, J = rng.randint(2, 5), rng.randint(0, 6)
+    sides = [({j: rng.randint(1, 12) for j in rng.sample(range(J), rng.randint(0, J))},
+              rng.randint(1, 9)) for _ in range(rng.randint(1, 7))]
+    b = Bounds.__new__(Bounds)
+    b.setup(A, False, sides[:4], sides[4:], [rng.randint(1, 9) for _ in range(J)],
+            rng.choice([200, 2_000, 100_000]))
+    fixes = {k: rng.randint(0, J) for k in range(A, 1, -1) if rng.random() < 0.4}
+    levels = [rng.randint(0, A) for _ in range(J)]
+    return [b._fits(levels), *[(b._hot(levels, k), b._search_compiled("jobs", k, fixes),
+                                b._search_compiled("links", k, fixes)) for k in range(2, A + 2)]]
+
+
+def _descents(seed: int) -> tuple:
+    """mmf's descent (descend_kernel over link_matrix_kernel's matrix) from a random start
+    on a random three-tier case: (assignment, moves)."""
+    from routing.mmf_cuts import descend
+    from routing.paths import path_table
+    from tests.unit.routing.test_paths_properties import random_case
+    t = path_table(*random_case(seed))
+    rng = random.Random(seed)
+    return descend(t, [rng.choice(list(c)) for c in t.cand])
+
+
+def test_mmfs_loops_give_numbas_results(module, monkeypatch):
+    """mmf's bound search and side checks (routing/mmf_search.py) and its descent
+    (routing/mmf_descent.py) from the module give numba's results on random cases."""
+    from routing import mmf_descent, mmf_search
+    exported = aot._exports(module)
+    owners = {mmf_search: ("fits_kernel", "hot_kernel", "search_kernel"),
+              mmf_descent: ("descend_kernel", "link_matrix_kernel")}
+
+    def results() -> list:
+        return [[_bounds_results(seed) for seed in range(150)],
+                [_descents(seed) for seed in range(25)]]
+    monkeypatch.setattr(jit, "AHEAD_OF_TIME", False)
+    for owner in owners:
+        monkeypatch.setattr(owner, "_COMPILED", {})
+    want = results()
+    for owner, names in owners.items():
+        assert sorted(owner._COMPILED) == sorted(names)
+        assert all(hasattr(k, "py_func") for k in owner._COMPILED.values())   # numba's
+        monkeypatch.setattr(owner, "_COMPILED", {n: exported[n] for n in names})
+    assert results() == want
+    searched = [found for case in want[0] for _, *both in case[1:] for found in both]
+    assert sum(moves for _, moves in want[1]) > 0               # not all trivial
+    assert None in searched and any(found for found in searched)
+
+
+def test_an_mmf_argument_of_another_type_is_refused(module):
+    exported = aot._exports(module)
+    ints = np.zeros(3, np.int64)
+    matrix = exported["link_matrix_kernel"](np.arange(4), ints, ints + 2, ints + 1, 2)
+    assert matrix.tolist() == [[0, 1]] * 3 and matrix.flags.c_contiguous
+    with pytest.raises(TypeError, match="link_matrix_kernel: argument 1 must be a C-ordered "
+                                        "int64 array of 1 dimension"):
+        exported["link_matrix_kernel"](np.arange(4), ints.astype(np.int32), ints, ints, 2)
+    with pytest.raises(TypeError, match="descend_kernel: argument 0 must be a C-ordered int64 "
+                                        "array of 2 dimension.*not C-ordered"):
+        exported["descend_kernel"](np.zeros((4, 2), np.int64).T, ints, ints, ints, 1, 4,
+                                   ints, 10)
+    with pytest.raises(TypeError, match="fits_kernel: argument 0 must be a C-ordered int64"):
+        exported["fits_kernel"](np.zeros(1), 2, ints, ints, ints, ints)
+
+
+_HOSTS = [f"h{i}" for i in range(1, 9)]
+#: A small three-tier prediction routed by mmf (its bound search, side checks and descent).
+MMF_DOC = {"name": "mmf", "seed": 1, "routing": ["mmf"],
+           "fabric": {"topology": "clos3", "pods": 2, "leaves_per_pod": 2, "aggs_per_pod": 2,
+                      "cores_per_plane": 2, "hosts_per_leaf": 2, "host_link_mbps": 100,
+                      "leaf_agg_mbps": 100, "agg_core_mbps": 50},
+           "jobs": [{"name": "ring", "collective": "allreduce", "hosts": _HOSTS[0::2],
+                     "size_bytes": 4_000_000, "iterations": 2},
+                    {"name": "a2a", "collective": "alltoall", "hosts": _HOSTS[1::2],
+                     "size_bytes": 4_000_000, "iterations": 1}]}
+_MMF_PREDICTION = """
+import json, sys, tempfile
+from pathlib import Path
+from traffic import aot
+aot.FOLDER = Path(sys.argv[1])                 # the module built for the test
+from experiments.config import parse
+from experiments.predict import predict_experiment
+from routing import mmf_descent, mmf_search
+with tempfile.TemporaryDirectory() as tmp:
+    run = predict_experiment(parse(json.loads(sys.argv[2])), Path(tmp), log=print)["runs"][0]
+kernels = {**mmf_search._COMPILED, **mmf_descent._COMPILED}
+print(json.dumps({"cct_s": run["cct_s"], "kernels": sorted(kernels),
+                  "ahead": all(k.ahead_of_time for k in kernels.values()),
+                  "numba": "numba" in sys.modules}))
+"""
+
+
+def _predict_mmf(tmp_path) -> list:
+    """MMF_DOC's completion times, predicted in this process (numba's kernels here)."""
+    from experiments.config import parse
+    from experiments.predict import predict_experiment
+    return predict_experiment(parse(MMF_DOC), tmp_path, log=lambda s: None)["runs"][0]["cct_s"]
+
+
+def test_an_mmf_prediction_with_them_imports_no_numba(module, tmp_path, monkeypatch):
+    """A process that finds the module routes by mmf on three tiers with the module's mmf
+    kernels, predicts what numba's kernels predict, and imports no numba."""
+    done = subprocess.run([sys.executable, "-c", _MMF_PREDICTION, str(module.parent),
+                           json.dumps(MMF_DOC)], capture_output=True, text=True, timeout=120,
+                          cwd=test_dag_kernel.ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.splitlines()[-1])
+    assert got["kernels"] == ["descend_kernel", "fits_kernel", "hot_kernel",
+                              "link_matrix_kernel", "search_kernel"]
+    assert got["ahead"] and not got["numba"]
+    from routing import mmf_descent, mmf_search
+    monkeypatch.setattr(jit, "AHEAD_OF_TIME", False)
+    for owner in (mmf_search, mmf_descent):
+        monkeypatch.setattr(owner, "_COMPILED", {})
+    assert got["cct_s"] == _predict_mmf(tmp_path) and got["cct_s"]
