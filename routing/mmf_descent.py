@@ -14,12 +14,9 @@ rises. Flows are visited in order and ties go to the first path: deterministic.
 """
 from __future__ import annotations
 
-from typing import Callable
-
 import numpy as np
 
-from traffic.jit import ahead_or_numba
-from traffic.numba_start import njit_calling
+from traffic.jit import Loops
 
 IMPROVING, LEVEL = 0, 1
 
@@ -229,23 +226,13 @@ def link_matrix_kernel(buf: np.ndarray, start: np.ndarray, hops: np.ndarray, ste
     return out
 
 
-_COMPILED: dict[str, Callable] = {}       # kernel()'s, once made
-_HELPERS = ("_levels", "_shared", "_best", "_jobs_allow", "_move", "_chain")
-
-
-def kernel(fn: Callable) -> Callable:
-    """`fn` (descend_kernel, link_matrix_kernel) built ahead of time (traffic/aot.py: no
-    numba), else numba's (`numba_kernel`)."""
-    found = _COMPILED.get(fn.__name__)
-    return found or ahead_or_numba(fn, _COMPILED, lambda: numba_kernel(fn.__name__))
-
-
-def numba_kernel(name: str) -> Callable:
-    """The kernel of that function name compiled by numba on first use (or loaded from its
-    on-disk cache), with the helpers it calls; numba's default options (division checks, the
-    GIL held); plain Python, with a warning, without numba."""
-    fn = {f.__name__: f for f in (descend_kernel, link_matrix_kernel)}[name]
-    return njit_calling(fn, _HELPERS, "mmf descends", nogil=False, error_model="python")
+#: kernel(fn): descend_kernel or link_matrix_kernel built ahead of time (traffic/aot.py: no
+#: numba), else numba's with its helpers, numba's default options (division checks, the GIL
+#: held); numba_kernel(name): numba's (traffic/aot.py's maker)
+kernel = Loops("mmf descends", (descend_kernel, link_matrix_kernel),
+               ("_levels", "_shared", "_best", "_jobs_allow", "_move", "_chain"),
+               nogil=False, error_model="python")
+numba_kernel = kernel.numba
 
 
 def warm() -> None:

@@ -13,12 +13,9 @@ does, so a level counts only where the objective or a fix changes above it.
 """
 from __future__ import annotations
 
-from typing import Callable
-
 import numpy as np
 
-from traffic.jit import ahead_or_numba
-from traffic.numba_start import njit_calling
+from traffic.jit import Loops
 
 JOBS, LINKS = 0, 1
 
@@ -238,25 +235,13 @@ def search_kernel(mode, k, A, order, fix_k, fix_n, budget, starts, jobs, ns, Us,
             _set_level(order[idx], 0, levels, A, D, ptr, ids, nj)
 
 
-_COMPILED: dict[str, Callable] = {}       # kernel()'s, once made
-_HELPERS = ("_side_fits", "_side_hot", "_demand", "_set_level", "_part", "_root",
-            "_top_level", "_undominated")
-
-
-def kernel(fn: Callable) -> Callable:
-    """`fn` (fits_kernel, hot_kernel, search_kernel) built ahead of time (traffic/aot.py: no
-    numba), else numba's (`numba_kernel`)."""
-    found = _COMPILED.get(fn.__name__)
-    return found or ahead_or_numba(fn, _COMPILED, lambda: numba_kernel(fn.__name__))
-
-
-def numba_kernel(name: str) -> Callable:
-    """The kernel of that function name compiled by numba on first use (or loaded from its
-    on-disk cache), with the helpers it calls; numba's default options (division checks, the
-    GIL held); plain Python, with a warning, without numba."""
-    fn = {f.__name__: f for f in (fits_kernel, hot_kernel, search_kernel)}[name]
-    return njit_calling(fn, _HELPERS, "mmf searches its bounds", nogil=False,
-                        error_model="python")
+#: kernel(fn): fits_kernel, hot_kernel or search_kernel built ahead of time (traffic/aot.py: no
+#: numba), else numba's with its helpers, numba's default options (division checks, the GIL
+#: held); numba_kernel(name): numba's (traffic/aot.py's maker)
+kernel = Loops("mmf searches its bounds", (fits_kernel, hot_kernel, search_kernel),
+               ("_side_fits", "_side_hot", "_demand", "_set_level", "_part", "_root",
+                "_top_level", "_undominated"), nogil=False, error_model="python")
+numba_kernel = kernel.numba
 
 
 def warm() -> None:

@@ -75,6 +75,29 @@ def ahead_or_numba(fn: Callable, made: dict[str, Callable],
     return made[fn.__name__]
 
 
+class Loops:
+    """A routing module's compiled loops `fns`, each made once into `made` (by name): its
+    export built ahead of time, else numba's (`numba`, after `ahead_or_numba`'s start-up).
+    Call it with a loop for the loop to run."""
+
+    def __init__(self, what: str, fns: tuple[Callable, ...], helpers: tuple[str, ...],
+                 **options):
+        self.what, self.helpers, self.options = what, helpers, options
+        self.fns = {fn.__name__: fn for fn in fns}
+        self.made: dict[str, Callable] = {}
+
+    def __call__(self, fn: Callable) -> Callable:
+        found = self.made.get(fn.__name__)
+        return found or ahead_or_numba(fn, self.made, lambda: self.numba(fn.__name__))
+
+    def numba(self, name: str) -> Callable:
+        """The loop `name` compiled by numba on first use (or loaded from its on-disk cache)
+        with the module's `helpers` it calls, all with `options` (traffic/aot.py's maker);
+        plain Python, with a warning saying `what`, without numba."""
+        from traffic.numba_start import njit_calling
+        return njit_calling(self.fns[name], self.helpers, self.what, **self.options)
+
+
 def use_compiled(completions: int, weighted: bool, links: int = 0) -> bool:
     """Whether a prediction of about `completions` flow completions over a fabric of `links`
     directed links runs the compiled kernels (traffic/waterfill.py, traffic/dag_kernel.py):

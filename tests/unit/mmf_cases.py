@@ -100,3 +100,18 @@ def main(out: str) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1])
+
+
+def random_bounds(rng: random.Random):
+    """A random Bounds of mmf's bound search (routing/mmf_bounds.py): A levels, J jobs, up to
+    4 full sides and 3 more, a node budget; with random fixes (level -> jobs). Returns (bounds,
+    A, J, fixes)."""
+    from routing.mmf_bounds import Bounds
+    A, J = rng.randint(2, 5), rng.randint(0, 6)
+    sides = [({j: rng.randint(1, 12) for j in rng.sample(range(J), rng.randint(0, J))},
+              rng.randint(1, 9)) for _ in range(rng.randint(1, 7))]
+    b = Bounds.__new__(Bounds)
+    b.setup(A, False, sides[:4], sides[4:], [rng.randint(1, 9) for _ in range(J)],
+            rng.choice([200, 2_000, 100_000]))
+    fixes = {k: rng.randint(0, J) for k in range(A, 1, -1) if rng.random() < 0.4}
+    return b, A, J, fixes

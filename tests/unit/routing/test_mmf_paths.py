@@ -22,7 +22,7 @@ from routing.mmf_cuts import CutBounds, balanced_at_least, cut_sides, cut_sides_
 from routing.ilp import solve_min_max_paths
 from routing.paths import loads_of, path_table
 
-from ..mmf_cases import CASES, case, vectors
+from ..mmf_cases import CASES, case, random_bounds, vectors
 
 BEFORE = json.loads((Path(__file__).parents[2] / "fixtures" / "mmf" / "paths_before.json")
                     .read_text())
@@ -225,13 +225,7 @@ def test_the_step_wise_bound_search_equals_the_full_one():
     rng = random.Random(2028)
     seen = set()
     for _ in range(400):
-        A, J = rng.randint(2, 5), rng.randint(0, 6)
-        sides = [({j: rng.randint(1, 12) for j in rng.sample(range(J), rng.randint(0, J))},
-                  rng.randint(1, 9)) for _ in range(rng.randint(1, 7))]
-        b = Bounds.__new__(Bounds)
-        b.setup(A, False, sides[:4], sides[4:], [rng.randint(1, 9) for _ in range(J)],
-                rng.choice([200, 2_000, 100_000]))
-        fixes = {k: rng.randint(0, J) for k in range(A, 1, -1) if rng.random() < 0.4}
+        b, A, J, fixes = random_bounds(rng)
         for k in range(2, A + 1):
             jobs = _full_search(b, lambda lv, k=k: sum(1 for x in lv if x >= k), fixes,
                                 dominated(k, fixes, J))

@@ -11,14 +11,14 @@ from ..mmf_cases import case
 
 
 def _signatures() -> dict[str, set]:
-    kernels = {**mmf_search._COMPILED, **mmf_descent._COMPILED}
+    kernels = {**mmf_search.kernel.made, **mmf_descent.kernel.made}
     return {name: set(k.signatures) for name, k in kernels.items()}
 
 
 def test_the_warm_ups_cover_what_a_three_tier_solve_calls(monkeypatch):
     monkeypatch.setattr(jit, "AHEAD_OF_TIME", False)
-    monkeypatch.setattr(mmf_search, "_COMPILED", {})
-    monkeypatch.setattr(mmf_descent, "_COMPILED", {})
+    monkeypatch.setattr(mmf_search.kernel, "made", {})
+    monkeypatch.setattr(mmf_descent.kernel, "made", {})
     mmf_search.warm()
     mmf_descent.warm()
     warmed = _signatures()

@@ -159,15 +159,9 @@ def test_a_command_with_them_imports_no_numba(module, tmp_path):
 def _bounds_results(seed: int) -> list:
     """The side checks (fits_kernel, hot_kernel) and both bound searches (search_kernel) of
     random sides, levels, fixes and budgets (test_mmf_paths' cases), as Bounds calls them."""
-    from routing.mmf_bounds import Bounds
+    from tests.unit.mmf_cases import random_bounds
     rng = random.Random(seed)
-    A, J = rng.randint(2, 5), rng.randint(0, 6)
-    sides = [({j: rng.randint(1, 12) for j in rng.sample(range(J), rng.randint(0, J))},
-              rng.randint(1, 9)) for _ in range(rng.randint(1, 7))]
-    b = Bounds.__new__(Bounds)
-    b.setup(A, False, sides[:4], sides[4:], [rng.randint(1, 9) for _ in range(J)],
-            rng.choice([200, 2_000, 100_000]))
-    fixes = {k: rng.randint(0, J) for k in range(A, 1, -1) if rng.random() < 0.4}
+    b, A, J, fixes = random_bounds(rng)
     levels = [rng.randint(0, A) for _ in range(J)]
     return [b._fits(levels), *[(b._hot(levels, k), b._search_compiled("jobs", k, fixes),
                                 b._search_compiled("links", k, fixes)) for k in range(2, A + 2)]]
@@ -197,12 +191,12 @@ def test_mmfs_loops_give_numbas_results(module, monkeypatch):
                 [_descents(seed) for seed in range(25)]]
     monkeypatch.setattr(jit, "AHEAD_OF_TIME", False)
     for owner in owners:
-        monkeypatch.setattr(owner, "_COMPILED", {})
+        monkeypatch.setattr(owner.kernel, "made", {})
     want = results()
     for owner, names in owners.items():
-        assert sorted(owner._COMPILED) == sorted(names)
-        assert all(hasattr(k, "py_func") for k in owner._COMPILED.values())   # numba's
-        monkeypatch.setattr(owner, "_COMPILED", {n: exported[n] for n in names})
+        assert sorted(owner.kernel.made) == sorted(names)
+        assert all(hasattr(k, "py_func") for k in owner.kernel.made.values())   # numba's
+        monkeypatch.setattr(owner.kernel, "made", {n: exported[n] for n in names})
     assert results() == want
     searched = [found for case in want[0] for _, *both in case[1:] for found in both]
     assert sum(moves for _, moves in want[1]) > 0               # not all trivial
@@ -245,7 +239,7 @@ from experiments.predict import predict_experiment
 from routing import mmf_descent, mmf_search
 with tempfile.TemporaryDirectory() as tmp:
     run = predict_experiment(parse(json.loads(sys.argv[2])), Path(tmp), log=print)["runs"][0]
-kernels = {**mmf_search._COMPILED, **mmf_descent._COMPILED}
+kernels = {**mmf_search.kernel.made, **mmf_descent.kernel.made}
 print(json.dumps({"cct_s": run["cct_s"], "kernels": sorted(kernels),
                   "ahead": all(k.ahead_of_time for k in kernels.values()),
                   "numba": "numba" in sys.modules}))
@@ -273,5 +267,5 @@ def test_an_mmf_prediction_with_them_imports_no_numba(module, tmp_path, monkeypa
     from routing import mmf_descent, mmf_search
     monkeypatch.setattr(jit, "AHEAD_OF_TIME", False)
     for owner in (mmf_search, mmf_descent):
-        monkeypatch.setattr(owner, "_COMPILED", {})
+        monkeypatch.setattr(owner.kernel, "made", {})
     assert got["cct_s"] == _predict_mmf(tmp_path) and got["cct_s"]
