@@ -42,7 +42,7 @@ from traffic.collectives import Connection
 
 from .base import (RoutingPlan, SolveStats, assignment_from_spine_of, assignment_loads,
                    flow_table, spine_of_from_assignment, table_lower_bound)
-from .annealing_kernel import kernel, mt_state, set_mt_state
+from .annealing_kernel import anneal_paths_kernel, kernel, mt_state, set_mt_state
 from .greedy import greedy_assignment, greedy_fill, greedy_fill_paths
 from .paths import (Path, assignment_of_paths, loads_of, path_link_arrays, path_lower_bound,
                     path_of_assignment, path_table)
@@ -257,7 +257,7 @@ def route_annealing_paths(fabric: Fabric, conns: list[Connection], seed: int = 0
     st = mt_state(rng)
     buf, pstart, hops, step = (np.ascontiguousarray(x, dtype=np.int64)
                                for x in path_link_arrays(t))
-    kernel("paths")(st, np.array(movable, dtype=np.int64),
+    kernel(anneal_paths_kernel)(st, np.array(movable, dtype=np.int64),
                     np.array([c.start for c in t.cand], dtype=np.int64),
                     np.array([c.stop for c in t.cand], dtype=np.int64), buf, pstart, hops, step,
                     best.copy(), np.array(load, dtype=np.int64), np.array(hist, dtype=np.int64),

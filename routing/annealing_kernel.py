@@ -15,11 +15,9 @@ from __future__ import annotations
 import math
 import random
 import time
-from typing import Callable
-
 import numpy as np
 
-from traffic.numba_start import njit_calling
+from traffic.jit import Loops
 
 _N, _M = 624, 397
 
@@ -167,27 +165,13 @@ def anneal_paths_kernel(st, movable, lo, hi, buf, start, hops, step, assign, loa
     return it
 
 
-_COMPILED: dict[str, Callable] = {}
-_LOOPS = {"paths": anneal_paths_kernel}
-_HELPERS = ("mt_word", "mt_random", "mt_below", "_pick_path", "_move", "_shift")
-
-
-def kernel(name: str = "paths") -> Callable:
-    """The compiled loop `name` ("paths": anneal_paths_kernel): built ahead of time
-    (traffic/aot.py: no numba), else numba's (`numba_kernel`)."""
-    if name not in _COMPILED:
-        from traffic.jit import built_ahead
-        fn = _LOOPS[name]
-        _COMPILED[name] = built_ahead(fn) or numba_kernel(fn.__name__)
-    return _COMPILED[name]
-
-
-def numba_kernel(name: str = "anneal_paths_kernel") -> Callable:
-    """The loop of that function name compiled by numba (on first use it compiles it, or
-    loads it from its on-disk cache, with the helpers it calls); plain Python, with a
-    warning, without numba. No fastmath: the floats (exp, cooling) match Python's."""
-    fn = {f.__name__: f for f in _LOOPS.values()}[name]
-    return njit_calling(fn, _HELPERS, "annealing runs its loop")
+#: kernel(anneal_paths_kernel): the loop built ahead of time (traffic/aot.py: no numba), else
+#: compiled by numba on first use with the helpers it calls (or loaded from its on-disk
+#: cache); plain Python, with a warning, without numba. No fastmath: the floats (exp,
+#: cooling) match Python's. numba_kernel(name): numba's (traffic/aot.py's maker).
+kernel = Loops("annealing runs its loop", (anneal_paths_kernel,),
+               ("mt_word", "mt_random", "mt_below", "_pick_path", "_move", "_shift"))
+numba_kernel = kernel.numba
 
 
 def warm() -> float:
@@ -196,7 +180,7 @@ def warm() -> float:
     t0 = time.perf_counter()
     i64 = np.int64
     one, two = np.zeros(1, dtype=i64), np.array([0, 1], dtype=i64)
-    kernel("paths")(mt_state(random.Random(0)), one, one, one + 2, two, two, one + [1, 1],
+    kernel(anneal_paths_kernel)(mt_state(random.Random(0)), one, one, one + 2, two, two, one + [1, 1],
                     one + [1, 1], one.copy(), np.array([1, 0], dtype=i64),
                     np.array([1, 1, 0, 0], dtype=i64), one.copy(), 1, 3, False, 0, 0, 10, 2.0,
                     0.5, 0.7)

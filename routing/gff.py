@@ -14,14 +14,11 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from typing import Callable
-
 import numpy as np
 
 from testbed.fabric import Fabric
 from traffic.collectives import Connection
-from traffic.jit import ahead_or_numba
-from traffic.numba_start import njit
+from traffic.jit import Loops
 
 from .base import RoutingPlan, SolveStats
 from .ecmp import hashed_path
@@ -129,19 +126,6 @@ def natural_demands_reference(pairs: list[tuple[str, str]], max_rounds: int = 10
     return demand
 
 
-_COMPILED: dict[str, Callable] = {}       # compiled()'s, once made
-
-
-def compiled(fn: Callable) -> Callable:
-    """`fn` (sender_demands_kernel, first_fit_kernel) built ahead of time (traffic/aot.py: no
-    numba), else compiled by numba on first use (numba's registries without scipy.linalg;
-    compiled or loaded from numba's on-disk cache; error_model "numpy": no division checks,
-    the loops divide only by counts they test first); plain Python, with a warning, without
-    numba."""
-    found = _COMPILED.get(fn.__name__)
-    return found or ahead_or_numba(fn, _COMPILED, lambda: njit(fn, "gff places its flows"))
-
-
 def _ecmp_column(fabric: Fabric, t: PathTable, i: int, seed: int) -> int:
     """Flow i's ECMP path as its column among its pair's candidates (cached on the fabric by
     the 5-tuple: the hash and the pair's path order do not change while the fabric lives)."""
@@ -185,6 +169,13 @@ def first_fit_kernel(buf: np.ndarray, start: np.ndarray, hops: np.ndarray, step:
         for x in range(hops[fit]):
             reserved[buf[start[fit] + x * step[fit]]] += d
     return len(cand0)
+
+
+#: compiled(fn): sender_demands_kernel or first_fit_kernel built ahead of time (traffic/aot.py:
+#: no numba), else compiled by numba on first use (numba's light start-up, then compiled or
+#: loaded from its on-disk cache; error_model "numpy": no division checks, the loops divide
+#: only by counts they test first); plain Python, with a warning, without numba.
+compiled = Loops("gff places its flows", (sender_demands_kernel, first_fit_kernel), ())
 
 
 def first_fit(fabric: Fabric, t: PathTable, demand: list[float], seed: int

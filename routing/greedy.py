@@ -54,7 +54,7 @@ from typing import Callable
 import numpy as np
 
 from testbed.fabric import Fabric
-from traffic.numba_start import njit
+from traffic.jit import Loops
 from traffic.collectives import Connection
 
 from .base import (FlowTable, RoutingPlan, SolveStats, assignment_from_spine_of,
@@ -142,7 +142,7 @@ def visit_order(src: list[int], dst: list[int], n_leaves: int, assign: list[int]
     if (n + 1) * (n + 1) * 2 * max(1, n_leaves) >= 1 << 62:
         raise ValueError(f"visit_order: {n} flows over {n_leaves} leaves overflow its keys")
     i64 = np.int64
-    return compiled("order", order_kernel)(
+    return compiled(order_kernel)(
         np.array(src, dtype=i64), np.array(dst, dtype=i64),
         np.array([x < 0 for x in assign], dtype=np.bool_), n_leaves)
 
@@ -374,7 +374,7 @@ def place_in_order(blocks: LinkBlocks, start: np.ndarray, rank: list[int], loads
     instead of the compiled place_flows."""
     out = np.zeros(int(start[-1]), dtype=np.int64)
     if len(out):
-        (kernel or compiled("place", place_flows))(
+        (kernel or compiled(place_flows))(
             blocks.links, blocks.off, blocks.hops, blocks.width, np.diff(start),
             np.array(rank, dtype=np.int64), loads, out)
     return out
@@ -415,26 +415,11 @@ def place_flows(links: np.ndarray, off: np.ndarray, hops: np.ndarray, width: np.
             j += 1
 
 
-_COMPILED: dict[str, Callable] = {}       # compiled()'s, once made
-
-
-def compiled(name: str, fn: Callable) -> Callable:
-    """`fn` compiled under `name`: built ahead of time (traffic/aot.py: no numba), else by
-    numba on first use (import numba, then compile or load from numba's on-disk cache; see
-    warm_kernels); plain Python, with a warning, without numba. Integers only: no fastmath;
-    error_model='numpy' drops the division checks."""
-    if name not in _COMPILED:
-        from traffic.jit import built_ahead
-        _COMPILED[name] = (built_ahead(fn)
-                           or njit(fn, "greedy runs its order and placement loops"))
-    return _COMPILED[name]
-
-
 def warm_kernels() -> tuple[float, str]:
     """Make the compiled loops ready (import numba, then compile or load from its on-disk
     cache) by ordering and placing one flow. Returns (seconds taken, which happened)."""
     t0 = time.perf_counter()
-    kernels = (compiled("order", order_kernel), compiled("place", place_flows))
+    kernels = (compiled(order_kernel), compiled(place_flows))
     if not all(getattr(k, "ahead_of_time", False) for k in kernels):
         from traffic.numba_start import registries
         registries()                  # numba's NumPy registries without scipy.linalg
@@ -444,7 +429,7 @@ def warm_kernels() -> tuple[float, str]:
     took = time.perf_counter() - t0
     if all(getattr(k, "ahead_of_time", False) for k in kernels):
         return took, "built ahead of time (no numba)"
-    stats = [getattr(f, "stats", None) for f in _COMPILED.values()]
+    stats = [getattr(f, "stats", None) for f in compiled.made.values()]
     if None in stats:
         return took, "plain Python (no numba)"
     if any(x.cache_misses for x in stats):
@@ -464,7 +449,7 @@ def improve_max_paths(t: PathTable, assign: list[int], load: list[int],
     lo = np.array([c.start for c in t.cand], dtype=np.int64)
     hi = np.array([c.stop for c in t.cand], dtype=np.int64)
     buf, start, hops, step = path_link_arrays(t)
-    moves = (kernel or compiled("improve", improve_kernel))(
+    moves = (kernel or compiled(improve_kernel))(
         buf, start, hops, step, lo, hi, a, loads, max_moves)
     assign[:] = a.tolist()
     load[:] = loads.tolist()
@@ -588,3 +573,11 @@ def fresh_greedy_paths(fabric: Fabric, conns: list[Connection], seed: int = 0
         for j in range(start[k], start[k + 1]):
             path_of[flows[order[j]].conn_id] = cache.path(q, pos[j])
     return path_of, src, dst
+
+
+#: compiled(fn): order_kernel, place_flows or improve_kernel built ahead of time (traffic/aot.py:
+#: no numba), else compiled by numba on first use (numba's light start-up, then compiled or
+#: loaded from its on-disk cache; see warm_kernels); plain Python, with a warning, without
+#: numba. Integers only: no fastmath; error_model "numpy" drops the division checks.
+compiled = Loops("greedy runs its order and placement loops",
+                 (order_kernel, place_flows, improve_kernel), ())

@@ -60,25 +60,11 @@ def built_ahead(fn: Callable) -> Callable | None:
     return aot.exports().get(fn.__name__)
 
 
-def ahead_or_numba(fn: Callable, made: dict[str, Callable],
-                   numba_kernel: Callable[[], Callable]) -> Callable:
-    """A routing's loop `fn`: its export built ahead of time (`built_ahead`: no numba), else
-    `numba_kernel()` after numba's light start-up (traffic/numba_start.py's registries);
-    kept in `made` under fn's name."""
-    if fn.__name__ not in made:
-        kernel = built_ahead(fn)
-        if kernel is None:
-            from traffic.numba_start import registries
-            registries()
-            kernel = numba_kernel()
-        made[fn.__name__] = kernel
-    return made[fn.__name__]
-
-
 class Loops:
     """A routing module's compiled loops `fns`, each made once into `made` (by name): its
-    export built ahead of time, else numba's (`numba`, after `ahead_or_numba`'s start-up).
-    Call it with a loop for the loop to run."""
+    export built ahead of time (`built_ahead`: no numba), else numba's (`numba`) after
+    numba's light start-up (traffic/numba_start.py's registries). Called with a loop, it
+    returns the loop to run."""
 
     def __init__(self, what: str, fns: tuple[Callable, ...], helpers: tuple[str, ...],
                  **options):
@@ -87,8 +73,15 @@ class Loops:
         self.made: dict[str, Callable] = {}
 
     def __call__(self, fn: Callable) -> Callable:
-        found = self.made.get(fn.__name__)
-        return found or ahead_or_numba(fn, self.made, lambda: self.numba(fn.__name__))
+        name = fn.__name__
+        if name not in self.made:
+            kernel = built_ahead(fn)
+            if kernel is None:
+                from traffic.numba_start import registries
+                registries()
+                kernel = self.numba(name)
+            self.made[name] = kernel
+        return self.made[name]
 
     def numba(self, name: str) -> Callable:
         """The loop `name` compiled by numba on first use (or loaded from its on-disk cache)

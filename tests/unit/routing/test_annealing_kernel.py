@@ -12,7 +12,7 @@ from routing import annealing_kernel as ak
 @pytest.mark.parametrize("compiled", [False, True])
 def test_draws_match_random_random(compiled):
     if compiled:
-        ak.numba_kernel()           # puts numba's compiled helpers in place
+        ak.numba_kernel("anneal_paths_kernel")   # puts numba's compiled helpers in place
     rng = random.Random(11)
     rng.random()
     st = ak.mt_state(rng)

@@ -91,15 +91,14 @@ def test_greedys_loops_place_as_numbas(module, monkeypatch):
     """greedy's three loops from the module route every case as numba's do."""
     from routing import greedy
     exported = aot._exports(module)
-    kernels = {name: exported[fn.__name__] for name, fn in
-               (("order", greedy.order_kernel), ("place", greedy.place_flows),
-                ("improve", greedy.improve_kernel))}
+    kernels = {name: exported[name] for name in ("order_kernel", "place_flows",
+                                                  "improve_kernel")}
     assert all(k.ahead_of_time for k in kernels.values())
     monkeypatch.setattr(jit, "AHEAD_OF_TIME", False)
-    monkeypatch.setattr(greedy, "_COMPILED", {})
+    monkeypatch.setattr(greedy.compiled, "made", {})
     want = [_greedy(seed) for seed in range(12)]
-    assert not any(getattr(k, "ahead_of_time", False) for k in greedy._COMPILED.values())
-    monkeypatch.setattr(greedy, "_COMPILED", kernels)
+    assert not any(getattr(k, "ahead_of_time", False) for k in greedy.compiled.made.values())
+    monkeypatch.setattr(greedy.compiled, "made", kernels)
     assert [_greedy(seed) for seed in range(12)] == want
 
 
@@ -125,21 +124,19 @@ def test_gffs_and_annealings_loops_route_as_numbas(routing, module, monkeypatch)
     from routing import annealing_kernel, gff
     from routing import route
     from tests.unit.routing.test_paths_properties import random_case
-    owner = gff if routing == "gff" else annealing_kernel
+    loops = gff.compiled if routing == "gff" else annealing_kernel.kernel
     exported = aot._exports(module)
-    kernels = ({"sender_demands_kernel": exported["sender_demands_kernel"],
-                "first_fit_kernel": exported["first_fit_kernel"]} if routing == "gff" else
-               {"paths": exported["anneal_paths_kernel"]})
+    kernels = {name: exported[name] for name in loops.fns}
 
     def routes() -> list:
         return [route(routing, *random_case(seed), seed=seed % 5).path_of
                 for seed in range(8)]
     monkeypatch.setattr(jit, "AHEAD_OF_TIME", False)
-    monkeypatch.setattr(owner, "_COMPILED", {})
+    monkeypatch.setattr(loops, "made", {})
     want = routes()
-    assert owner._COMPILED and not any(getattr(k, "ahead_of_time", False)
-                                       for k in owner._COMPILED.values())
-    monkeypatch.setattr(owner, "_COMPILED", kernels)
+    assert loops.made and not any(getattr(k, "ahead_of_time", False)
+                                  for k in loops.made.values())
+    monkeypatch.setattr(loops, "made", kernels)
     assert routes() == want
 
 
