@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import random
 import time
+
 import numpy as np
 
 from traffic.jit import Loops
@@ -180,8 +181,8 @@ def warm() -> float:
     t0 = time.perf_counter()
     i64 = np.int64
     one, two = np.zeros(1, dtype=i64), np.array([0, 1], dtype=i64)
-    kernel(anneal_paths_kernel)(mt_state(random.Random(0)), one, one, one + 2, two, two, one + [1, 1],
-                    one + [1, 1], one.copy(), np.array([1, 0], dtype=i64),
-                    np.array([1, 1, 0, 0], dtype=i64), one.copy(), 1, 3, False, 0, 0, 10, 2.0,
-                    0.5, 0.7)
+    kernel(anneal_paths_kernel)(
+        mt_state(random.Random(0)), one, one, one + 2, two, two, one + [1, 1], one + [1, 1],
+        one.copy(), np.array([1, 0], dtype=i64), np.array([1, 1, 0, 0], dtype=i64),
+        one.copy(), 1, 3, False, 0, 0, 10, 2.0, 0.5, 0.7)
     return time.perf_counter() - t0

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+
 import numpy as np
 
 from testbed.fabric import Fabric
