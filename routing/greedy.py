@@ -419,10 +419,7 @@ def warm_kernels() -> tuple[float, str]:
     """Make the compiled loops ready (import numba, then compile or load from its on-disk
     cache) by ordering and placing one flow. Returns (seconds taken, which happened)."""
     t0 = time.perf_counter()
-    kernels = (compiled(order_kernel), compiled(place_flows))
-    if not all(getattr(k, "ahead_of_time", False) for k in kernels):
-        from traffic.numba_start import registries
-        registries()                  # numba's NumPy registries without scipy.linalg
+    kernels = (compiled(order_kernel), compiled(place_flows))   # numba's light start-up too
     _, start, _ = visit_order([0], [1], 2, [-1])
     place_in_order(LinkBlocks.of([np.zeros((1, 2), dtype=np.int64)]), start, [0, 1],
                    np.zeros(1, dtype=np.int64))
