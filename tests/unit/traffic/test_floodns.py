@@ -155,7 +155,7 @@ def test_replay_reproduces_floodns_ecmp_on_the_one_job_case():
     plans = plan_jobs(exp.jobs)
     conns = [c for p in plans for c in p.connections]
     log = read_flow_log(LOG)
-    assert log.changed_pairs == 0 and len(log.flows) == 96
+    assert log.changed_pairs == 0 and len(log.first) == 96
     plan = route_replay(exp.fabric, conns, log)
     assert plan.path_of[conns[0].conn_id] == ("leaf15", "spine5", "leaf6")  # 544-14-68-5-256
     router = ControllerRoutes("replay", exp.fabric, conns, exp.seed, static=plan.path_of)
@@ -202,7 +202,7 @@ def _line_by_line(path, monkeypatch) -> object:
 
 @pytest.mark.parametrize("edit", ["as logged", "no last newline", "blank line", "crlf",
                                   "leading zeros", "intra-tor path", "six nodes",
-                                  "bad line 40"])
+                                  "bad line 40", "moved earlier", "moved later"])
 def test_the_whole_file_reader_gives_what_line_by_line_gives(tmp_path, monkeypatch, edit):
     """read_flow_log reads a well-formed log at once (routing/replay.py, _read_well_formed);
     any file: the same flows in the same order, lines and errors as line by line."""
@@ -220,6 +220,10 @@ def test_the_whole_file_reader_gives_what_line_by_line_gives(tmp_path, monkeypat
         text = "\n".join(lines + ["9,544,545,544-[1]->14-[2]->545,7,8"]) + "\n"
     elif edit == "six nodes":
         text = "\n".join(lines + ["9,544,256,544-[1]->14-[2]->68-[3]->5-[4]->6-[5]->256,7,8,"])
+    elif edit in ("moved earlier", "moved later"):   # 544->256 logged via core 67 too
+        start = 5 if edit == "moved earlier" else 99_000_000_000
+        text = "\n".join(lines + [f"9,544,256,544-[1]->14-[2]->67-[3]->5-[4]->256,{start},8,",
+                                   "10,0544,256,544-[1]->14-[2]->68-[3]->5-[4]->256,6,8,"])
     elif edit == "bad line 40":
         text = "\n".join(lines[:39] + ["9,544,256,544-[1]->14,7,8,"] + lines[39:]) + "\n"
     else:
@@ -238,7 +242,13 @@ def test_the_whole_file_reader_gives_what_line_by_line_gives(tmp_path, monkeypat
         assert str(e) == str(slow.value) and ":40:" in str(e)
         return
     slow = _line_by_line(p, monkeypatch)
-    assert list(fast.flows.items()) == list(slow.flows.items())
-    assert fast.lines == slow.lines and fast.changed_pairs == slow.changed_pairs
+    assert fast.first == slow.first and fast.paths == slow.paths and fast.lines == slow.lines
     assert calls == [edit in ("as logged", "no last newline", "crlf", "leading zeros",
-                              "intra-tor path")]
+                              "intra-tor path", "moved earlier", "moved later")]
+    first = {"moved earlier": (14, 67, 5), "moved later": (14, 68, 5),
+             "six nodes": (14, 68, 5, 6)}.get(edit)
+    if first:     # the earliest flow's path; another one took another
+        assert fast.first_path(544, 256) == first and fast.changed_pairs == 1
+    else:
+        assert fast.first_path(544, 256) == (14, 68, 5) and fast.changed_pairs == 0
+    assert len(fast.first) == 96 + (edit == "intra-tor path")
