@@ -89,11 +89,30 @@ def warm(log=print) -> float:
             predict_experiment(exp, Path(tmp) / str(i), log=lambda s: None)
     took = time.monotonic() - t0
     log(f"warm: the model's kernels are compiled and cached by numba ({took:.1f} s)")
+    _worker_bytecode(log)
     stamp = {"sources_sha256": sources_digest(), "built_s": took, **_ahead_of_time(log)}
     STAMP.write_text(json.dumps(stamp) + "\n")
     took = time.monotonic() - t0
     log(f"warm: the model's kernels are built ({took:.1f} s); stamp {STAMP}")
     return took
+
+
+def _worker_bytecode(log) -> None:
+    """Write the bytecode without docstrings of what `predict`'s figure worker imports (in a
+    fresh interpreter: figure_worker.write_optimized), which later workers load under -OO
+    (figure_worker.optimized)."""
+    import subprocess
+    try:
+        done = subprocess.run([sys.executable, "-c", "from experiments.figure_worker import "
+                               "write_optimized; write_optimized()"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+        why = None if done.returncode == 0 else (
+            done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+    except (OSError, subprocess.TimeoutExpired) as e:
+        why = str(e)
+    if why is not None:
+        log(f"warm: the figure worker's optimized bytecode was not written ({why[:200]}); "
+            "its workers import as before")
 
 
 def _ahead_of_time(log) -> dict:

@@ -186,7 +186,8 @@ _DRAW = textwrap.dedent("""
     from experiments import answer_figures
     line = Line2D([0], [0])
     line.set(c="red", lw=3, label="x")          # aliases and properties, as before
-    assert (line.get_color(), line.get_linewidth(), line.get_label()) == ("red", 3, "x")
+    if (line.get_color(), line.get_linewidth(), line.get_label()) != ("red", 3, "x"):
+        sys.exit("set() changed")
     data = pickle.loads(Path(sys.argv[1]).read_bytes())
     print(answer_figures.draw_figures(data, Path(sys.argv[2])))
     print(len(Line2D.set.__doc__ or ""))
@@ -203,15 +204,44 @@ def test_the_worker_skips_only_set_docstrings_and_draws_the_same_bytes(tmp_path)
     data = tmp_path / "data.pickle"
     data.write_bytes(pickle.dumps(report.predicted_figure_data(tmp_path / "p")))
     out = {}
-    for how in ("skip", "full"):
-        done = subprocess.run([sys.executable, "-c", _DRAW, str(data), str(tmp_path / how),
+    for how, flags in (("skip", []), ("full", []), ("skip", ["-OO"])):
+        folder = tmp_path / (how + "".join(flags))
+        done = subprocess.run([sys.executable, *flags, "-c", _DRAW, str(data), str(folder),
                                how], capture_output=True, text=True, cwd=ROOT, timeout=300)
         assert done.returncode == 0, done.stderr
-        out[how] = done.stdout.split("\n")
-    assert out["skip"][0] == out["full"][0] and len(ast.literal_eval(out["full"][0])) >= 4, out
+        out[folder.name] = done.stdout.split("\n")
+    assert len(ast.literal_eval(out["full"][0])) >= 4, out
+    assert out["skip"][0] == out["full"][0] == out["skip-OO"][0]
     assert int(out["skip"][1]) == 0 < int(out["full"][1])       # the docstring, skipped
     pngs = sorted(p.name for p in (tmp_path / "full").iterdir())
-    assert pngs == sorted(p.name for p in (tmp_path / "skip").iterdir())
-    for name in pngs:
-        assert (tmp_path / "skip" / name).read_bytes() == (tmp_path / "full" / name
-                                                           ).read_bytes(), name
+    for how in ("skip", "skip-OO"):    # -OO: the worker's bytecode without docstrings
+        assert pngs == sorted(p.name for p in (tmp_path / how).iterdir())
+        for name in pngs:
+            assert (tmp_path / how / name).read_bytes() == (tmp_path / "full" / name
+                                                            ).read_bytes(), (how, name)
+
+
+def test_the_worker_runs_under_OO_only_with_current_optimized_bytecode(tmp_path,
+                                                                        monkeypatch):
+    """figure_worker.optimized: -OO when matplotlib's figure.py has bytecode without
+    docstrings written for its current source; not when there is none or it is older."""
+    import importlib.util
+    import py_compile
+    package = tmp_path / "matplotlib"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    figure = package / "figure.py"
+    figure.write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "matplotlib", raising=False)   # found on the path
+    assert importlib.util.find_spec("matplotlib").origin == str(package / "__init__.py")
+    assert figure_worker.optimized() == []                       # none written
+    py_compile.compile(str(figure), optimize=2, doraise=True)
+    assert figure_worker.optimized() == ["-OO"]
+    os.utime(figure, (1_000_000_000, 1_000_000_000))             # the source changed since
+    assert figure_worker.optimized() == []
+    py_compile.compile(str(figure), optimize=2, doraise=True)
+    assert figure_worker.optimized() == ["-OO"]
+    figure.write_text("X = 22\n")                               # same time, other size
+    os.utime(figure, (1_000_000_000, 1_000_000_000))
+    assert figure_worker.optimized() == []

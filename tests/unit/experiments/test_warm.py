@@ -3,6 +3,10 @@ sources on disk (`make setup` builds them; `predict` says when it must)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+
+import pytest
 
 from experiments import warm
 from traffic import aot
@@ -59,3 +63,27 @@ def test_a_failed_ahead_of_time_build_is_said_and_kept_in_the_stamp(monkeypatch)
     assert record == {"ahead_of_time": {"key": aot.key(), "error": "building "
                                         "mlfabric_kernels_x: RuntimeError: no compiler"}}
     assert len(said) == 1 and "not built ahead of time" in said[0] and "numba's" in said[0]
+
+
+def test_setup_writes_the_figure_workers_optimized_bytecode(tmp_path, monkeypatch):
+    """warm writes the bytecode the figure worker loads under -OO (here into a pycache
+    prefix of its own); figure_worker.optimized then starts workers with -OO."""
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path / "pyc"))
+    said = []
+    warm._worker_bytecode(said.append)
+    assert said == []
+    assert list((tmp_path / "pyc").rglob("matplotlib/figure.*.opt-2.pyc"))
+    ask = "from experiments.figure_worker import optimized; print(optimized())"
+    for flags, answer in (([], "['-OO']"), (["-X", "pycache_prefix=" + str(tmp_path / "no")],
+                                            "[]")):
+        done = subprocess.run([sys.executable, *flags, "-c", ask], capture_output=True,
+                              text=True, cwd=warm.ROOT, timeout=60)
+        assert done.stdout.strip() == answer, done.stderr
+
+
+@pytest.mark.parametrize("python", ["/bin/false", "/no/such/python"])
+def test_a_worker_bytecode_that_cannot_be_written_is_said_in_one_line(monkeypatch, python):
+    monkeypatch.setattr(sys, "executable", python)
+    said = []
+    warm._worker_bytecode(said.append)
+    assert len(said) == 1 and "not written" in said[0], said
