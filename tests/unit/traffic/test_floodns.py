@@ -191,9 +191,16 @@ def test_bad_flow_logs(tmp_path, line, needle):
     assert needle in str(e.value) and str(p) in str(e.value)
 
 
+def test_a_flow_log_that_is_not_utf8_cannot_be_read(tmp_path):
+    p = tmp_path / "flow_info.csv"
+    p.write_bytes(LOG.read_bytes() + b"\xff,544,256,544-[1]->14-[2]->68-[3]->5-[4]->256,7,8,\n")
+    with pytest.raises(ReplayError, match=r"cannot be read \(UnicodeDecodeError\)"):
+        read_flow_log(p)
+
+
 def _line_by_line(path, monkeypatch) -> object:
     from routing import replay
-    monkeypatch.setattr(replay, "_read_well_formed", lambda log, text: False)
+    monkeypatch.setattr(replay, "_read_well_formed", lambda log, data: False)
     try:
         return read_flow_log(path)
     finally:
@@ -202,7 +209,8 @@ def _line_by_line(path, monkeypatch) -> object:
 
 @pytest.mark.parametrize("edit", ["as logged", "no last newline", "blank line", "crlf",
                                   "leading zeros", "intra-tor path", "six nodes",
-                                  "bad line 40", "moved earlier", "moved later"])
+                                  "bad line 40", "moved earlier", "moved later",
+                                  "non-ascii id"])
 def test_the_whole_file_reader_gives_what_line_by_line_gives(tmp_path, monkeypatch, edit):
     """read_flow_log reads a well-formed log at once (routing/replay.py, _read_well_formed);
     any file: the same flows in the same order, lines and errors as line by line."""
@@ -224,6 +232,8 @@ def test_the_whole_file_reader_gives_what_line_by_line_gives(tmp_path, monkeypat
         start = 5 if edit == "moved earlier" else 99_000_000_000
         text = "\n".join(lines + [f"9,544,256,544-[1]->14-[2]->67-[3]->5-[4]->256,{start},8,",
                                    "10,0544,256,544-[1]->14-[2]->68-[3]->5-[4]->256,6,8,"])
+    elif edit == "non-ascii id":          # UTF-8, not ASCII: read line by line
+        text = "\n".join(lines + ["flöw,544,256,544-[1]->14-[2]->68-[3]->5-[4]->256,7,8,"])
     elif edit == "bad line 40":
         text = "\n".join(lines[:39] + ["9,544,256,544-[1]->14,7,8,"] + lines[39:]) + "\n"
     else:
@@ -233,7 +243,7 @@ def test_the_whole_file_reader_gives_what_line_by_line_gives(tmp_path, monkeypat
     calls = []
     real = replay._read_well_formed
     monkeypatch.setattr(replay, "_read_well_formed",
-                        lambda log, text: calls.append(real(log, text)) or calls[-1])
+                        lambda log, data: calls.append(real(log, data)) or calls[-1])
     try:
         fast = read_flow_log(p)
     except ReplayError as e:
