@@ -12,6 +12,8 @@ the stamp does not match them (`needs_compile`): the kernels are then compiled d
 run. Then the predictor's kernels and the routings' loops are built ahead of time into one
 extension module (traffic/aot.py), which a command loads without numba; where that cannot be
 built (no C compiler or Python headers), the stamp says why and commands load numba's.
+It also writes the bytecode without docstrings that `predict`'s figure worker loads under -OO
+(experiments/figure_worker.py's `optimized`).
 """
 from __future__ import annotations
 
@@ -132,11 +134,13 @@ def _ahead_of_time(log) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    """`warm` builds the kernels; `warm --if-needed` only when the stamp does not match."""
+    """`warm` builds the kernels; `warm --if-needed` only when the stamp does not match (the
+    figure worker's bytecode either way: each module's only where it is stale)."""
     if argv[1:] not in ([], ["--if-needed"]):
         print("usage: python -m experiments.warm [--if-needed]", file=sys.stderr)
         return 2
     if argv[1:] == ["--if-needed"] and not needs_compile():
+        _worker_bytecode(print)     # rewritten where stale (an upgraded numpy, Pillow, ...)
         return 0
     warm()
     return 0

@@ -85,9 +85,10 @@ else
 fi
 ovs-vsctl --timeout=10 show >/dev/null || { echo "bootstrap: Open vSwitch did not start" >&2; exit 1; }
 # the model's compiled kernels, built once per change of their sources (experiments/warm.py):
-# no `predict` waits for numba, and the predictor's load without it (traffic/aot.py)
+# no `predict` waits for numba, and the predictor's load without it (traffic/aot.py); and
+# the figure worker's bytecode without docstrings, each module's where it is stale
 if ! .venv/bin/python -c 'import sys; from experiments.warm import needs_compile; sys.exit(needs_compile())'; then
   echo "bootstrap: building the model's compiled kernels (numba; about 40 s, once)"
-  .venv/bin/python -m experiments.warm
 fi
+.venv/bin/python -m experiments.warm --if-needed
 echo "bootstrap: ready ($(ovs-vsctl --version | head -1), $(.venv/bin/python --version))"

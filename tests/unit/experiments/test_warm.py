@@ -54,6 +54,17 @@ def test_a_bad_argument_is_refused(capsys):
     assert "usage" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("needed", [False, True])
+def test_if_needed_builds_the_kernels_only_when_needed_and_the_worker_bytecode_always(
+        monkeypatch, needed):
+    calls = []
+    monkeypatch.setattr(warm, "needs_compile", lambda: needed)
+    monkeypatch.setattr(warm, "warm", lambda: calls.append("kernels"))
+    monkeypatch.setattr(warm, "_worker_bytecode", lambda log: calls.append("bytecode"))
+    assert warm.main(["warm", "--if-needed"]) == 0
+    assert calls == (["kernels"] if needed else ["bytecode"])
+
+
 def test_a_failed_ahead_of_time_build_is_said_and_kept_in_the_stamp(monkeypatch):
     def fail(folder=None):
         raise aot.BuildError("building mlfabric_kernels_x: RuntimeError: no compiler")
