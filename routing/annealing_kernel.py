@@ -75,7 +75,7 @@ def mt_below(st: np.ndarray, n: int) -> int:
     return r
 
 
-def _pick_path(st, focus, movable, lo, hi, buf, start, hops, step, assign, load, M):
+def _pick_path(st, focus, movable, lo, hi, buf, start, hops, step, assign, load, M, mine):
     """One move of the path search (annealing.py's _pick_path): (flow, path, new path)."""
     n_mov = movable.shape[0]
     i = movable[mt_below(st, n_mov)]
@@ -93,23 +93,74 @@ def _pick_path(st, focus, movable, lo, hi, buf, start, hops, step, assign, load,
     p = assign[i]
     if mt_random(st) < focus:
         q, bestv = p, -1
+        for y in range(hops[p]):                  # p's links: a flow moved off p keeps them
+            mine[buf[start[p] + y * step[p]]] = True
         for c in range(lo[i], hi[i]):
             if c == p:
                 continue
             v = 0
             for x in range(hops[c]):
                 e = buf[start[c] + x * step[c]]
-                w = load[e] + 1
-                for y in range(hops[p]):
-                    if buf[start[p] + y * step[p]] == e:
-                        w -= 1
-                        break
-                v = max(v, w)
+                v = max(v, load[e] + 1 - mine[e])
+                if 0 <= bestv < v:                # c can neither win nor tie: no draw
+                    break
             if bestv < 0 or v < bestv or (v == bestv and mt_random(st) < 0.5):
                 q, bestv = c, v
+        for y in range(hops[p]):
+            mine[buf[start[p] + y * step[p]]] = False
     else:
         q = lo[i] + mt_below(st, hi[i] - lo[i])
     return i, p, q
+
+
+#: In a descent (low-churn: only moves that lower the energy are taken), after this many moves
+#: in a row that lowered nothing, _stuck checks every move; when none lowers the energy the
+#: state can no longer change, and the loop stops: the routes of the whole budget, sooner.
+STUCK_CHECK_MOVES = 4096
+
+
+def _on(buf, start, hops, step, p, e):
+    """Whether path p holds link e."""
+    for x in range(hops[p]):
+        if buf[start[p] + x * step[p]] == e:
+            return True
+    return False
+
+
+def _stuck(movable, lo, hi, buf, start, hops, step, assign, load, M):
+    """True when no move of one flow to another of its paths lowers the energy (M, the most
+    flows on a link; N, the links at M): moving flow i from p to q lowers it exactly when
+    every link of q not on p carries at most M - 1 flows and more of p's links not on q
+    carry M than q's links not on p carry M - 1."""
+    for i in movable:
+        p = assign[i]
+        if not _on_load(buf, start, hops, step, load, p, M, -1):
+            continue                           # on no link at M: no move of it can help
+        for q in range(lo[i], hi[i]):
+            if q == p or _on_load(buf, start, hops, step, load, q, M, p):
+                continue                       # a link of q alone would go past M
+            fall = 0                           # links at M that the move leaves, net
+            for y in range(hops[q]):
+                e = buf[start[q] + y * step[q]]
+                if load[e] == M - 1 and not _on(buf, start, hops, step, p, e):
+                    fall -= 1
+            for x in range(hops[p]):
+                e = buf[start[p] + x * step[p]]
+                if load[e] == M and not _on(buf, start, hops, step, q, e):
+                    fall += 1
+            if fall > 0:
+                return False
+    return True
+
+
+def _on_load(buf, start, hops, step, load, p, M, skip):
+    """Whether a link of path p carries at least M flows and is not on path `skip` (-1:
+    none)."""
+    for x in range(hops[p]):
+        e = buf[start[p] + x * step[p]]
+        if load[e] >= M and (skip < 0 or not _on(buf, start, hops, step, skip, e)):
+            return True
+    return False
 
 
 def _shift(buf, start, hops, step, load, hist, p, q):
@@ -136,12 +187,19 @@ def anneal_paths_kernel(st, movable, lo, hi, buf, start, hops, step, assign, loa
     """route_annealing_paths's loop: updates assign, load, hist and st in place, copies the
     best state seen ((M, N) lexicographic) into `best`; returns the moves tried."""
     best_m, best_n = M, hist[M]
+    mine = np.zeros(load.shape[0], np.bool_)        # the links of the flow's path, marked
     T = t0
     it = 0
+    idle = 0                                        # moves in a row that lowered nothing
     while movable.shape[0] > 0 and it < max_iters:
         it += 1
+        idle += 1
+        if sticky and idle > STUCK_CHECK_MOVES:
+            if _stuck(movable, lo, hi, buf, start, hops, step, assign, load, M):
+                break
+            idle = 1
         i, p, q = _pick_path(st, focus, movable, lo, hi, buf, start, hops, step, assign,
-                             load, M)
+                             load, M, mine)
         if q == p:
             continue
         old_e = M * K1 + hist[M]
@@ -155,6 +213,7 @@ def anneal_paths_kernel(st, movable, lo, hi, buf, start, hops, step, assign, loa
         if dE < 0 or (not sticky and (dE == 0 or mt_random(st) < math.exp(-dE / T))):
             assign[i] = q
             M = newM
+            idle = 0
             if M < best_m or (M == best_m and hist[M] < best_n):
                 best_m, best_n = M, hist[M]
                 best[:] = assign
@@ -171,7 +230,8 @@ def anneal_paths_kernel(st, movable, lo, hi, buf, start, hops, step, assign, loa
 #: cache); plain Python, with a warning, without numba. No fastmath: the floats (exp,
 #: cooling) match Python's. numba_kernel(name): numba's (traffic/aot.py's maker).
 kernel = Loops("annealing runs its loop", (anneal_paths_kernel,),
-               ("mt_word", "mt_random", "mt_below", "_pick_path", "_move", "_shift"))
+               ("mt_word", "mt_random", "mt_below", "_pick_path", "_move", "_shift", "_on",
+                "_on_load", "_stuck"))
 numba_kernel = kernel.numba
 
 
