@@ -152,11 +152,17 @@ def build(folder: Path | None = None) -> Path:
 
 
 def _compile(cc, into: Path) -> None:
-    """Every export into numba.pycc's CC `cc`, compiled and linked into `into`."""
+    """Every export into numba.pycc's CC `cc`, compiled and linked into `into`. pycc makes
+    its build folder with tempfile and removes it only when the link succeeds: it is made
+    inside `into` (tempfile.tempdir, put back after), which build() removes either way."""
     cc.output_dir, cc.target_cpu, cc.verbose = str(into), "host", False
     for e in EXPORTS:
         cc.export(e.name, e.signature())(_forward(_kernel(e)))
-    cc.compile()
+    before, tempfile.tempdir = tempfile.tempdir, str(into)
+    try:
+        cc.compile()
+    finally:
+        tempfile.tempdir = before
 
 
 def _kernel(e: Export) -> Callable:

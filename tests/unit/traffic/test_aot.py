@@ -68,10 +68,15 @@ def test_an_argument_of_another_type_is_refused(built):
 
 def test_a_machine_without_a_compiler_gets_a_build_error_and_no_module(tmp_path,
                                                                        monkeypatch):
+    import tempfile
+    from pathlib import Path
     monkeypatch.setenv("CC", "/bin/false")                  # what distutils compiles with
+    builds, tempdir = set(Path(tempfile.gettempdir()).glob("pycc-build-*")), tempfile.tempdir
     with pytest.raises(aot.BuildError, match="building mlfabric_kernels_"):
         aot.build(tmp_path)
     assert aot.built(tmp_path) is None and list(tmp_path.iterdir()) == []
+    assert set(Path(tempfile.gettempdir()).glob("pycc-build-*")) == builds   # pycc's, gone
+    assert tempfile.tempdir == tempdir
     monkeypatch.delenv("CC")
     (tmp_path / "file").write_text("")
     with pytest.raises(aot.BuildError, match="FileExistsError|NotADirectoryError"):
