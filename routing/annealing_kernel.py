@@ -81,14 +81,8 @@ def _pick_path(st, focus, movable, lo, hi, buf, start, hops, step, assign, load,
     i = movable[mt_below(st, n_mov)]
     if mt_random(st) < focus:
         for _ in range(64):
-            p = assign[i]
-            hot = False
-            for x in range(hops[p]):
-                if load[buf[start[p] + x * step[p]]] == M:
-                    hot = True
-                    break
-            if hot:
-                break
+            if _on_load(buf, start, hops, step, load, assign[i], M, -1):
+                break                              # a flow on a link at the maximum
             i = movable[mt_below(st, n_mov)]
     p = assign[i]
     if mt_random(st) < focus:
@@ -173,10 +167,7 @@ def _move(buf, start, hops, step, load, hist, a, b, delta):
     """Add `delta` to the load of each link of path a that path b does not hold."""
     for x in range(hops[a]):
         e = buf[start[a] + x * step[a]]
-        shared = False
-        for y in range(hops[b]):
-            shared = shared or buf[start[b] + y * step[b]] == e
-        if not shared:
+        if not _on(buf, start, hops, step, b, e):
             hist[load[e]] -= 1
             load[e] += delta
             hist[load[e]] += 1
