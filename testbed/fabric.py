@@ -1,4 +1,4 @@
-"""The fabric model: one networkx graph that routing, prediction and emulation share.
+"""The fabric model: one directed graph (testbed/graph.py) that routing, prediction and emulation share.
 
 Pure data: no mininet, no root. Every topology kind (testbed/topologies/, one module each)
 builds its graph on a Topo, as Mininet's Topo.build does, from one of two Clos shapes
@@ -30,8 +30,7 @@ from functools import cached_property
 from itertools import repeat
 from operator import and_, eq, ne
 
-import networkx as nx
-
+from .graph import DiGraph
 from .planes import PLANE_KEY, plane_spec, renamed
 from .servers import ServerMap
 from .topo import MAX_HOSTS, MAX_HOSTS_PER_LEAF, host_ip  # noqa: F401 (theirs)
@@ -42,7 +41,8 @@ from .fabric_spec import (DPID_PREFIX, TIER, FabricError, FabricSpec,  # noqa: F
 
 @dataclass(frozen=True)
 class Fabric:
-    """A built fabric; `graph` is a networkx.DiGraph with one edge per direction.
+    """A built fabric; `graph` is a DiGraph (testbed/graph.py: networkx's interface,
+    `graph.to_networkx()` for its algorithms) with one edge per direction.
 
     Node attributes: role ('host'|'leaf'|'spine'|'agg'|'core'), index (1-based within the
     role), pod (clos3: leaves, aggs, hosts), plane (aggs, cores), and for hosts leaf, slot, ip.
@@ -51,7 +51,7 @@ class Fabric:
     """
 
     spec: FabricSpec
-    graph: nx.DiGraph = field(compare=False, repr=False)
+    graph: DiGraph = field(compare=False, repr=False)
 
     # -- names -----------------------------------------------------------------------------
     def _role(self, role: str) -> list[str]:

@@ -17,9 +17,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable, Sequence
 
-import networkx as nx
-
 from .fabric_spec import FabricError, FabricSpec
+from .graph import DiGraph
 
 #: GPUs per server: 8 in every DGX / HGX system, 72 in an NVL72 rack.
 MAX_GPUS_PER_SERVER = 72
@@ -58,7 +57,7 @@ def check_servers(spec: FabricSpec) -> None:
                           f"({spec.hosts_per_leaf}); a server's NICs share its leaf")
 
 
-def add_nvlink(g: nx.DiGraph, spec: FabricSpec, n_hosts: int) -> None:
+def add_nvlink(g: DiGraph, spec: FabricSpec, n_hosts: int) -> None:
     """One NVLink switch per server (nvs1..), each GPU's port 1 to its port i (the GPU's
     place in the server, 1..G), at nvlink_mbps each direction."""
     per, rate, nodes = spec.gpus_per_server, spec.nvlink_mbps, g.nodes

@@ -2,14 +2,13 @@
 lays out its switches, hosts and links on a `Topo` (as Mininet's Topo.build calls addSwitch,
 addHost and addLink), and records the structure routing reads from it (tiers, and the
 switches that choose a path). What every kind shares lives here, once: host addresses, the
-size bounds, and the failures marked on the built graph. Pure data (networkx)."""
+size bounds, and the failures marked on the built graph. Pure data (testbed/graph.py)."""
 from __future__ import annotations
 
 from typing import Sequence
 
-import networkx as nx
-
 from .fabric_spec import FabricError, FabricSpec
+from .graph import DiGraph
 
 #: The largest fabric the model builds: addresses hold 254 hosts per leaf, and 65,536 hosts
 #: are far beyond the paper's 2,048 NICs while a graph of that size still builds in seconds.
@@ -32,7 +31,7 @@ class Topo:
     hosts (their count)."""
 
     def __init__(self) -> None:
-        self.graph = nx.DiGraph(hosts=0)
+        self.graph = DiGraph(hosts=0)
 
     def add_switch(self, name: str, role: str, index: int, **attrs) -> str:
         self.graph.add_node(name, role=role, index=index, **attrs)
@@ -78,7 +77,7 @@ def check_sizes(spec: FabricSpec, names: Sequence[str], max_leaves: int | None =
             raise FabricError(f"fabric.{key} must be positive")
 
 
-def fail(g: nx.DiGraph, spec: FabricSpec) -> None:
+def fail(g: DiGraph, spec: FabricSpec) -> None:
     """Mark failed switches and links not live (both directions)."""
     pods = g.graph["tiers"] == 3
     for s in spec.failed:

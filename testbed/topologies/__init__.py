@@ -10,9 +10,8 @@ the split need is a property of testbed/fabric.py's `Fabric`, read from the buil
 """
 from __future__ import annotations
 
-import networkx as nx
-
 from ..fabric_spec import FabricError, FabricSpec
+from ..graph import DiGraph
 from ..planes import check_planes
 from ..servers import add_nvlink, check_servers
 from ..topo import Topo, fail
@@ -34,7 +33,7 @@ def kind(spec_or_name: FabricSpec | str) -> Kind:
     return KINDS[name]
 
 
-def build_graph(spec: FabricSpec) -> nx.DiGraph:
+def build_graph(spec: FabricSpec) -> DiGraph:
     """The fabric's graph: the kind checks and builds its own switches, hosts and links (and
     its NIC planes), then the layers every kind shares are added: the failures and the
     servers' NVLink switches. FabricError on impossible input, before anything is built."""

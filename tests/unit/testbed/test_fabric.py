@@ -21,7 +21,7 @@ def test_hosts_are_numbered_leaf_by_leaf():
 def test_every_link_has_two_directions_with_rates_and_ports():
     f = fabric()
     g = f.graph
-    assert g.number_of_edges() == 2 * (16 + 4 * 4)
+    assert len(g.edges) == 2 * (16 + 4 * 4)
     assert f.capacity_mbps("h1", "leaf1") == 10 and f.capacity_mbps("leaf1", "h1") == 10
     assert f.capacity_mbps("leaf2", "spine3") == 20 and f.capacity_mbps("spine3", "leaf2") == 20
     # leaf ports: hosts 1..H, then spines H+1..H+S; spine port l goes to leaf l
