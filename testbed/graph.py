@@ -12,7 +12,10 @@ fabric's link ids follow it (testbed/fabric.py's `links`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import networkx
 
 Attrs = dict[str, Any]
 
@@ -143,7 +146,7 @@ class DiGraph:
     def __len__(self) -> int:
         return len(self._node)
 
-    def to_networkx(self):
+    def to_networkx(self) -> networkx.DiGraph:
         """A copy as a networkx.DiGraph (same order and attributes), for its algorithms."""
         import networkx as nx                      # only here: ~60 ms to import
         g = nx.DiGraph(**self.graph)
