@@ -1,4 +1,5 @@
-"""The fabric model: one directed graph (testbed/graph.py) that routing, prediction and emulation share.
+"""The fabric model: one directed graph (testbed/graph.py) that routing, prediction and
+emulation share.
 
 Pure data: no mininet, no root. Every topology kind (testbed/topologies/, one module each)
 builds its graph on a Topo, as Mininet's Topo.build does, from one of two Clos shapes
