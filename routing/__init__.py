@@ -8,7 +8,7 @@ route. `previous` (conn_id -> path) asks for a low-churn solution (see routing/e
 
 Each strategy has a leaf-spine kernel (a path there is its spine: flat arrays per leaf and
 spine, the speed the paper's 2,048-NIC fabrics need) and a kernel on paths for three tiers
-(routing/paths.py); ecmp, gff and spray are written on paths only. spray deals each
+(routing/paths.py); ecmp, gff, spray and annealing are written on paths only. spray deals each
 connection's subflows over every live shortest path; `spray@packet` sprays per packet.
 """
 from __future__ import annotations

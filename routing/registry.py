@@ -28,16 +28,16 @@ def _lazy(module: str, name: str) -> Strategy:
 
 
 #: name -> (spine kernel, path kernel). `route` takes the spine kernel where a path has one
-#: choice (the spine), the path kernel elsewhere; why each pair stays two kernels (their
-#: speed ratios and routes on the shipped configs): docs/architecture.md, "Routing and
-#: rules". Each kernel's module is imported at its first call (_lazy).
-KERNELS: dict[str, tuple[Strategy, Strategy]] = {
+#: choice (the spine), the path kernel elsewhere and where a strategy has no spine kernel
+#: (None); why each pair stays two kernels (their speed ratios and routes on the shipped
+#: configs): docs/architecture.md, "Routing and rules". Each kernel's module is imported at
+#: its first call (_lazy).
+KERNELS: dict[str, tuple[Strategy | None, Strategy]] = {
     "ecmp": (_lazy("ecmp", "route_ecmp"), _lazy("ecmp", "route_ecmp")),
     "greedy": (_lazy("greedy", "route_greedy"), _lazy("greedy", "route_greedy_paths")),
     "edge-coloring": (_lazy("edge_coloring", "route_edge_coloring"),
                       _lazy("edge_coloring", "route_edge_coloring_paths")),
-    "annealing": (_lazy("annealing", "route_annealing"),
-                  _lazy("annealing", "route_annealing_paths")),
+    "annealing": (None, _lazy("annealing", "route_annealing_paths")),
     "ilp": (_lazy("ilp", "route_ilp"), _lazy("ilp", "route_ilp_paths")),
     "mmf": (_lazy("mmf", "route_mmf"), _lazy("mmf_paths", "route_mmf_paths")),
     "gff": (_lazy("gff", "route_gff"), _lazy("gff", "route_gff")),
@@ -102,7 +102,10 @@ def route(name: str, fabric: Fabric, conns: list[Connection], seed: int = 0,
         for warm in _WARM_MORE[name]():         # their own compiled loops, also untimed
             warm()
         _WARM.add(name)
-    if len(fabric.choice_points) > 1:
+    if two_tier is None and previous and len(fabric.choice_points) == 1:
+        ids = {c.conn_id for c in conns}      # a spine name as its path (leafA, s, leafB)
+        previous = paths_of(fabric, conns, {c: p for c, p in previous.items() if c in ids})
+    if two_tier is None or len(fabric.choice_points) > 1:
         return three_tier(fabric, conns, seed=seed, previous=previous, **options)
     spines = None if previous is None else {
         cid: (p if p is None or isinstance(p, str) else p[1]) for cid, p in previous.items()}

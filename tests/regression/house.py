@@ -8,7 +8,8 @@ policy's own solves: annealing and mmf at their budgets), each as the sha256 of 
 JSON; every job's predicted iteration CCTs (exact floats) and the busiest link's flow count.
 `rules_digest(config)` is the sorted ovs-ofctl lines of every routing's rules for its one
 plan. `python -m tests.regression.house` writes house.json.gz from the code as it is (run
-once, on c9e13dc, before the redesign).
+once, on c9e13dc, before the redesign). paper-3jobs-d4-fail4's annealing entry was replaced
+when annealing's spine kernel was dropped (other plans of the same CCTs; docs/architecture.md).
 """
 from __future__ import annotations
 

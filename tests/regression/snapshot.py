@@ -6,6 +6,8 @@ spine), the controller's assignment after every epoch and event replayed in mode
 predicted per-job iteration CCTs (exact floats). `python -m tests.regression.snapshot` writes
 expected.json.gz from the code as it is; it was run once, on 3e49fe2 (before the change) with
 the issue-10 solver fixes (annealing 2514841, ilp 89d1bb0, mmf de2c40a) laid over it.
+One entry was replaced since: paper-3jobs-d4-fail4's annealing epochs, when annealing's spine
+kernel was dropped (its later epochs took other plans of the same CCTs; docs/architecture.md).
 """
 from __future__ import annotations
 

@@ -3,6 +3,7 @@ by the problem size, so a slow clock (here a patched one that races ahead) chang
 from __future__ import annotations
 
 import itertools
+import random
 import time
 
 import pytest
@@ -76,3 +77,69 @@ def test_explicit_move_budget_is_honoured():
     assert max_link_flows(f, conns, many.spine_of) <= max_link_flows(f, conns, one.spine_of)
     with pytest.raises(TypeError):
         route("annealing", f, conns, time_limit_s=2.0)   # no clock-based budget any more
+
+
+def _small_case(rng):
+    """A small leaf-spine, fat-tree or clos3 (cores or spines failed at random) and up to 7
+    random inter-leaf flows whose assignments can all be listed."""
+    from testbed.fabric import FabricError
+    from testbed.topologies import fat_tree_spec
+    for _ in range(100):
+        kind = rng.randrange(3)
+        if kind == 0:
+            spec = FabricSpec(spines=rng.randint(2, 4), leaves=rng.randint(2, 4),
+                              hosts_per_leaf=3, host_link_mbps=10, spine_link_mbps=10)
+        elif kind == 1:
+            spec = fat_tree_spec(4, 10, 10)
+        else:
+            spec = FabricSpec(topology="clos3", pods=2, leaves_per_pod=2,
+                              aggs_per_pod=rng.randint(1, 2), cores_per_plane=rng.randint(1, 2),
+                              hosts_per_leaf=3, host_link_mbps=10, leaf_agg_mbps=10,
+                              agg_core_mbps=5)
+        f = build_fabric(spec)
+        top = f.cores if kind else f.spines
+        try:
+            f = build_fabric(spec.with_failures(
+                tuple(s for s in top[1:] if rng.random() < 0.3), ()))
+        except FabricError:
+            continue
+        hosts = list(f.hosts)
+        conns = []
+        for _ in range(rng.randint(2, 7)):
+            a, b = rng.sample(hosts, 2)
+            if f.leaf_of(a) != f.leaf_of(b):
+                conns.append(Connection(len(conns), "j", a, b, 20000 + len(conns), 5001))
+        if conns:
+            return f, conns
+    raise AssertionError("no case")
+
+
+def test_best_n_bound_never_exceeds_the_fewest_links_at_the_lower_bound():
+    """No assignment whose busiest link carries the lower bound has fewer links at it than
+    best_n_bound says (checked on every assignment of 60 small cases): stopping the search
+    there never stops it short of a better state."""
+    import numpy as np
+
+    from routing.annealing import best_n_bound
+    from routing.paths import path_link_arrays, path_lower_bound, path_table
+    rng = random.Random(5)
+    reached, at_lb = 0, 0
+    for _ in range(60):
+        f, conns = _small_case(rng)
+        t = path_table(f, conns)
+        arrays = tuple(np.ascontiguousarray(x, dtype=np.int64) for x in path_link_arrays(t))
+        lb = path_lower_bound(t, f)
+        best = None
+        for assign in itertools.product(*t.cand):
+            load = [0] * t.n_links
+            for p in assign:
+                for e in t.path_links[p]:
+                    load[e] += 1
+            m = max(load)
+            if m == lb:
+                n = load.count(m)
+                best = n if best is None else min(best, n)
+        assert best is None or best_n_bound(t, arrays, lb) <= best, (f.spec, conns)
+        at_lb += best is not None
+        reached += best is not None and best_n_bound(t, arrays, lb) == best
+    assert at_lb >= 40 and reached >= at_lb // 3      # and it is often the fewest (28 of 60)
