@@ -262,3 +262,25 @@ def _in_session(p: psutil.Process, sid: int) -> bool:
         return os.getsid(p.pid) == sid and p.status() != psutil.STATUS_ZOMBIE
     except (OSError, psutil.Error):
         return False
+
+
+def _dropped(base, new, where: str = "") -> list[str]:
+    """Keys of `base`'s mappings that `new` no longer has (where a mapping replaced one)."""
+    if not (isinstance(base, dict) and isinstance(new, dict)):
+        return []
+    return [f"{where}{k}" for k in base if k not in new] + [
+        d for k in base if k in new for d in _dropped(base[k], new[k], f"{where}{k}.")]
+
+
+@pytest.mark.parametrize("sweep", sorted((ROOT / "experiments/configs/sweeps").glob("*.yaml")),
+                         ids=lambda p: p.stem)
+def test_a_shipped_sweeps_set_keeps_every_key_of_its_base(sweep):
+    # lb-floodns-2jobs-d4's `set: {jobs_from: {floodns: ...}}` once replaced the base's whole
+    # jobs_from, and its points ran without the base's 4 failed cores
+    doc = yaml.safe_load(sweep.read_text())
+    base = yaml.safe_load((sweep.parent / doc["base"]).read_text())
+    points = load_sweep(sweep).points
+    lost = {d for p in points for d in _dropped(base, p.doc)}
+    swept = {k.split(".")[0].split("[")[0]                 # a point may replace what it sweeps
+             for c in [doc.get("grid") or {}, *(doc.get("points") or [])] for k in c}
+    assert points and not {d for d in lost if d.split(".")[0] not in swept}, lost
