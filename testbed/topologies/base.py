@@ -26,8 +26,8 @@ FAILURE_KEYS = ("failed_switches", "failed_links")
 #: Keys every kind takes for its servers (testbed/servers.py): GPUs per server, NVLink rate,
 #: and the NIC's planes (testbed/planes.py; two-tier kinds only).
 SERVER_KEYS = ("gpus_per_server", "nvlink_mbps", "planes")
-__all__ = ["MAX_HOSTS", "MAX_HOSTS_PER_LEAF", "MIN_RATE_MBPS", "MAX_RATE_MBPS", "Param",
-           "Kind", "FabricError", "check_hosts", "Built"]
+__all__ = ["MAX_HOSTS", "MAX_HOSTS_PER_LEAF", "MAX_LEAVES_TOTAL", "MIN_RATE_MBPS",
+           "MAX_RATE_MBPS", "Param", "Kind", "FabricError", "check_hosts", "check_leaves", "Built"]
 
 
 class Built(Protocol):
@@ -107,6 +107,19 @@ class Kind:
 
     def draw(self, fabric: Built) -> str:
         raise NotImplementedError
+
+
+#: Leaves in all: the model keeps a table over every leaf pair (routing/path_blocks.py's
+#: PairBlocks, leaves^2 x 8 bytes: 2 GiB at 16,384; 65,536 leaves asked for 32 GiB).
+MAX_LEAVES_TOTAL = 16_384
+
+
+def check_leaves(n: int, key: str) -> None:
+    """At most MAX_LEAVES_TOTAL leaves in all; FabricError naming `key` otherwise."""
+    if n > MAX_LEAVES_TOTAL:
+        raise FabricError(f"fabric.{key}: {n:,} leaves exceed {MAX_LEAVES_TOTAL:,} (the model's "
+                          "table over leaf pairs takes leaves^2 x 8 bytes); use fewer pods or "
+                          "leaves per pod, and more hosts per leaf")
 
 
 def check_hosts(n: int, key: str) -> None:

@@ -17,8 +17,8 @@ from typing import Any
 
 from ..fabric_spec import FabricSpec
 from ..topo import Topo
-from .base import MAX_HOSTS_PER_LEAF, Built, Kind, Param, check_hosts, failed_lines, \
-    three_tier_failures
+from .base import MAX_HOSTS_PER_LEAF, Built, Kind, Param, check_hosts, check_leaves, \
+    failed_lines, three_tier_failures
 from .tiers import by_leaf, check_three_tier, three_tier
 
 #: Host addresses are 10.<leaf / 256>.<leaf % 256>.<slot>, so leaves are bounded by MAX_HOSTS;
@@ -42,6 +42,7 @@ class Clos3(Kind):
 
     def spec(self, sizes: dict[str, int], rates: dict[str, float],
              failures: dict[str, Any]) -> FabricSpec:
+        check_leaves(sizes["pods"] * sizes["leaves_per_pod"], "leaves_per_pod")
         check_hosts(sizes["pods"] * sizes["leaves_per_pod"] * sizes["hosts_per_leaf"],
                     "hosts_per_leaf")
         return FabricSpec(topology=self.name, host_link_mbps=rates["host"],

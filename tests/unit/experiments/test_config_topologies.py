@@ -55,6 +55,7 @@ def test_events_on_any_switch_and_link():
 @pytest.mark.parametrize("change, match", [
     (dict(k=5), "fabric.k: a fat-tree needs an even k"),
     (dict(k=66), "fabric.k"),
+    (dict(k=50), r"fabric.k: must be from 2 to 48"),
     (dict(spines=4), "fabric.spines: unknown key"),
     (dict(failed_switches=["leaf1"]), "agg or core"),
     (dict(failed_links=[["leaf1", "core1"]]), "not a link between two switches"),
@@ -84,3 +85,12 @@ def test_leaf_spine_takes_failed_switches_as_spines():
     exp = parse(doc)
     assert exp.fabric.spec.failed_spines == ("spine2",)
     assert exp.events[0].target == ("spine1",)
+
+
+def test_clos3_leaves_in_all_are_bounded_before_anything_is_built():
+    # 256 x 256 leaves passed validate and asked predict for a 32 GiB leaf-pair table
+    big = with_fabric(CLOS, pods=256, leaves_per_pod=256, aggs_per_pod=1, cores_per_plane=1,
+                      hosts_per_leaf=1)
+    with pytest.raises(ConfigError, match=r"fabric.leaves_per_pod: 65,536 leaves exceed 16,384"):
+        parse(big)
+    assert parse(with_fabric(CLOS, pods=2, leaves_per_pod=8)).fabric.leaves[-1] == "leaf16"
