@@ -391,7 +391,7 @@ def _cmd_validate(args) -> int:
     from .overrides import load_with
     from .runner import check_emulable
     doc = read_yaml(args.config)
-    if isinstance(doc, dict) and "base" in doc:       # a sweep file
+    if isinstance(doc, dict) and {"base", "grid", "points", "seeds"} & set(doc):  # a sweep
         from .sweep import check_points, load_sweep
         sweep = load_sweep(args.config, args.set)
         print(f"{args.config}: {check_points(sweep)}")

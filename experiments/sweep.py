@@ -31,6 +31,7 @@ import hashlib
 import itertools
 import json
 import logging
+import math
 import os
 import re
 import shutil
@@ -43,6 +44,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .config import MAX_SEED, ConfigError, Experiment, parse, quote, read_yaml
+from .config.limits import MAX_DURATION_S, MIN_UTIL_BIN_S
 from .overrides import parse_path, parse_set, set_path, shown
 
 SWEEP_KEYS = {"base", "mode", "grid", "points", "seeds", "repeat", "set", "util_bin_s"}
@@ -196,9 +198,10 @@ def load_sweep(path: str | Path, cli_sets: list[str] | None = None) -> Sweep:
         raise ConfigError(f"{_where(path, 'mode')}: expected predict or run, got {quote(mode)}")
     util = d.get("util_bin_s")
     if util is not None and (isinstance(util, bool) or not isinstance(util, (int, float))
-                             or mode != "predict"):
-        raise ConfigError(f"{_where(path, 'util_bin_s')}: a number of seconds, with mode "
-                          f"predict only, got {quote(util)}")
+                             or mode != "predict" or not math.isfinite(util)
+                             or not MIN_UTIL_BIN_S <= util <= MAX_DURATION_S):
+        raise ConfigError(f"{_where(path, 'util_bin_s')}: seconds from {MIN_UTIL_BIN_S:g} to "
+                          f"{MAX_DURATION_S:,.0f}, with mode predict only, got {quote(util)}")
     base_doc = read_yaml(base)
     if not isinstance(base_doc, dict):
         raise ConfigError(f"{base.name}: expected a mapping of keys")

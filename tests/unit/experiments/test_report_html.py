@@ -137,6 +137,15 @@ def test_validate_names_a_sweep_point_that_fails(tmp_path, capsys):
     assert "spine_link_mbps" in err[0]
 
 
+def test_validate_says_a_sweep_without_base_needs_one(tmp_path, capsys):
+    # it was read as a config: "config.grid: unknown key; allowed keys are demand, ..."
+    sweep = tmp_path / "nobase.yaml"
+    sweep.write_text("grid: {fabric.spine_link_mbps: [5, 10]}\nseeds: [1, 2]\n")
+    assert main(["validate", str(sweep)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "base: required" in err[0], err
+
+
 def _chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess:
     return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
                            "--disable-quic", "--no-first-run", "--disable-background-networking",

@@ -284,3 +284,13 @@ def test_a_shipped_sweeps_set_keeps_every_key_of_its_base(sweep):
     swept = {k.split(".")[0].split("[")[0]                 # a point may replace what it sweeps
              for c in [doc.get("grid") or {}, *(doc.get("points") or [])] for k in c}
     assert points and not {d for d in lost if d.split(".")[0] not in swept}, lost
+
+
+@pytest.mark.parametrize("value", [0, -1, float("nan"), float("inf"), 0.0001, 1e30, "1"])
+def test_a_sweeps_util_bin_s_has_the_bounds_of_util_bin_s(tmp_path, value):
+    # these passed validate ("every point valid") while --util-bin-s refused them
+    with pytest.raises(ConfigError, match=r"util_bin_s: seconds from 0.001 to 604,800") as e:
+        load_sweep(write(tmp_path, {"grid": {"seed": [1, 2]}, "util_bin_s": value}))
+    assert "\n" not in str(e.value)
+    assert load_sweep(write(tmp_path, {"grid": {"seed": [1, 2]}, "util_bin_s": 0.5})).util_bin_s \
+        == 0.5
