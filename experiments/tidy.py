@@ -148,8 +148,9 @@ def _csv_cells(values: list[Any]) -> list[str] | None:
 # -- provenance ------------------------------------------------------------------------------
 def _git(*args: str) -> str | None:
     try:
-        r = subprocess.run(["git", "-C", str(REPO_ROOT), *args], capture_output=True,
-                           text=True, timeout=10, stdin=subprocess.DEVNULL)
+        # --no-optional-locks: `status` does not refresh (write) the checkout's index
+        r = subprocess.run(["git", "--no-optional-locks", "-C", str(REPO_ROOT), *args],
+                           capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return r.stdout if r.returncode == 0 else None

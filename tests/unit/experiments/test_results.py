@@ -60,3 +60,27 @@ def test_solve_block_summarises_statuses_and_solver_runs():
     assert (b["gap"], b["lower_bound_link_flows"], b["solver_ran"], b["solver_calls"]) == (
         0.1, 3, True, 2)
     assert solve_block({"time_s": 0.0, "status": "hash"}, [])["scope"] == "one plan"
+
+
+def test_git_state_reads_the_checkout_without_writing_its_index(tmp_path, monkeypatch):
+    """Every run records the commit and whether the tree is dirty; `git status` would refresh
+    (rewrite) the index of a checkout whose files' times changed: a command must not."""
+    import os
+    import subprocess
+
+    from experiments import tidy
+
+    def git(*a):
+        subprocess.run(["git", "-C", str(tmp_path), *a], check=True, capture_output=True,
+                       stdin=subprocess.DEVNULL)
+    git("init", "-q")
+    (tmp_path / "f.txt").write_text("a\n")
+    git("add", "f.txt")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
+    index = tmp_path / ".git" / "index"
+    os.utime(tmp_path / "f.txt", (1e9, 1e9))        # stat info no longer matches the index
+    before = (index.read_bytes(), index.stat().st_mtime_ns)
+    monkeypatch.setattr(tidy, "REPO_ROOT", tmp_path)
+    state = tidy.git_state()
+    assert state["dirty"] is False and len(state["commit"]) == 40
+    assert (index.read_bytes(), index.stat().st_mtime_ns) == before
