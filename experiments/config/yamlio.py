@@ -70,8 +70,34 @@ class _Rules:
         return super().construct_mapping(node, deep=deep)
 
 
+def _plain_numbers() -> dict:
+    """YAML 1.1's implicit types without its base-60 numbers (`1:30` read as 90) and its
+    leading-zero octals (`010` read as 8): such a scalar stays text, so the key's check
+    names it. Decimal, 0x, 0b, floats, .inf and .nan read as before."""
+    drop = {"tag:yaml.org,2002:int": (r"|[-+]?0[0-7_]+", r"|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+"),
+            "tag:yaml.org,2002:float": (r"|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*",)}
+    out = {}
+    for first, rules in Resolver.yaml_implicit_resolvers.items():
+        kept = []
+        for tag, rx in rules:
+            if tag in drop:
+                pattern = rx.pattern
+                for alternative in drop[tag]:
+                    assert alternative in pattern, (tag, alternative)
+                    pattern = pattern.replace(alternative, "")
+                rx = re.compile(pattern, rx.flags)
+            kept.append((tag, rx))
+        out[first] = kept
+    return out
+
+
+_IMPLICIT = _plain_numbers()
+
+
 class _Loader(_Rules, yaml.SafeLoader):
     """SafeLoader under the config's _Rules, all in Python: its errors are the ones shown."""
+
+    yaml_implicit_resolvers = _IMPLICIT
 
 
 if CParser is not None:
@@ -79,6 +105,8 @@ if CParser is not None:
         """_Loader's nodes and data with libyaml's scanner and parser (CParser: its
         events); composed and constructed in Python as _Loader does, so the same rules
         apply at the same nodes."""
+
+        yaml_implicit_resolvers = _IMPLICIT
 
         def __init__(self, text: str):
             CParser.__init__(self, text)

@@ -321,6 +321,13 @@ case("doc-deep", "name: " + "[" * 200 + "]" * 200 + "\n", "nested more than")
 case("doc-huge-int", f"name: t\nseed: {'9' * 5000}\n", "bad.yaml: a value cannot be read")
 case("doc-too-big", "# " + "x" * 1_100_000 + "\n" + GOOD, "larger than 1,000,000 bytes")
 case("doc-long-key", GOOD + ("k" * 100_000) + ": 1\n", "not valid YAML")
+# YAML 1.1's base-60 and leading-zero octal numbers stay text (they were read as 90 and 8)
+case("base60-spines", GOOD.replace("  spines: 2\n", "  spines: 1:30\n"),
+     "fabric.spines: expected an integer from 1 to 256, got '1:30'")
+case("octal-spines", GOOD.replace("  spines: 2\n", "  spines: 010\n"),
+     "fabric.spines: expected an integer from 1 to 256, got '010'")
+case("base60-float-rate", GOOD.replace("  spine_link_mbps: ", "  spine_link_mbps: 1:30.5 #"),
+     "fabric.spine_link_mbps")
 
 
 # a fabric kind that is not a name; failures that cut the jobs' hosts apart (outside pass:
