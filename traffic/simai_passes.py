@@ -273,11 +273,19 @@ def _assumed(p: _Pass) -> None:
 
 def job_specs(path: str | Path, hosts: list[str], host_link_mbps: float,
               all_gpus: int | None = None, dim0: int = 1, notes=None,
-              comm_scale: float = 1.0):
+              comm_scale: float = 1.0, dim0_given: bool = False):
     """The workload's comms of one iteration as JobSpecs on streams, rank r -> hosts[r];
     `notes` (traffic.streams.Notes) gets the comms skipped and the iteration's tail.
-    `comm_scale` multiplies every comm's bytes (SimAI's comm_scale; rounded down)."""
+    `comm_scale` multiplies every comm's bytes (SimAI's comm_scale; rounded down). An
+    `all_gpus` the header overrides, or a `dim0` the user gave (`dim0_given`) that does not
+    divide the GPUs, is a SimaiError (either would be ignored)."""
     wl = read_workload(path, all_gpus if all_gpus is not None else len(hosts), dim0)
+    if all_gpus is not None and wl.par.gpus != all_gpus:
+        raise SimaiError(f"{wl.path}:1: the header says all_gpus {wl.par.gpus}, so all_gpus "
+                         f"{all_gpus} would be ignored; drop it or give {wl.par.gpus}")
+    if dim0_given and wl.par.dim0 != dim0:
+        raise SimaiError(f"{wl.path}:1: first_dim_npus {dim0} does not divide all_gpus "
+                         f"{wl.par.gpus}; give a divisor of it (e.g. one server's GPUs)")
     if comm_scale != 1.0:
         for ly in wl.layers:
             ly.comm = {ph: (k, g, int(b * comm_scale)) for ph, (k, g, b) in ly.comm.items()}

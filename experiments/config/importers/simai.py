@@ -39,7 +39,7 @@ class Simai(Format):
             try:
                 specs = simai_passes.job_specs(path, hosts, fabric.spec.host_link_mbps, gpus,
                                                dim0 or simai.default_dim0(n, per_leaf), notes,
-                                               scale)
+                                               scale, dim0_given=dim0 is not None)
             except (simai.SimaiError, StreamError) as e:
                 raise ConfigError(f"jobs_from.simai: {_one_line(e, 300)}") from None
             return specs, notes

@@ -243,3 +243,25 @@ def test_a_closed_stdin(tmp_path, command):
     p = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120,
                        preexec_fn=lambda: os.close(0))
     assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.parametrize("extra, names", [
+    # the header holds all_gpus 8: 65,536 was silently ignored
+    ({"simai": "simai/microAllReduce.txt", "all_gpus": 65536},
+     "the header says all_gpus 8, so all_gpus 65536 would be ignored"),
+    # 8 GPUs: 3, 7 and 9 silently behaved like 1
+    ({"simai": "astra-sim-1.0/MLP_HybridParallel_Data_Model.txt", "all_gpus": 8,
+      "first_dim_npus": 3}, "first_dim_npus 3 does not divide all_gpus 8"),
+])
+def test_simai_counts_that_would_be_ignored_are_refused(sandbox, capsys, extra, names):
+    from experiments.__main__ import main
+    jobs_from = {**extra, "simai": str(FIXTURES / "simai" / extra["simai"])}
+    cfg = _import_config(sandbox, jobs_from)
+    doc = read_cfg(cfg)
+    doc["fabric"]["hosts_per_leaf"] = 2                        # 8 hosts for the 8 GPUs
+    cfg.write_text(dump(doc))
+    refused_early(sandbox, capsys, ["validate", str(cfg)], names)
+    doc["jobs_from"] = {**jobs_from, **({"first_dim_npus": 2} if "first_dim_npus" in extra
+                                        else {"all_gpus": 8})}
+    cfg.write_text(dump(doc))
+    assert main(["validate", str(cfg)]) == 0, capsys.readouterr().err
