@@ -68,3 +68,34 @@ def test_failures_remove_spines_and_links_in_both_directions():
 def test_bad_fabrics_name_the_field(kw, msg):
     with pytest.raises(FabricError, match=msg):
         fabric(**kw)
+
+
+def test_has_live_path_says_whether_switch_paths_lists_one():
+    """Every leaf pair of every digest fabric (each kind, servers and planes), and of each
+    with random switches and links failed: has_live_path(a, b) == bool(switch_paths(a, b))."""
+    import random
+
+    from tests.unit.testbed.fabric_digest import SPECS
+    rng = random.Random(3)
+    checked = cut = 0
+    for spec in SPECS.values():
+        f = build_fabric(spec)
+        variants = [f]
+        for _ in range(6):
+            upper = [n for n in f.graph.nodes if f.graph.nodes[n].get("role") in
+                     ("spine", "agg", "core")]
+            links = [(u, v) for u, v in f.graph.edges if u in upper or v in upper]
+            try:
+                variants.append(build_fabric(spec.with_failures(
+                    tuple(n for n in upper if rng.random() < 0.3),
+                    tuple(sorted(e) for e in links if rng.random() < 0.1))))
+            except FabricError:
+                pass
+        for g in variants:
+            for a in g.leaves:
+                for b in g.leaves:
+                    fresh = bool(g.has_live_path(a, b))        # before any listing is cached
+                    assert fresh == bool(g.switch_paths(a, b)) == g.has_live_path(a, b)
+                    checked += 1
+                    cut += not fresh
+    assert checked > 1000 and cut > 50
