@@ -79,13 +79,19 @@ def _pattern_job(d: dict, where: str, fabric: Fabric, seed: int, used: set[str])
     if pattern == "stride" and "stride" not in d:
         raise ConfigError(f"{where}.stride: missing; host x sends to x + stride, e.g. "
                           "stride: 4")
+    per_host = _int(d, "flows_per_host", where, 1, maximum=len(hosts) - 1)
+    flows = len(hosts) * per_host           # counted before they are drawn (a flow each)
+    if predict_bytes(flows, flows) > MAX_PREDICT_BYTES:
+        raise ConfigError(f"{where}.flows_per_host: {len(hosts):,} hosts x {per_host:,} = "
+                          f"{flows:,} flows pass the {MAX_PREDICT_BYTES / 2 ** 30:.0f} GiB a "
+                          "prediction may take on this machine; use fewer flows per host")
     try:
         pairs = patterns.pattern_pairs(
             fabric, hosts, pattern, _int(d, "seed", where, seed, minimum=0, maximum=MAX_SEED),
             stride_hosts=_int(d, "stride", where, 1, maximum=len(hosts) - 1),
             p_leaf=p_leaf, p_pod=p_pod,
             hotspots=_int(d, "hotspots", where, 1, maximum=len(hosts) - 1),
-            flows_per_host=_int(d, "flows_per_host", where, 1, maximum=len(hosts) - 1))
+            flows_per_host=per_host)
     except WorkloadError as e:
         raise ConfigError(f"{where}.{e}") from None
     return JobSpec(

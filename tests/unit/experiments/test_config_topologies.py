@@ -94,3 +94,16 @@ def test_clos3_leaves_in_all_are_bounded_before_anything_is_built():
     with pytest.raises(ConfigError, match=r"fabric.leaves_per_pod: 65,536 leaves exceed 16,384"):
         parse(big)
     assert parse(with_fabric(CLOS, pods=2, leaves_per_pod=8)).fabric.leaves[-1] == "leaf16"
+
+
+def test_a_random_patterns_flows_are_counted_before_they_are_drawn():
+    # k=48, 1,000 flows per host: 27.6 M flows drawn for 35 s and 4.5 GB before the size
+    # check refused them; the count is now checked first
+    doc = with_fabric(FAT, k=24)
+    doc["jobs"] = [{"name": "f", "pattern": "random", "flows_per_host": 3455,
+                    "size_bytes": 1000}]
+    with pytest.raises(ConfigError, match=r"jobs\[0\].flows_per_host: 3,456 hosts x 3,455 = "
+                                          r"11,940,480 flows pass the 16 GiB"):
+        parse(doc)
+    doc["jobs"][0]["flows_per_host"] = 2
+    assert len(parse(doc).jobs[0].groups) == 3456 * 2
