@@ -570,5 +570,8 @@ def build_fabric(spec: FabricSpec) -> Fabric:
     fabric = Fabric(spec, build_graph(spec))
     for leaf in fabric.leaves:
         if not any(fabric.is_live(leaf, u) for u in fabric.uplinks(leaf)):
-            raise FabricError(f"fabric: failures isolate {leaf}; keep at least one live uplink")
+            keys = [k for k in ("failed_spines", "failed_switches", "failed_links")
+                    if getattr(spec, k)]
+            raise FabricError(f"fabric.{'/'.join(keys) or 'failed_switches'}: the failures "
+                              f"isolate {leaf}; keep at least one of its uplinks live")
     return fabric

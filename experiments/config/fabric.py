@@ -26,7 +26,19 @@ def _switch_names(d: dict, key: str) -> tuple[str, ...]:
     for x in names:
         if not isinstance(x, str) or len(x) > 64:
             raise ConfigError(f"fabric.{key}: {quote(x)} is not a switch name, e.g. core3")
+    _once(names, key)
     return tuple(names)
+
+
+def _once(items: list, key: str) -> None:
+    """ConfigError naming the first item of `items` that is listed twice."""
+    seen = set()
+    for x in items:
+        x = tuple(sorted(x)) if isinstance(x, list) else x
+        if x in seen:
+            raise ConfigError(f"fabric.{key}: {quote(list(x) if isinstance(x, tuple) else x)} "
+                              "is listed twice; fail it once")
+        seen.add(x)
 
 
 def _link_pairs(d: dict, key: str, example: str) -> tuple[tuple[str, str], ...]:
@@ -36,6 +48,7 @@ def _link_pairs(d: dict, key: str, example: str) -> tuple[tuple[str, str], ...]:
                 or not all(isinstance(x, str) and len(x) <= 64 for x in p)):
             raise ConfigError(f"fabric.{key}: {quote(p)} is not a pair of switch names, "
                               f"e.g. {example}")
+    _once(pairs, key)
     return tuple(tuple(p) for p in pairs)
 
 

@@ -277,6 +277,14 @@ for cid, path, value, key in [
     ("failed-spines-mapping", "fabric.failed_spines", {}, "fabric.failed_spines"),
     ("failed-spines-false", "fabric.failed_spines", False, "fabric.failed_spines"),
     ("failed-links-zero", "fabric.failed_links", 0, "fabric.failed_links"),
+    # a failure listed twice was taken (the same failure twice in `events` is refused)
+    ("failed-spines-twice", "fabric.failed_spines", ["spine1", "spine1"],
+     "fabric.failed_spines: 'spine1' is listed twice"),
+    ("failed-links-twice", "fabric.failed_links", [["leaf1", "spine1"], ["spine1", "leaf1"]],
+     "fabric.failed_links: ['leaf1', 'spine1'] is listed twice"),
+    # named `fabric` alone before
+    ("failed-spines-isolate", "fabric.failed_spines", ["spine1", "spine2"],
+     "fabric.failed_spines: the failures isolate leaf1; keep at least one of its uplinks"),
 ]:
     case(f"section-{cid}", with_(path, value), key)
 
