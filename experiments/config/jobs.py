@@ -178,8 +178,10 @@ def _jobs(v: Any, fabric: Fabric, seed: int, base_dir=None) -> tuple[list[JobSpe
         # a flows job's host may send and receive in several pairs; any other rank is one host
         for h in hosts:
             if h in seen:
-                raise ConfigError(f"jobs[{i}].hosts: host {h!r} is listed twice (also in job "
-                                  f"{seen[h]!r}); give each rank its own host")
+                key = "groups" if "groups" in v[i] else "hosts"
+                also = "in this job" if seen[h] == name else f"also in job {seen[h]!r}"
+                raise ConfigError(f"jobs[{i}].{key}: host {h!r} is listed twice ({also}); "
+                                  "give each rank its own host")
             seen[h] = name
     return jobs, [programs[i][0] for i in sorted(programs)]
 

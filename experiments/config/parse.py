@@ -53,7 +53,8 @@ def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
     try:    # rings, bytes, unique 5-tuples
         plans = plan_jobs(jobs, semantics.ring_sync, semantics.connections)
     except WorkloadError as e:
-        raise ConfigError(_job_key(str(e), [j.name for j in jobs])) from None
+        raise ConfigError(_groups_key(_job_key(str(e), [j.name for j in jobs]), jobs,
+                                      d.get("jobs") if imported is None else None)) from None
     pairs = host_pairs(plans)
     _check_reachable(fabric, pairs)
     emulation = _emulation(_section(d, "emulation"), fabric)
@@ -95,3 +96,13 @@ def _check_shared(semantics: Semantics, routing: list[str]) -> None:
 def load(path: str | Path) -> Experiment:
     """Read and validate an experiment YAML file; raises ConfigError."""
     return parse(read_yaml(path), Path(path).parent)
+
+
+def _groups_key(msg: str, jobs: list, raw) -> str:
+    """A message about jobs[i].hosts names jobs[i].groups when that job gave `groups`."""
+    given = {j.get("name") for j in raw or [] if isinstance(j, dict) and "groups" in j}
+    for i, job in enumerate(jobs):
+        head = f"jobs[{i}].hosts"
+        if job.name in given and msg.startswith(head):
+            return f"jobs[{i}].groups" + msg[len(head):]
+    return msg

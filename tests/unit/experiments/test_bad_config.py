@@ -102,6 +102,13 @@ case("type-groups-str", {**BASE, "jobs": [{k: v for k, v in BASE["jobs"][0].item
 case("type-groups-flat", {**BASE, "jobs": [{k: v for k, v in BASE["jobs"][0].items()
                                              if k != "hosts"} | {"groups": ["h1", "h3"]}]},
      "jobs[0].groups[0]")
+# a group's own problems name `groups` when the job gave groups (they named `hosts`)
+case("groups-host-twice", {**BASE, "jobs": [{k: v for k, v in BASE["jobs"][0].items()
+                                             if k != "hosts"} | {"groups": [["h1", "h1"]]}]},
+     "jobs[0].groups: ")
+case("groups-one-host", {**BASE, "jobs": [{k: v for k, v in BASE["jobs"][0].items()
+                                           if k != "hosts"} | {"groups": [["h1"]]}]},
+     "jobs[0].groups: a ring needs at least 2 hosts")
 case("type-dp-float", with_("jobs.0.dp", 2.0, MODEL_BASE), "jobs[0].dp")
 case("type-scale-str", with_("jobs.0.scale_bytes", "x", MODEL_BASE), "jobs[0].scale_bytes")
 
