@@ -6,9 +6,10 @@ source leaf to the destination leaf, one of `Fabric.switch_paths` (routing/paths
 strategy never uses a failed switch or link and raises RoutingError naming the flow it cannot
 route. `previous` (conn_id -> path) asks for a low-churn solution (see routing/epochs.py).
 
-Each strategy has a leaf-spine kernel (a path there is its spine: flat arrays per leaf and
-spine, the speed the paper's 2,048-NIC fabrics need) and a kernel on paths for three tiers
-(routing/paths.py); ecmp, gff, spray and annealing are written on paths only. spray deals each
+greedy, edge-coloring, the ILP and mmf have a leaf-spine kernel (a path there is its spine:
+flat arrays per leaf and spine) and a kernel on paths for three tiers (routing/paths.py); ecmp,
+gff, spray and annealing are written on paths only (routing/registry.py's KERNELS says why each
+pair stays two). spray deals each
 connection's subflows over every live shortest path; `spray@packet` sprays per packet.
 """
 from __future__ import annotations

@@ -104,7 +104,8 @@ def route(name: str, fabric: Fabric, conns: list[Connection], seed: int = 0,
         _WARM.add(name)
     if two_tier is None and previous and len(fabric.choice_points) == 1:
         ids = {c.conn_id for c in conns}      # a spine name as its path (leafA, s, leafB)
-        previous = paths_of(fabric, conns, {c: p for c, p in previous.items() if c in ids})
+        previous = {**previous, **paths_of(fabric, conns, {c: p for c, p in previous.items()
+                                                           if c in ids})}
     if two_tier is None or len(fabric.choice_points) > 1:
         return three_tier(fabric, conns, seed=seed, previous=previous, **options)
     spines = None if previous is None else {

@@ -8,13 +8,16 @@ import dataclasses
 from typing import Any
 
 from testbed import topologies
-from testbed.fabric import Fabric, FabricError, FabricSpec, build_fabric
+from testbed.fabric import ISOLATED, Fabric, FabricError, FabricSpec, build_fabric
 from testbed.planes import MAX_PLANES
 from testbed.servers import MAX_GPUS_PER_SERVER, MAX_NVLINK_MBPS
 from testbed.topologies.base import MAX_RATE_MBPS, MIN_RATE_MBPS, RATE_WHY
 from traffic.collectives import unique_connections
 
 from .readers import ConfigError, quote, _check_keys, _int, _num, _name_list
+
+#: The failure keys a fabric section may give (each kind takes some of them).
+FAILURE_KEYS = ("failed_spines", "failed_switches", "failed_links")
 
 
 def _rate(d: dict, key: str) -> float:
@@ -76,7 +79,10 @@ def _fabric(d: Any) -> Fabric:
         spec = kind.spec({**sizes, "planes": planes}, rates, failures)
         return build_fabric(_servers(d, dataclasses.replace(spec, planes=planes)))
     except FabricError as e:
-        raise ConfigError(str(e)) from None
+        msg, given = str(e), [k for k in FAILURE_KEYS if d.get(k)]
+        if msg.startswith(ISOLATED) and given:        # the keys this section gave
+            msg = f"fabric.{'/'.join(given)}:" + msg[len("fabric:"):]
+        raise ConfigError(msg) from None
 
 
 def _servers(d: dict, spec: FabricSpec) -> FabricSpec:

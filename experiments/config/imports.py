@@ -51,7 +51,8 @@ def _imported_jobs(jobs: list[JobSpec], fabric: Fabric, kind: str) -> list[JobSp
     if not jobs:
         raise ConfigError(f"jobs_from.{kind}: the workload has no communication between "
                           "ranks (0 jobs), so there is nothing to route; give a workload "
-                          "with collectives or sends (or more GPUs: jobs_from.all_gpus)")
+                          "with collectives or sends (or more GPUs: jobs_from.all_gpus, when the "
+                          "file's header has none)")
     if len(jobs) > MAX_JOBS:
         raise ConfigError(f"jobs_from: {len(jobs):,} jobs; at most {MAX_JOBS:,}")
     known, seen = set(fabric.hosts), set()

@@ -82,8 +82,7 @@ def _plain_numbers() -> dict:
         for tag, rx in rules:
             if tag in drop:
                 pattern = rx.pattern
-                for alternative in drop[tag]:
-                    assert alternative in pattern, (tag, alternative)
+                for alternative in drop[tag]:     # (tests/unit: 1:30 and 010 stay text)
                     pattern = pattern.replace(alternative, "")
                 rx = re.compile(pattern, rx.flags)
             kept.append((tag, rx))

@@ -143,3 +143,20 @@ def test_best_n_bound_never_exceeds_the_fewest_links_at_the_lower_bound():
         at_lb += best is not None
         reached += best is not None and best_n_bound(t, arrays, lb) == best
     assert at_lb >= 40 and reached >= at_lb // 3      # and it is often the fewest (28 of 60)
+
+
+def test_route_hands_annealing_its_previous_routes_as_given():
+    """On a leaf-spine, route() gives the path kernel the previous routes (spines as paths) and
+    keeps those of connections gone: a previous of only gone connections is still low-churn
+    (greedy start, descent), as on three tiers, not a random anneal."""
+    from routing.annealing import route_annealing_paths
+    f, conns = case()
+    gone = {10**9: None, 10**9 + 1: ("leaf1", "spine1", "leaf2")}
+    assert route("annealing", f, conns, seed=4, previous=gone).path_of == \
+        route_annealing_paths(f, conns, seed=4, previous=gone).path_of
+    spines = {c.conn_id: "spine3" for c in conns[:40]}
+    as_paths = {c.conn_id: (f.leaf_of(c.src), "spine3", f.leaf_of(c.dst)) for c in conns[:40]}
+    assert route("annealing", f, conns, seed=4, previous=spines).path_of == \
+        route_annealing_paths(f, conns, seed=4, previous=as_paths).path_of
+    assert route("annealing", f, conns, seed=4, previous=gone).path_of != \
+        route("annealing", f, conns, seed=4).path_of
