@@ -160,3 +160,17 @@ def test_route_hands_annealing_its_previous_routes_as_given():
         route_annealing_paths(f, conns, seed=4, previous=as_paths).path_of
     assert route("annealing", f, conns, seed=4, previous=gone).path_of != \
         route("annealing", f, conns, seed=4).path_of
+
+
+def test_on_a_leaf_spine_annealing_reports_the_bound_the_other_kernels_report():
+    """Two flows leaf1 -> leaf3 that only spine3 serves: the path bound (2, where the search
+    stops) is above the leaf-spine bound (1) that greedy and the rest report; a results
+    table shows one bound per fabric (found by test_routing_properties' hypothesis run)."""
+    f = build_fabric(FabricSpec(spines=3, leaves=3, hosts_per_leaf=3, host_link_mbps=100,
+                                spine_link_mbps=100,
+                                failed_links=(("leaf1", "spine1"), ("leaf3", "spine2"))))
+    conns = [Connection(i, "job0", "h1", "h7", 20000 + i, 5001) for i in range(2)]
+    plan = route("annealing", f, conns)
+    assert plan.stats.lower_bound_link_flows == lower_bound_link_flows(f, conns) == 1 == \
+        route("greedy", f, conns).stats.lower_bound_link_flows
+    assert set(plan.spine_of.values()) == {"spine3"}
