@@ -455,37 +455,28 @@ class Fabric:
         cached = self._path_cache.get((a, b))
         if cached is not None:
             return bool(cached)
-        if a == b:
-            return True
-        dead, ups = self._dead, self._ups
-        if self.tiers == 2 or self.pod_of(a) == self.pod_of(b):
-            return any((a, s) not in dead and (s, b) not in dead for s in ups[a])
-        plane = self._plane
-        down = {plane[g]: g for g in ups[b]}
-        for g in ups[a]:
-            g2 = down[plane[g]]
-            if (a, g) not in dead and (g2, b) not in dead and any(
-                    (g, c) not in dead and (c, g2) not in dead for c in ups[g]):
-                return True
-        return False
+        return next(self._live_paths(a, b), None) is not None
 
     def _switch_paths(self, a: str, b: str) -> list[tuple[str, ...]]:
+        return list(self._live_paths(a, b))
+
+    def _live_paths(self, a: str, b: str) -> Iterator[tuple[str, ...]]:
+        """switch_paths(a, b)'s paths, one at a time, in its order."""
         if a == b:
-            return [(a,)]
+            yield (a,)
+            return
         dead, ups = self._dead, self._ups
-        if self.tiers == 2:
-            return [(a, s, b) for s in ups[a] if (a, s) not in dead and (s, b) not in dead]
-        if self.pod_of(a) == self.pod_of(b):
-            return [(a, g, b) for g in ups[a] if (a, g) not in dead and (g, b) not in dead]
+        if self.tiers == 2 or self.pod_of(a) == self.pod_of(b):    # by spine, or by agg
+            yield from ((a, s, b) for s in ups[a] if (a, s) not in dead and (s, b) not in dead)
+            return
         plane = self._plane
         down = {plane[g]: g for g in ups[b]}
-        out = []
         for g in ups[a]:                       # plane by plane
             g2 = down[plane[g]]
             if (a, g) in dead or (g2, b) in dead:
                 continue
-            out += [(a, g, c, g2, b) for c in ups[g] if (g, c) not in dead and (c, g2) not in dead]
-        return out
+            yield from ((a, g, c, g2, b) for c in ups[g]
+                        if (g, c) not in dead and (c, g2) not in dead)
 
     @cached_property
     def _plane(self) -> dict[str, int]:
