@@ -7,13 +7,40 @@ Pure code (numpy).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Iterable
 
 import numpy as np
 
 from testbed.fabric import Fabric
 
 Path = tuple[str, ...]
+
+
+#: The model's path table keeps every shortest path of each leaf pair the jobs connect, as
+#: link ids; a prediction's peak memory measured ~66 bytes per id (fat-tree k=48,
+#: random-bijective, ECMP: 63.1 M ids, 4.2 GB; clos3 with 1,024 paths a pod pair: 133.7 M,
+#: 9.0 GB). Past this many, config loading refuses the workload (about 8.5 GB).
+MAX_PATH_LINK_IDS = 128_000_000
+#: bytes of a prediction's peak memory per link id of the path table (measured, above)
+BYTES_PER_PATH_LINK_ID = 66
+
+
+def path_link_ids(fabric: Fabric, pairs: Iterable[tuple[str, str]]) -> int:
+    """The link ids the path table holds for distinct leaf pairs `pairs` (a != b) on an intact
+    `fabric` (failures only lower it): a pair in one pod climbs one choice point (2 links
+    per path, its leaf's uplinks), any other pair every one (Fabric.choice_points)."""
+    ways = [k for _, k in fabric.choice_points]
+    full = 2 * len(ways) * math.prod(ways)
+    if not fabric.has_pods:
+        return full * sum(1 for _ in pairs)
+    pod, same = fabric.pod_of, 0
+    n = 0
+    for a, b in pairs:
+        n += 1
+        same += pod(a) == pod(b)
+    return full * (n - same) + 2 * ways[0] * same
 
 
 def cached_on(fabric: Fabric, key: tuple, make):

@@ -12,6 +12,7 @@ from testbed.fabric import ISOLATED, Fabric, FabricError, FabricSpec, build_fabr
 from testbed.planes import MAX_PLANES
 from testbed.servers import MAX_GPUS_PER_SERVER, MAX_NVLINK_MBPS
 from testbed.topologies.base import MAX_RATE_MBPS, MIN_RATE_MBPS, RATE_WHY
+from routing.path_blocks import BYTES_PER_PATH_LINK_ID, MAX_PATH_LINK_IDS, path_link_ids
 from traffic.collectives import unique_connections
 
 from .readers import ConfigError, quote, _check_keys, _int, _num, _name_list
@@ -122,6 +123,27 @@ def unreachable(fabric: Fabric, pairs: dict) -> str | None:
         if not fabric.live_planes(src, dst):       # in no plane
             return f"job {job}: {src} -> {dst} ({a} to {b})"
     return None
+
+
+def _check_paths(fabric: Fabric, pairs: dict, key: str) -> None:
+    """The jobs' leaf pairs keep the model's path table within MAX_PATH_LINK_IDS link ids
+    (routing/path_blocks.py); ConfigError naming `key` (jobs or jobs_from) otherwise."""
+    ends = pairs.values()
+    leaves = {(a, b) for a, b in zip(fabric.leaves_of(e[1] for e in ends),
+                                     fabric.leaves_of(e[2] for e in ends)) if a != b}
+    ids = path_link_ids(fabric, leaves)
+    if ids <= MAX_PATH_LINK_IDS:
+        return
+    ways = " x ".join(f"{k} at the {role}" for role, k in fabric.choice_points)
+    raise ConfigError(
+        f"{key}: the connections join {len(leaves):,} leaf pairs whose paths take "
+        f"{ids / 1e6:,.1f} M link ids in the model's path table (~{_gb(ids)}); at most "
+        f"{MAX_PATH_LINK_IDS / 1e6:,.0f} M (~{_gb(MAX_PATH_LINK_IDS)}): connect fewer hosts, "
+        f"or give the fabric fewer paths between pods ({ways})")
+
+
+def _gb(ids: int) -> str:
+    return f"{ids * BYTES_PER_PATH_LINK_ID / 1e9:.1f} GB"
 
 
 def _check_reachable(fabric: Fabric, pairs: dict) -> None:

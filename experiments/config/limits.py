@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+from routing.path_blocks import MAX_PATH_LINK_IDS  # noqa: F401
 from testbed.shaping import MAX_BURST_FRAMES, MAX_MTU_BYTES  # noqa: F401
 from testbed.topologies.base import (MAX_HOSTS, MAX_HOSTS_PER_LEAF, MAX_RATE_MBPS, # noqa: F401
                                      MIN_RATE_MBPS)

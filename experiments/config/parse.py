@@ -13,7 +13,7 @@ from .keys import TOP_KEYS
 from .readers import ConfigError, _check_keys, _section, _int, _num, _name
 from .yamlio import read_yaml, _check_tree
 from .records import Experiment
-from .fabric import _fabric, host_pairs, _check_reachable
+from .fabric import _fabric, host_pairs, _check_paths, _check_reachable
 from .jobs import _check_size, _job_key, _jobs, server_settings, subflow_settings
 from .timing import _check_timing
 from .strategies import _replay_flows, _routing_replay
@@ -57,6 +57,7 @@ def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
                                       d.get("jobs") if imported is None else None)) from None
     pairs = host_pairs(plans)
     _check_reachable(fabric, pairs)
+    _check_paths(fabric, pairs, "jobs" if imported is None else "jobs_from")
     emulation = _emulation(_section(d, "emulation"), fabric)
     machines = _machines(d.get("machines"), fabric, emulation)
     check_programs(programs, jobs)

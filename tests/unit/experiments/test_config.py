@@ -325,7 +325,8 @@ def test_the_documented_limits_table_matches_the_code():
                      f"S >= {c.MIN_UTIL_BIN_S:g} and bins x links <= {c.MAX_UTIL_CELLS:,}",
                      f"whole seconds 1 .. {MAX_CALIBRATE_S}",
                      f"less than {MIN_FREE_BYTES // 2 ** 20} MB free",
-                     f"by at most {c.QUOTE_CHARS} characters"):
+                     f"by at most {c.QUOTE_CHARS} characters",
+                     f"<= {c.MAX_PATH_LINK_IDS // 10**6} M link ids"):
         assert expected in section, expected
 
 

@@ -1,6 +1,7 @@
 """fabric.topology: fat-tree and clos3 keys, failures and events, and their round trip."""
 import copy
 
+import numpy as np
 import pytest
 import yaml
 
@@ -120,3 +121,47 @@ def test_an_isolated_leaf_names_the_failure_key_the_section_gave():
                       "size_bytes": 1000}]}
     with pytest.raises(ConfigError, match=r"^fabric.failed_switches: the failures isolate leaf1"):
         parse(rail)
+
+
+@pytest.mark.parametrize("fabric", [
+    {"topology": "leaf-spine", "spines": 3, "leaves": 4, "hosts_per_leaf": 1,
+     "host_link_mbps": 10, "spine_link_mbps": 10},
+    FAT["fabric"],
+    {**CLOS["fabric"], "pods": 3, "aggs_per_pod": 3},
+    {"topology": "rail-optimized", "nics_per_server": 2, "servers_per_group": 2,
+     "spines_per_group": 3, "groups": 2, "cores_per_plane": 2, "host_link_mbps": 10,
+     "spine_link_mbps": 10, "core_link_mbps": 10}],
+    ids=lambda f: f["topology"])
+def test_the_path_table_estimate_is_the_tables_size_on_an_intact_fabric(fabric):
+    from routing.path_blocks import pair_blocks, path_link_ids
+    doc = {"name": "t", "fabric": fabric, "routing": ["ecmp"],
+           "jobs": [{"name": "a", "collective": "allreduce", "hosts": ["h1", "h2"],
+                     "size_bytes": 1000}]}
+    f = parse(doc).fabric
+    pairs = [(a, b) for a in f.leaves for b in f.leaves if a != b]
+    L, index = len(f.leaves), {x: i for i, x in enumerate(f.leaves)}
+    q = np.array([index[a] * L + index[b] for a, b in pairs], dtype=np.int64)
+    blocks = pair_blocks(f).select(f, q)
+    assert len(pairs) >= 12
+    assert path_link_ids(f, pairs) == int((blocks.hops * blocks.width).sum())
+
+
+def test_the_path_table_is_bounded_before_it_is_built(monkeypatch):
+    # the fat-tree k bound (48) was bypassed by the same fabric written as clos3: 64 pods of
+    # 32 leaves with 32 x 32 paths a pod pair passed validate, and predict failed on a
+    # 2 GiB numpy allocation after 63 s and 10 GB
+    big = with_fabric(CLOS, pods=64, leaves_per_pod=32, aggs_per_pod=32, cores_per_plane=32,
+                      hosts_per_leaf=32)
+    big["jobs"] = [{"name": "p", "pattern": "random-bijective", "size_bytes": 1000}]
+    with pytest.raises(ConfigError, match=r"^jobs: the connections join 65,\d{3} leaf pairs "
+                                          r"whose paths take 26\d\.\d M link ids .* at most "
+                                          r"128 M .*\(32 at the leaf x 32 at the agg\)$"):
+        parse(big)
+    from experiments.config import fabric as section
+    ids = 2 * (4 * 2 * 2) + 2 * (2 * 2)     # 2 leaf pairs across pods (4 hops, 2 x 2
+    #                                        paths), 2 in a pod (2 hops, 2 paths)
+    monkeypatch.setattr(section, "MAX_PATH_LINK_IDS", ids)
+    parse(CLOS)
+    monkeypatch.setattr(section, "MAX_PATH_LINK_IDS", ids - 1)
+    with pytest.raises(ConfigError, match=r"^jobs: the connections join 4 leaf pairs"):
+        parse(CLOS)
