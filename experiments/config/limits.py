@@ -22,7 +22,7 @@ DEFAULT_WINDOW_FRAMES = 16
 
 
 #: A config file larger than this is refused unread: the paper's configs are < 1 kB, a resolved
-#: paper-scale config.yaml (every host listed) ~40 kB, and the largest experiment the limits
+#: paper-scale config.yaml (every host listed) 12-23 kB, and the largest experiment the limits
 #: allow (22,768 connections, so at most 45,536 hosts in jobs) resolves to well under 1 MB.
 MAX_CONFIG_BYTES = 1_000_000
 
