@@ -31,16 +31,18 @@ def hashed_path(fabric: Fabric, conn: Connection, seed: int) -> Path | None:
     a, b = fabric.leaf_of(conn.src), fabric.leaf_of(conn.dst)
     if a == b:
         return None
-    paths = fabric.switch_paths(a, b)
-    if not paths:
+    firsts = fabric.first_hops(a, b)          # the leaf's choice, without listing every path
+    if not firsts:
         raise RoutingError(f"flow {conn.job}:{conn.src}->{conn.dst} (conn {conn.conn_id}) has "
                            f"no live path between {a} and {b}")
-    depth = 1
+    pick = firsts[five_tuple_hash(conn, fabric, seed) % len(firsts)] if len(firsts) > 1 \
+        else firsts[0]
+    paths = fabric.paths_via(a, b, pick)
+    depth = 2
     while len(paths) > 1:
         nxt = list(dict.fromkeys(p[depth] for p in paths))   # in path order
         if len(nxt) > 1:
-            here = paths[0][depth - 1]
-            h = five_tuple_hash(conn, fabric, seed, "" if depth == 1 else here)
+            h = five_tuple_hash(conn, fabric, seed, paths[0][depth - 1])
             pick = nxt[h % len(nxt)]
             paths = [p for p in paths if p[depth] == pick]
         depth += 1

@@ -25,7 +25,7 @@ structure is a property here, read from the built graph (never from the kind): `
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import repeat
@@ -432,7 +432,8 @@ class Fabric:
         its end leaves, else None (cached per path)."""
         cache = self._route_links
         if path not in cache:
-            ok = len(path) > 1 and path in self._path_set(path[0], path[-1])
+            ok = len(path) > 2 and path[0] in self._lid and path[-1] in self._lid and \
+                path in self.paths_via(path[0], path[-1], path[1])
             cache[path] = (tuple(self._lid[u][v] for u, v in zip(path, path[1:])) if ok
                            else None)
         return cache[path]
@@ -441,13 +442,27 @@ class Fabric:
     def _route_links(self) -> dict[tuple[str, ...], tuple[int, ...] | None]:
         return {}
 
-    def _path_set(self, a: str, b: str) -> frozenset[tuple[str, ...]]:
-        key = (a, b, "set")
+    def first_hops(self, a: str, b: str) -> list[str]:
+        """The second switches of switch_paths(a, b) (a's live choices up), in its order,
+        found without listing every path (a pair across pods of clos3-16k-jobs has 128)."""
+        key = (a, b, "first")
         cache = self._path_cache
         if key not in cache:
-            cache[key] = frozenset(self.switch_paths(a, b)) if a in self._lid and \
-                b in self._lid else frozenset()
+            listed = cache.get((a, b))
+            if listed is not None:
+                cache[key] = list(dict.fromkeys(p[1] for p in listed if len(p) > 1))
+            else:
+                tails = self._tails(a, b)
+                cache[key] = [] if a == b else [g for g in self._ups[a]
+                                                 if next(tails(g), None) is not None]
         return cache[key]
+
+    def paths_via(self, a: str, b: str, hop: str) -> list[tuple[str, ...]]:
+        """The paths of switch_paths(a, b) whose second switch is `hop`, in its order."""
+        listed = self._path_cache.get((a, b))
+        if listed is not None:
+            return [p for p in listed if len(p) > 1 and p[1] == hop]
+        return list(self._live_paths(a, b, hop))
 
     def has_live_path(self, a: str, b: str) -> bool:
         """Whether switch_paths(a, b) has a path, found without listing them (a k=48
@@ -460,23 +475,38 @@ class Fabric:
     def _switch_paths(self, a: str, b: str) -> list[tuple[str, ...]]:
         return list(self._live_paths(a, b))
 
-    def _live_paths(self, a: str, b: str) -> Iterator[tuple[str, ...]]:
-        """switch_paths(a, b)'s paths, one at a time, in its order."""
+    def _live_paths(self, a: str, b: str, via: str | None = None
+                    ) -> Iterator[tuple[str, ...]]:
+        """switch_paths(a, b)'s paths, one at a time, in its order (leaf-spine: by spine;
+        same pod: by agg; across pods: by plane, then core); `via`: only those whose second
+        switch it is."""
         if a == b:
-            yield (a,)
+            if via is None:
+                yield (a,)
             return
+        ups = self._ups[a]
+        tails = self._tails(a, b)
+        for g in (ups if via is None else [via] if via in ups else []):
+            yield from ((a, g, *t) for t in tails(g))
+
+    def _tails(self, a: str, b: str) -> Callable[[str], Iterator[tuple[str, ...]]]:
+        """For leaves a != b: g -> the live ends (the switches after g, b last) of the
+        shortest up-down paths from a through its uplink g, in order."""
         dead, ups = self._dead, self._ups
-        if self.tiers == 2 or self.pod_of(a) == self.pod_of(b):    # by spine, or by agg
-            yield from ((a, s, b) for s in ups[a] if (a, s) not in dead and (s, b) not in dead)
-            return
+        if self.tiers == 2 or self.pod_of(a) == self.pod_of(b):    # a -> s -> b
+            def over(s: str) -> Iterator[tuple[str, ...]]:
+                if (a, s) not in dead and (s, b) not in dead:
+                    yield (b,)
+            return over
         plane = self._plane
         down = {plane[g]: g for g in ups[b]}
-        for g in ups[a]:                       # plane by plane
+
+        def across(g: str) -> Iterator[tuple[str, ...]]:      # a -> g -> core -> g2 -> b
             g2 = down[plane[g]]
-            if (a, g) in dead or (g2, b) in dead:
-                continue
-            yield from ((a, g, c, g2, b) for c in ups[g]
-                        if (g, c) not in dead and (c, g2) not in dead)
+            if (a, g) not in dead and (g2, b) not in dead:
+                yield from ((c, g2, b) for c in ups[g]
+                            if (g, c) not in dead and (c, g2) not in dead)
+        return across
 
     @cached_property
     def _plane(self) -> dict[str, int]:

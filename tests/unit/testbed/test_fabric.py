@@ -70,28 +70,33 @@ def test_bad_fabrics_name_the_field(kw, msg):
         fabric(**kw)
 
 
-def test_has_live_path_says_whether_switch_paths_lists_one():
-    """Every leaf pair of every digest fabric (each kind, servers and planes), and of each
-    with random switches and links failed: has_live_path(a, b) == bool(switch_paths(a, b))."""
+def _failed_variants(seed: int):
+    """(intact, variant) per digest fabric (each kind, servers and planes): the fabric
+    itself and up to six copies with random switches and links failed."""
     import random
 
     from tests.unit.testbed.fabric_digest import SPECS
-    rng = random.Random(3)
-    checked = cut = 0
+    rng = random.Random(seed)
     for spec in SPECS.values():
         f = build_fabric(spec)
-        variants = [f]
+        yield f, f
         for _ in range(6):
             upper = [n for n in f.graph.nodes if f.graph.nodes[n].get("role") in
                      ("spine", "agg", "core")]
             links = [(u, v) for u, v in f.graph.edges if u in upper or v in upper]
             try:
-                variants.append(build_fabric(spec.with_failures(
+                yield f, build_fabric(spec.with_failures(
                     tuple(n for n in upper if rng.random() < 0.3),
-                    tuple(sorted(e) for e in links if rng.random() < 0.1))))
+                    tuple(sorted(e) for e in links if rng.random() < 0.1)))
             except FabricError:
                 pass
-        for g in variants:
+
+
+def test_has_live_path_says_whether_switch_paths_lists_one():
+    """Every leaf pair of every digest fabric, and of each with random switches and links
+    failed: has_live_path(a, b) == bool(switch_paths(a, b))."""
+    checked = cut = 0
+    for _, g in _failed_variants(3):
             for a in g.leaves:
                 for b in g.leaves:
                     fresh = bool(g.has_live_path(a, b))        # before any listing is cached
@@ -99,3 +104,34 @@ def test_has_live_path_says_whether_switch_paths_lists_one():
                     checked += 1
                     cut += not fresh
     assert checked > 1000 and cut > 50
+
+
+def test_first_hops_paths_via_and_route_links_follow_switch_paths():
+    """Found without listing a pair's paths (ECMP's hop-by-hop choice, the predictor's
+    route check), they say what switch_paths lists, in its order, on every leaf pair of every
+    digest fabric and of each with random failures; route_links takes exactly its paths
+    (a path of the intact fabric that failures cut is refused)."""
+    checked = refused = 0
+    for intact, g in _failed_variants(5):
+        for a in g.leaves:
+            for b in g.leaves:
+                firsts = g.first_hops(a, b)                 # before any listing is cached
+                via = {h: g.paths_via(a, b, h) for h in [*g._ups[a], b]}
+                paths = g.switch_paths(a, b)
+                want = list(dict.fromkeys(p[1] for p in paths if len(p) > 1))
+                assert firsts == want
+                for h, got in via.items():
+                    assert got == [p for p in paths if len(p) > 1 and p[1] == h]
+                    assert g.paths_via(a, b, h) == got           # from the listing
+                for p in paths if a != b else ():
+                    assert g.route_links(p) == tuple(g.link_index[u, v]
+                                                     for u, v in zip(p, p[1:]))
+                    assert g.route_links((*p[:-1], a)) is None      # back to its start
+                    assert g.route_links((a, b)) is None
+                listed = set(paths)
+                for p in intact.switch_paths(a, b) if a != b else ():
+                    if p not in listed:
+                        assert g.route_links(p) is None
+                        refused += 1
+                checked += 1
+    assert checked > 1000 and refused > 100
