@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Mapping
 
 import numpy as np
 
@@ -21,26 +21,29 @@ Path = tuple[str, ...]
 #: The model's path table keeps every shortest path of each leaf pair the jobs connect, as
 #: link ids; a prediction's peak memory measured ~66 bytes per id (fat-tree k=48,
 #: random-bijective, ECMP: 63.1 M ids, 4.2 GB; clos3 with 1,024 paths a pod pair: 133.7 M,
-#: 9.0 GB). Past this many, config loading refuses the workload (about 8.5 GB).
+#: 9.0 GB). Past this many, config loading refuses the workload (about 8.4 GB).
 MAX_PATH_LINK_IDS = 128_000_000
 #: bytes of a prediction's peak memory per link id of the path table (measured, above)
 BYTES_PER_PATH_LINK_ID = 66
+#: ... with per-packet spraying (spray@packet), which also keeps every path's links per leaf
+#: pair as Python lists (Fabric.spray_shares), twice: ~140 bytes per id (clos3 of 4,096
+#: NICs, random-bijective: 3.5 M ids, 562 MB against ECMP's 209 MB; fat-tree k=48: 62.0 M
+#: ids, 8.4 GB); the bound in ids is then MAX_PATH_LINK_IDS x 66 / 140 (60.3 M), the same
+#: memory
+BYTES_PER_SPRAYED_LINK_ID = 140
 
 
-def path_link_ids(fabric: Fabric, pairs: Iterable[tuple[str, str]]) -> int:
-    """The link ids the path table holds for distinct leaf pairs `pairs` (a != b) on an intact
-    `fabric` (failures only lower it): a pair in one pod climbs one choice point (2 links
-    per path, its leaf's uplinks), any other pair every one (Fabric.choice_points)."""
+def path_link_ids(fabric: Fabric, pairs: Mapping[tuple[str, str], int]) -> int:
+    """The link ids the path tables hold for leaf pairs (a != b) -> copies (the planes whose
+    table holds the pair: 1 on one plane) on an intact `fabric` (failures only lower it): a
+    pair in one pod climbs one choice point (2 links per path, its leaf's uplinks), any other
+    pair every one (Fabric.choice_points)."""
     ways = [k for _, k in fabric.choice_points]
     full = 2 * len(ways) * math.prod(ways)
     if not fabric.has_pods:
-        return full * sum(1 for _ in pairs)
-    pod, same = fabric.pod_of, 0
-    n = 0
-    for a, b in pairs:
-        n += 1
-        same += pod(a) == pod(b)
-    return full * (n - same) + 2 * ways[0] * same
+        return full * sum(pairs.values())
+    pod, near = fabric.pod_of, 2 * ways[0]
+    return sum(n * (near if pod(a) == pod(b) else full) for (a, b), n in pairs.items())
 
 
 def cached_on(fabric: Fabric, key: tuple, make):

@@ -429,20 +429,22 @@ class Fabric:
 
     def route_links(self, path: tuple[str, ...]) -> tuple[int, ...] | None:
         """The indices in `links` of a path's links when it is one of switch_paths between
-        its end leaves, else None (cached per path)."""
+        its end leaves and each of its links exists (leaves of two planes have none), else
+        None (cached per path)."""
         cache = self._route_links
         if path not in cache:
-            ok = len(path) > 2 and path[0] in self._lid and path[-1] in self._lid and \
+            lid = self._lid
+            ok = len(path) > 2 and path[0] in lid and path[-1] in lid and \
                 path in self.paths_via(path[0], path[-1], path[1])
-            cache[path] = (tuple(self._lid[u][v] for u, v in zip(path, path[1:])) if ok
-                           else None)
+            ids = tuple(lid[u].get(v, -1) for u, v in zip(path, path[1:])) if ok else ()
+            cache[path] = ids if ids and min(ids) >= 0 else None
         return cache[path]
 
     @cached_property
     def _route_links(self) -> dict[tuple[str, ...], tuple[int, ...] | None]:
         return {}
 
-    def first_hops(self, a: str, b: str) -> list[str]:
+    def first_hops(self, a: str, b: str) -> tuple[str, ...]:
         """The second switches of switch_paths(a, b) (a's live choices up), in its order,
         found without listing every path (a pair across pods of clos3-16k-jobs has 128)."""
         key = (a, b, "first")
@@ -450,11 +452,11 @@ class Fabric:
         if key not in cache:
             listed = cache.get((a, b))
             if listed is not None:
-                cache[key] = list(dict.fromkeys(p[1] for p in listed if len(p) > 1))
+                cache[key] = tuple(dict.fromkeys(p[1] for p in listed if len(p) > 1))
             else:
                 tails = self._tails(a, b)
-                cache[key] = [] if a == b else [g for g in self._ups[a]
-                                                 if next(tails(g), None) is not None]
+                cache[key] = () if a == b else tuple(g for g in self._ups[a]
+                                                     if next(tails(g), None) is not None)
         return cache[key]
 
     def paths_via(self, a: str, b: str, hop: str) -> list[tuple[str, ...]]:

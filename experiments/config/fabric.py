@@ -5,6 +5,7 @@ path for every pair of hosts the jobs connect.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from typing import Any
 
 from testbed import topologies
@@ -12,7 +13,8 @@ from testbed.fabric import ISOLATED, Fabric, FabricError, FabricSpec, build_fabr
 from testbed.planes import MAX_PLANES
 from testbed.servers import MAX_GPUS_PER_SERVER, MAX_NVLINK_MBPS
 from testbed.topologies.base import MAX_RATE_MBPS, MIN_RATE_MBPS, RATE_WHY
-from routing.path_blocks import BYTES_PER_PATH_LINK_ID, MAX_PATH_LINK_IDS, path_link_ids
+from routing.path_blocks import (BYTES_PER_PATH_LINK_ID, BYTES_PER_SPRAYED_LINK_ID,
+                                 MAX_PATH_LINK_IDS, path_link_ids)
 from traffic.collectives import unique_connections
 
 from .readers import ConfigError, quote, _check_keys, _int, _num, _name_list
@@ -125,25 +127,33 @@ def unreachable(fabric: Fabric, pairs: dict) -> str | None:
     return None
 
 
-def _check_paths(fabric: Fabric, pairs: dict, key: str) -> None:
-    """The jobs' leaf pairs keep the model's path table within MAX_PATH_LINK_IDS link ids
-    (routing/path_blocks.py); ConfigError naming `key` (jobs or jobs_from) otherwise."""
-    ends = pairs.values()
-    leaves = {(a, b) for a, b in zip(fabric.leaves_of(e[1] for e in ends),
-                                     fabric.leaves_of(e[2] for e in ends)) if a != b}
-    ids = path_link_ids(fabric, leaves)
-    if ids <= MAX_PATH_LINK_IDS:
+#: The keys that set how many shortest paths join two leaves, by topology kind.
+PATH_KEYS = {"leaf-spine": "spines", "fat-tree": "k", "clos3": "aggs_per_pod, cores_per_plane",
+             "rail-optimized": "spines_per_group, cores_per_plane"}
+
+
+def _check_paths(fabric: Fabric, plans: list, key: str, per_packet: bool) -> None:
+    """The jobs' leaf pairs keep the model's path tables (one per plane a pair's connections
+    may take) within MAX_PATH_LINK_IDS link ids, fewer with per-packet spraying
+    (routing/path_blocks.py: the same memory); ConfigError naming `key` (jobs or jobs_from)
+    otherwise."""
+    ends = list(unique_connections(plans))
+    conns = Counter(zip(fabric.leaves_of(c.src for c in ends),
+                        fabric.leaves_of(c.dst for c in ends)))
+    copies = {pair: min(n, fabric.planes) for pair, n in conns.items() if pair[0] != pair[1]}
+    ids = path_link_ids(fabric, copies)
+    per_id = BYTES_PER_SPRAYED_LINK_ID if per_packet else BYTES_PER_PATH_LINK_ID
+    limit = MAX_PATH_LINK_IDS * BYTES_PER_PATH_LINK_ID // per_id
+    if ids <= limit:
         return
-    ways = " x ".join(f"{k} at the {role}" for role, k in fabric.choice_points)
+    planes = f" in {fabric.planes} planes" if fabric.planes > 1 else ""
+    sprayed = " with spray@packet" if per_packet else ""
     raise ConfigError(
-        f"{key}: the connections join {len(leaves):,} leaf pairs whose paths take "
-        f"{ids / 1e6:,.1f} M link ids in the model's path table (~{_gb(ids)}); at most "
-        f"{MAX_PATH_LINK_IDS / 1e6:,.0f} M (~{_gb(MAX_PATH_LINK_IDS)}): connect fewer hosts, "
-        f"or give the fabric fewer paths between pods ({ways})")
-
-
-def _gb(ids: int) -> str:
-    return f"{ids * BYTES_PER_PATH_LINK_ID / 1e9:.1f} GB"
+        f"{key}: the connections join {len(copies):,} leaf pairs{planes} whose shortest paths "
+        f"take {ids:,} link ids in the model's path table (~{ids * per_id / 1e9:.1f} GB); at "
+        f"most {limit:,}{sprayed}: connect fewer leaf pairs, or give the fabric fewer paths "
+        f"between leaves ({PATH_KEYS.get(fabric.spec.topology, 'its choice points')}: "
+        f"{' x '.join(str(k) for _, k in fabric.choice_points)} now)")
 
 
 def _check_reachable(fabric: Fabric, pairs: dict) -> None:

@@ -57,7 +57,8 @@ def parse(doc: Any, base_dir: str | Path | None = None) -> Experiment:
                                       d.get("jobs") if imported is None else None)) from None
     pairs = host_pairs(plans)
     _check_reachable(fabric, pairs)
-    _check_paths(fabric, pairs, "jobs" if imported is None else "jobs_from")
+    _check_paths(fabric, plans, "jobs" if imported is None else "jobs_from",
+                 any(e.per_packet for e in parse_entries(routing)))
     emulation = _emulation(_section(d, "emulation"), fabric)
     machines = _machines(d.get("machines"), fabric, emulation)
     check_programs(programs, jobs)

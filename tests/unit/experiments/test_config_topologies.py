@@ -128,11 +128,14 @@ def test_an_isolated_leaf_names_the_failure_key_the_section_gave():
      "host_link_mbps": 10, "spine_link_mbps": 10},
     FAT["fabric"],
     {**CLOS["fabric"], "pods": 3, "aggs_per_pod": 3},
+    {**CLOS["fabric"], "pods": 3, "aggs_per_pod": 3, "planes": 2},
     {"topology": "rail-optimized", "nics_per_server": 2, "servers_per_group": 2,
      "spines_per_group": 3, "groups": 2, "cores_per_plane": 2, "host_link_mbps": 10,
      "spine_link_mbps": 10, "core_link_mbps": 10}],
-    ids=lambda f: f["topology"])
+    ids=lambda f: f["topology"] + (f"-{f['planes']}-planes" if "planes" in f else ""))
 def test_the_path_table_estimate_is_the_tables_size_on_an_intact_fabric(fabric):
+    """Every leaf pair in every plane's table (routing/planes.py routes each plane on its
+    own fabric): the estimate with each pair held by every plane is their total size."""
     from routing.path_blocks import pair_blocks, path_link_ids
     doc = {"name": "t", "fabric": fabric, "routing": ["ecmp"],
            "jobs": [{"name": "a", "collective": "allreduce", "hosts": ["h1", "h2"],
@@ -141,9 +144,12 @@ def test_the_path_table_estimate_is_the_tables_size_on_an_intact_fabric(fabric):
     pairs = [(a, b) for a in f.leaves for b in f.leaves if a != b]
     L, index = len(f.leaves), {x: i for i, x in enumerate(f.leaves)}
     q = np.array([index[a] * L + index[b] for a, b in pairs], dtype=np.int64)
-    blocks = pair_blocks(f).select(f, q)
+    held = 0
+    for plane in range(1, f.planes + 1):
+        blocks = pair_blocks(f.plane_fabric(plane)).select(f.plane_fabric(plane), q)
+        held += int((blocks.hops * blocks.width).sum())
     assert len(pairs) >= 12
-    assert path_link_ids(f, pairs) == int((blocks.hops * blocks.width).sum())
+    assert path_link_ids(f, dict.fromkeys(pairs, f.planes)) == held
 
 
 def test_the_path_table_is_bounded_before_it_is_built(monkeypatch):
@@ -154,8 +160,9 @@ def test_the_path_table_is_bounded_before_it_is_built(monkeypatch):
                       hosts_per_leaf=32)
     big["jobs"] = [{"name": "p", "pattern": "random-bijective", "size_bytes": 1000}]
     with pytest.raises(ConfigError, match=r"^jobs: the connections join 65,\d{3} leaf pairs "
-                                          r"whose paths take 26\d\.\d M link ids .* at most "
-                                          r"128 M .*\(32 at the leaf x 32 at the agg\)$"):
+                                          r"whose shortest paths take 26\d,\d{3},\d{3} link "
+                                          r"ids .* at most 128,000,000: .*\(aggs_per_pod, "
+                                          r"cores_per_plane: 32 x 32 now\)$"):
         parse(big)
     from experiments.config import fabric as section
     ids = 2 * (4 * 2 * 2) + 2 * (2 * 2)     # 2 leaf pairs across pods (4 hops, 2 x 2
@@ -163,5 +170,25 @@ def test_the_path_table_is_bounded_before_it_is_built(monkeypatch):
     monkeypatch.setattr(section, "MAX_PATH_LINK_IDS", ids)
     parse(CLOS)
     monkeypatch.setattr(section, "MAX_PATH_LINK_IDS", ids - 1)
-    with pytest.raises(ConfigError, match=r"^jobs: the connections join 4 leaf pairs"):
+    with pytest.raises(ConfigError, match=r"^jobs: the connections join 4 leaf pairs whose"):
         parse(CLOS)
+    # per-packet spraying keeps more per id: the same memory bounds fewer ids
+    monkeypatch.setattr(section, "MAX_PATH_LINK_IDS", ids * 2)       # sprayed: 37 ids
+    parse(CLOS)
+    with pytest.raises(ConfigError, match=r"at most \d+ with spray@packet"):
+        parse({**CLOS, "routing": ["spray@packet"]})
+
+
+def test_a_pair_on_several_planes_counts_once_per_plane_its_connections_may_take(monkeypatch):
+    """Each plane routes its flows on its own table: a pair with one connection is in one
+    plane's, a pair with several in up to every plane's."""
+    from experiments.config import fabric as section
+    two = with_fabric(CLOS, planes=2)
+    one_each = 2 * (4 * 2 * 2) + 2 * (2 * 2)          # h1 -> h3 -> h5 -> h7 -> h1: 1 each
+    monkeypatch.setattr(section, "MAX_PATH_LINK_IDS", one_each)
+    parse(two)
+    doubled = copy.deepcopy(two)
+    doubled["jobs"][0]["subflows"] = 2                  # 2 connections a pair: both planes
+    with pytest.raises(ConfigError, match=r"^jobs: the connections join 4 leaf pairs in 2 "
+                                          r"planes whose shortest paths take 80 link ids"):
+        parse(doubled)

@@ -113,12 +113,20 @@ def test_first_hops_paths_via_and_route_links_follow_switch_paths():
     (a path of the intact fabric that failures cut is refused)."""
     checked = refused = 0
     for intact, g in _failed_variants(5):
-        for a in g.leaves:
-            for b in g.leaves:
+        leaves = [n for n in g.graph.nodes if g.graph.nodes[n].get("role") == "leaf"]
+        for a in leaves:                                    # every plane's
+            for b in leaves:
                 firsts = g.first_hops(a, b)                 # before any listing is cached
                 via = {h: g.paths_via(a, b, h) for h in [*g._ups[a], b]}
+                candidates = intact.switch_paths(a, b) if a != b else []
+                taken = {p: g.route_links(p) for p in candidates}
+                if g.plane_of(a) != g.plane_of(b):          # no link joins two planes
+                    assert set(taken.values()) <= {None}
+                    continue
                 paths = g.switch_paths(a, b)
-                want = list(dict.fromkeys(p[1] for p in paths if len(p) > 1))
+                assert {p for p, ids in taken.items() if ids is not None} == \
+                    set(paths) & set(candidates)
+                want = tuple(dict.fromkeys(p[1] for p in paths if len(p) > 1))
                 assert firsts == want
                 for h, got in via.items():
                     assert got == [p for p in paths if len(p) > 1 and p[1] == h]
