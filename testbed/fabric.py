@@ -395,7 +395,7 @@ class Fabric:
         key = (src_leaf, dst_leaf)
         cache = self._path_cache
         if key not in cache:
-            cache[key] = self._switch_paths(src_leaf, dst_leaf)
+            cache[key] = list(self._live_paths(src_leaf, dst_leaf))
         return cache[key]
 
     @cached_property
@@ -473,9 +473,6 @@ class Fabric:
         if cached is not None:
             return bool(cached)
         return next(self._live_paths(a, b), None) is not None
-
-    def _switch_paths(self, a: str, b: str) -> list[tuple[str, ...]]:
-        return list(self._live_paths(a, b))
 
     def _live_paths(self, a: str, b: str, via: str | None = None
                     ) -> Iterator[tuple[str, ...]]:
